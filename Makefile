@@ -1,0 +1,39 @@
+# Front door. Every target installs what it needs (scripts/install-deps.sh), configures and builds.
+BUILD ?= build
+BUILD_TYPE ?= Release
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build test test-long demo bench clean sim xclbin p4
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Unit, model and end-to-end tests. Tests labelled "long" run only with `make test-long`.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE long
+
+test-long: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# 4 workers all-reduce a 16M-element fp32 tensor through the switch model on loopback.
+demo: build
+	$(BUILD)/host/tools/netagg-allreduce --local 4 --target switch-sim --dtype fp32 --count 16777216
+
+# Benchmarks: JSON in $(BUILD)/bench/, summary on stdout.
+bench: build
+	bash scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

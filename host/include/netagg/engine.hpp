@@ -1,0 +1,161 @@
+// The protocol engine, sans-IO: packets and time in, packets and a deadline out. The same engine
+// runs over UDP, in-process, and (later) DPDK and inside simulators.
+//
+// Slots are used in a fixed pattern: packet P (a global index that continues across operations)
+// goes to slot slot_base + P mod W with set (P / W) mod 2, seq = P mod 2^32. Packet P is sent
+// only once the result of packet P - W has arrived: a result is the acknowledgement of its slot
+// and the permission to send the slot's next packet (self-clocking). Unanswered packets are
+// retransmitted on timeout with exponential backoff; duplicate and stale results are ignored;
+// an operation with no new result for job_timeout fails with an error naming the missing slots.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "netagg/wire.hpp"
+
+namespace netagg {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = std::chrono::nanoseconds;
+
+struct EngineParams {
+  std::uint16_t job_id = 0;
+  std::uint16_t rank = 0;
+  std::uint16_t slot_base = 0;
+  std::uint16_t window = 1;  // W: slots of the job's range this worker cycles through
+  Duration retransmit_timeout = std::chrono::milliseconds(20);   // first retransmission
+  Duration max_retransmit_timeout = std::chrono::milliseconds(500);  // backoff cap (doubling)
+  Duration job_timeout = std::chrono::seconds(10);  // fail after this long without a new result
+};
+
+// What an operation sends and where its results go; the communicator implements it per call.
+class PacketSource {
+ public:
+  virtual ~PacketSource() = default;
+  virtual std::uint64_t packet_count() const = 0;
+  // Packet p (0-based within the operation) is about to be sent for the first time. Set h.dtype,
+  // h.count and h.exponent, and write h.payload_size() bytes to payload (capacity
+  // wire::kMaxPayloadSize). Called only after deliver(p - W) for p >= W.
+  virtual void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) = 0;
+  // The result of packet p arrived; called exactly once per p, in any order.
+  virtual void deliver(std::uint64_t p, const wire::Header& h,
+                       std::span<const std::byte> payload) = 0;
+};
+
+struct EngineStats {
+  std::uint64_t packets_sent = 0;      // first transmissions
+  std::uint64_t retransmissions = 0;
+  std::uint64_t results = 0;           // results accepted (one per packet)
+  std::uint64_t duplicates = 0;        // results for packets already answered or not in flight
+  std::uint64_t rejected = 0;          // undecodable, wrong job/rank/type, slot out of range
+  std::uint64_t operations = 0;        // operations completed
+};
+
+// Drive it like this (one thread per engine; the engine is not thread-safe):
+//
+//   engine.start(source, Clock::now());
+//   while (engine.state() == Engine::State::kRunning) {
+//     transport.send(engine.transmits());  engine.clear_transmits();
+//     auto deadline = engine.next_deadline();            // set while running
+//     transport.receive(wait_until(deadline), [&](auto pkt) { engine.on_packet(pkt, Clock::now()); });
+//     if (Clock::now() >= *engine.next_deadline()) engine.on_timer(Clock::now());
+//   }
+//   transport.send(engine.transmits());  engine.clear_transmits();   // harmless leftovers
+//
+// Several calls (e.g. on_packet for a whole received batch, then on_timer) may be made before
+// the transmits are sent: the views stay valid until clear_transmits().
+class Engine {
+ public:
+  enum class State { kIdle, kRunning, kDone, kFailed };
+
+  // Throws Error(kInvalidArgument) if window is 0, slot_base + window exceeds the 16-bit slot
+  // space, or a timeout is not positive / the backoff cap is below the first timeout.
+  explicit Engine(const EngineParams& params);
+
+  // Begins an operation; the previous one must be done or failed (else Error(kInvalidArgument)).
+  // src must outlive it. An operation of zero packets is done at once. After a failure the
+  // unanswered packets are abandoned and numbering continues after the failed operation.
+  void start(PacketSource& src, TimePoint now);
+  // A datagram from the network. Accepts the result of the packet in flight on its slot and
+  // sends that slot's next packet; counts everything else as duplicate or rejected.
+  void on_packet(std::span<const std::byte> packet, TimePoint now);
+  // Call when now >= *next_deadline(): retransmits what is due and checks the job timeout.
+  // Calling it early is harmless.
+  void on_timer(TimePoint now);
+  // Earliest retransmission or job-timeout deadline; nullopt unless running.
+  std::optional<TimePoint> next_deadline() const;
+
+  // Packets to send, in order. The views stay valid until clear_transmits(); views of a packet
+  // that became obsolete (its slot was answered and reused in the meantime) are removed.
+  std::span<const std::span<const std::byte>> transmits() const { return transmits_; }
+  void clear_transmits() {
+    transmits_.clear();
+    ++transmits_epoch_;
+  }
+
+  State state() const { return state_; }
+  const std::string& failure() const { return failure_; }  // set in kFailed
+  const EngineStats& stats() const { return stats_; }
+  const EngineParams& params() const { return params_; }
+  std::uint64_t next_global_packet() const { return next_global_; }
+  // Packets of the current (or last) operation answered so far, and how many it has.
+  std::uint64_t delivered() const { return delivered_; }
+  std::uint64_t packet_count() const { return count_; }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  // One per slot of the window. A busy slot is linked into the timer list of its backoff level.
+  struct InFlight {
+    bool busy = false;
+    std::uint8_t level = 0;  // retransmissions so far, capped at the last backoff level
+    wire::DataType dtype = wire::DataType::kInt32;
+    std::uint16_t count = 0;
+    std::uint32_t size = 0;    // encoded packet bytes in the slot's buffer
+    std::uint64_t p = 0;       // packet index within the operation
+    std::uint64_t global = 0;  // global packet index
+    TimePoint deadline{};
+    std::uint32_t prev = kNone, next = kNone;  // timer list links (slot indices)
+    std::uint64_t queued_epoch = 0;  // == transmits_epoch_ while transmits_ views the buffer
+  };
+  // Slots waiting for a timeout with the same retransmission timeout, in order of deadline:
+  // each list's timeout is constant, so appending at `now + timeout` keeps it sorted. This makes
+  // sending, answering and expiring O(1) and next_deadline() O(backoff levels).
+  struct TimerList {
+    std::uint32_t head = kNone, tail = kNone;
+  };
+
+  void send_packet(std::uint64_t p, TimePoint now);
+  void arm(std::uint32_t idx, std::uint8_t level, TimePoint now);
+  void disarm(std::uint32_t idx);
+  std::span<std::byte> buffer(std::uint32_t idx) {
+    return {buffers_.data() + std::size_t{idx} * wire::kMaxPacketSize, wire::kMaxPacketSize};
+  }
+  void queue_transmit(std::uint32_t idx);
+  void fail(TimePoint now);
+
+  EngineParams params_;
+  State state_ = State::kIdle;
+  std::string failure_;
+  EngineStats stats_;
+  PacketSource* src_ = nullptr;
+  std::uint64_t op_first_global_ = 0;  // global index of the operation's packet 0
+  std::uint64_t next_global_ = 0;      // next global index to use by a later operation
+  std::uint64_t count_ = 0;            // packets in this operation
+  std::uint64_t delivered_ = 0;
+  TimePoint last_progress_{};
+  std::vector<InFlight> slots_;      // W entries, indexed by global % W
+  std::vector<std::byte> buffers_;   // W * kMaxPacketSize: the packets in flight
+  std::vector<Duration> level_timeout_;  // retransmit timeout of each backoff level
+  std::vector<TimerList> timers_;        // one per backoff level
+  std::vector<std::span<const std::byte>> transmits_;
+  std::uint64_t transmits_epoch_ = 1;
+};
+
+}  // namespace netagg

@@ -1,0 +1,44 @@
+// Transports move netagg packets between one worker and its aggregator. The protocol engine
+// knows none of them; the communicator drives a Transport with the engine's output.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "netagg/engine.hpp"
+#include "netagg/job.hpp"
+
+namespace netagg {
+
+struct TransportCounters {
+  std::uint64_t sent = 0, received = 0, dropped_foreign = 0;  // foreign: not from the aggregator
+  std::uint64_t dropped_malformed = 0;  // truncated or oversized datagrams
+  std::uint64_t injected_drops = 0;     // dropped on purpose by with_loss(), both directions
+};
+
+class Transport {
+ public:
+  using PacketHandler = std::function<void(std::span<const std::byte>)>;
+  virtual ~Transport() = default;
+  // Sends each packet to the aggregator (batched where the transport can).
+  virtual void send(std::span<const std::span<const std::byte>> packets) = 0;
+  // Waits up to `timeout` for packets from the aggregator and hands each to on_packet (the view
+  // is valid during the call). Returns how many were handed over. Throws Error(kTransport).
+  virtual std::size_t receive(Duration timeout, const PacketHandler& on_packet) = 0;
+  virtual std::string name() const = 0;
+  // What the transport saw; decorators add their own counts to the inner transport's.
+  virtual TransportCounters counters() const { return {}; }
+};
+
+// Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`.
+std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator);
+
+// Seeded loss injection around any transport: drops each sent and each received packet with
+// probability `loss` (0..1), deterministically for a given seed.
+std::unique_ptr<Transport> with_loss(std::unique_ptr<Transport> inner, double loss,
+                                     std::uint64_t seed);
+
+}  // namespace netagg

@@ -1,0 +1,30 @@
+// Reader for the golden vectors in tests/vectors/ (format: tests/vectors/README.md).
+// Shared by every implementation's tests: host, switch model, and later RTL, HLS and P4.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netagg::testing {
+
+struct Vector {
+  std::filesystem::path file;
+  std::string description;               // the leading '#' line
+  std::map<std::string, std::string> fields;  // every "key: value" line before "hex:"
+  std::vector<std::byte> bytes;
+
+  const std::string& at(const std::string& key) const;  // throws if missing
+  std::optional<std::string> get(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+};
+
+Vector load_vector(const std::filesystem::path& file);
+// All *.vec files in a folder, sorted by name.
+std::vector<Vector> load_vectors(const std::filesystem::path& folder);
+std::filesystem::path vectors_dir();  // tests/vectors (NETAGG_VECTORS_DIR)
+
+}  // namespace netagg::testing
