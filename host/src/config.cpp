@@ -1,1 +1,342 @@
-// placeholder: being written
+#include "netagg/config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "netagg/error.hpp"
+
+namespace netagg {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void config_error(std::string_view where, std::string_view problem) {
+  throw Error(Errc::kConfig, fmt::format("{}: {}", where, problem));
+}
+
+// The JSON keys a config file may hold; anything else is a typo the user should hear about.
+// clang-format off
+constexpr std::string_view kFileKeys[] = {
+    "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
+    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "job_timeout_ms", "loss", "loss_seed"};
+// clang-format on
+
+Duration from_ms(double ms) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Picks the job `job_id` out of a file that may hold several; without an id it must hold one.
+JobSpec pick_job(std::vector<JobSpec> jobs, std::optional<std::uint16_t> job_id,
+                 std::string_view where) {
+  if (job_id) {
+    for (auto& j : jobs)
+      if (j.job_id == *job_id) return std::move(j);
+    config_error(where, fmt::format("no job with job_id {} in it", *job_id));
+  }
+  if (jobs.size() != 1)
+    config_error(where, fmt::format("holds {} jobs; say which one with job_id", jobs.size()));
+  return std::move(jobs.front());
+}
+
+std::optional<std::string> getenv_string(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+// Integer from an environment variable; the whole text must be the number.
+std::int64_t parse_env_int(const char* name, const std::string& text, std::int64_t min,
+                           std::int64_t max) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != end)
+    config_error(name, fmt::format("'{}' is not an integer", text));
+  if (ec == std::errc::result_out_of_range || v < min || v > max)
+    config_error(name, fmt::format("{} is out of range [{}, {}]", text, min, max));
+  return v;
+}
+
+std::uint64_t parse_env_u64(const char* name, const std::string& text) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != end)
+    config_error(name, fmt::format("'{}' is not a non-negative integer", text));
+  if (ec == std::errc::result_out_of_range)
+    config_error(name, fmt::format("{} does not fit in 64 bits", text));
+  return v;
+}
+
+double parse_env_double(const char* name, const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v))
+    config_error(name, fmt::format("'{}' is not a number", text));
+  return v;
+}
+
+// The first of `names` that is set, with its name (for messages).
+std::optional<std::pair<const char*, std::string>> first_env(
+    std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (auto v = getenv_string(n)) return std::make_pair(n, *v);
+  return std::nullopt;
+}
+
+struct FileConfig {
+  Config cfg;
+  bool has_job = false;
+};
+
+double get_number(const json& j, const char* key, std::string_view where) {
+  const json& v = j.at(key);
+  if (!v.is_number()) config_error(fmt::format("{}: {}", where, key), "must be a number");
+  return v.get<double>();
+}
+
+FileConfig parse_file(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  std::ifstream in(file);
+  if (!in) config_error(where, "cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    config_error(where, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) config_error(where, "must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (auto k : kFileKeys) known = known || k == key;
+    if (!known) config_error(fmt::format("{}: {}", where, key), "unknown field");
+  }
+  const auto field = [&](std::string_view key) { return fmt::format("{}: {}", where, key); };
+
+  FileConfig out;
+  Config& cfg = out.cfg;
+  if (j.contains("rank")) {
+    const json& v = j["rank"];
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) ||
+        v.get<std::uint64_t>() > 0xFFFF)
+      config_error(field("rank"), "must be an integer in [0, 65535]");
+    cfg.rank = static_cast<int>(v.get<std::uint64_t>());
+  }
+  std::optional<std::uint16_t> job_id;
+  if (j.contains("job_id")) {
+    const json& v = j["job_id"];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 0xFFFF)
+      config_error(field("job_id"), "must be an integer in [0, 65535]");
+    job_id = static_cast<std::uint16_t>(v.get<std::uint64_t>());
+  }
+  if (j.contains("job_file") && j.contains("job"))
+    config_error(field("job"), "give either job_file or an inline job, not both");
+  if (j.contains("job_file")) {
+    if (!j["job_file"].is_string()) config_error(field("job_file"), "must be a string");
+    std::filesystem::path jf = j["job_file"].get<std::string>();
+    if (jf.is_relative()) jf = file.parent_path() / jf;
+    cfg.job = pick_job(load_jobs(jf), job_id, jf.string());
+    out.has_job = true;
+  } else if (j.contains("job")) {
+    cfg.job = parse_job(j["job"].dump(), field("job"));
+    if (job_id && cfg.job.job_id != *job_id)
+      config_error(field("job_id"),
+                   fmt::format("{} but the inline job has job_id {}", *job_id, cfg.job.job_id));
+    out.has_job = true;
+  }
+  if (j.contains("aggregator")) {
+    if (!j["aggregator"].is_string())
+      config_error(field("aggregator"), "must be a string \"a.b.c.d:port\"");
+    cfg.aggregator = Endpoint::parse(j["aggregator"].get<std::string>(), field("aggregator"));
+  }
+  if (j.contains("transport")) {
+    if (!j["transport"].is_string()) config_error(field("transport"), "must be a string");
+    cfg.transport = j["transport"].get<std::string>();
+  }
+  if (j.contains("float_wire")) {
+    if (!j["float_wire"].is_string()) config_error(field("float_wire"), "must be a string");
+    try {
+      cfg.float_wire = parse_float_wire(j["float_wire"].get<std::string>());
+    } catch (const Error& e) {
+      config_error(where, e.what());
+    }
+  }
+  const auto timeout = [&](const char* key, Duration& d) {
+    if (!j.contains(key)) return;
+    const double ms = get_number(j, key, where);
+    if (!(ms > 0)) config_error(field(key), fmt::format("{} must be > 0", ms));
+    d = from_ms(ms);
+  };
+  timeout("retransmit_timeout_ms", cfg.retransmit_timeout);
+  timeout("max_retransmit_timeout_ms", cfg.max_retransmit_timeout);
+  timeout("job_timeout_ms", cfg.job_timeout);
+  if (j.contains("loss")) cfg.loss = get_number(j, "loss", where);
+  if (j.contains("loss_seed")) {
+    if (!j["loss_seed"].is_number_unsigned())
+      config_error(field("loss_seed"), "must be a non-negative integer");
+    cfg.loss_seed = j["loss_seed"].get<std::uint64_t>();
+  }
+  return out;
+}
+
+}  // namespace
+
+FloatWire parse_float_wire(std::string_view text) {
+  if (text == "int32-bfp") return FloatWire::kBlockInt32;
+  if (text == "fp32") return FloatWire::kFp32;
+  throw Error(Errc::kConfig, fmt::format("float_wire: '{}' is not one of int32-bfp, fp32", text));
+}
+
+std::string_view to_string(FloatWire w) {
+  return w == FloatWire::kBlockInt32 ? "int32-bfp" : "fp32";
+}
+
+Config Config::from_file(const std::filesystem::path& file) {
+  FileConfig f = parse_file(file);
+  if (!f.has_job) config_error(file.string(), "job_file or job: missing");
+  try {
+    f.cfg.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{}: {}", file.string(), e.what()));
+  }
+  return std::move(f.cfg);
+}
+
+Config Config::from_env() {
+  Config cfg;
+  bool has_job = false;
+  if (auto file = getenv_string("NETAGG_CONFIG")) {
+    if (file->empty()) config_error("NETAGG_CONFIG", "is set but empty");
+    FileConfig f = parse_file(*file);
+    cfg = std::move(f.cfg);
+    has_job = f.has_job;
+  }
+  std::optional<std::uint16_t> job_id;
+  if (auto v = getenv_string("NETAGG_JOB_ID"))
+    job_id = static_cast<std::uint16_t>(parse_env_int("NETAGG_JOB_ID", *v, 0, 0xFFFF));
+  if (auto v = getenv_string("NETAGG_JOB_FILE")) {
+    if (v->empty()) config_error("NETAGG_JOB_FILE", "is set but empty");
+    cfg.job = pick_job(load_jobs(*v), job_id, *v);
+    has_job = true;
+  } else if (job_id && has_job && cfg.job.job_id != *job_id) {
+    config_error("NETAGG_JOB_ID",
+                 fmt::format("{} but the configured job has job_id {}", *job_id, cfg.job.job_id));
+  }
+  if (!has_job) config_error("NETAGG_JOB_FILE", "not set, and no NETAGG_CONFIG file names a job");
+
+  if (auto r = first_env({"NETAGG_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"}))
+    cfg.rank = static_cast<int>(parse_env_int(r->first, r->second, 0, 0xFFFF));
+  if (cfg.rank < 0)
+    config_error("NETAGG_RANK",
+                 "not set (nor OMPI_COMM_WORLD_RANK, PMI_RANK, RANK, nor rank in NETAGG_CONFIG)");
+  if (auto w = first_env({"NETAGG_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE"})) {
+    const auto n = parse_env_int(w->first, w->second, 1, 0xFFFF);
+    if (static_cast<std::size_t>(n) != cfg.job.world_size())
+      throw Error(Errc::kConfig, fmt::format("{}={} but the job has {} workers", w->first, n,
+                                             cfg.job.world_size()));
+  }
+  if (auto v = getenv_string("NETAGG_AGGREGATOR"))
+    cfg.aggregator = Endpoint::parse(*v, "NETAGG_AGGREGATOR");
+  if (auto v = getenv_string("NETAGG_TRANSPORT")) {
+    if (v->empty()) config_error("NETAGG_TRANSPORT", "is set but empty");
+    cfg.transport = *v;
+  }
+  if (auto v = getenv_string("NETAGG_FLOAT_WIRE")) {
+    try {
+      cfg.float_wire = parse_float_wire(*v);
+    } catch (const Error&) {
+      config_error("NETAGG_FLOAT_WIRE", fmt::format("'{}' is not one of int32-bfp, fp32", *v));
+    }
+  }
+  const auto timeout = [](const char* name, Duration& d) {
+    if (auto v = getenv_string(name)) {
+      const double ms = parse_env_double(name, *v);
+      if (!(ms > 0)) config_error(name, fmt::format("{} must be > 0", *v));
+      d = from_ms(ms);
+    }
+  };
+  timeout("NETAGG_TIMEOUT_MS", cfg.job_timeout);
+  timeout("NETAGG_RETRANSMIT_TIMEOUT_MS", cfg.retransmit_timeout);
+  if (auto v = getenv_string("NETAGG_LOSS")) {
+    cfg.loss = parse_env_double("NETAGG_LOSS", *v);
+    if (cfg.loss < 0 || cfg.loss >= 1)
+      config_error("NETAGG_LOSS", fmt::format("{} is outside [0, 1)", *v));
+  }
+  if (auto v = getenv_string("NETAGG_LOSS_SEED"))
+    cfg.loss_seed = parse_env_u64("NETAGG_LOSS_SEED", *v);
+  cfg.validate();
+  return cfg;
+}
+
+void Config::validate() const {
+  const std::size_t n = job.world_size();
+  if (n == 0) config_error("job", "has no workers");
+  if (job.slot_count == 0) config_error("job: slots.count", "must be at least 1");
+  if (job.elements_per_packet == 0 || job.elements_per_packet > wire::kMaxCount)
+    config_error("job: elements_per_packet",
+                 fmt::format("{} is outside [1, {}]", job.elements_per_packet, wire::kMaxCount));
+  if (std::uint32_t(job.slot_base) + job.slot_count > 0x10000)
+    config_error("job: slots", "base + count exceeds the 16-bit slot space");
+  for (std::size_t r = 0; r < n; ++r)
+    if (job.workers[r].rank != r)
+      config_error("job: workers", fmt::format("entry {} has rank {}; ranks must be 0..{}", r,
+                                               job.workers[r].rank, n - 1));
+  if (rank < 0) config_error("rank", "not set");
+  if (static_cast<std::size_t>(rank) >= n)
+    throw Error(Errc::kConfig,
+                fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
+  if (aggregator.port == 0 && !job.aggregator)
+    config_error("aggregator", "not set (neither in the config nor in the job)");
+  if (transport == "dpdk")
+    throw Error(Errc::kUnsupported,
+                "transport: 'dpdk' is not built into this libnetagg (available: udp)");
+  if (transport != "udp")
+    config_error("transport", fmt::format("'{}' is not one of udp, dpdk", transport));
+  if (retransmit_timeout <= Duration::zero()) config_error("retransmit_timeout", "must be > 0");
+  if (max_retransmit_timeout < retransmit_timeout)
+    config_error("max_retransmit_timeout",
+                 fmt::format("{} ms is below retransmit_timeout {} ms",
+                             to_ms(max_retransmit_timeout), to_ms(retransmit_timeout)));
+  if (job_timeout <= Duration::zero()) config_error("job_timeout", "must be > 0");
+  if (!(loss >= 0 && loss < 1)) config_error("loss", fmt::format("{} is outside [0, 1)", loss));
+}
+
+EngineParams Config::engine_params() const {
+  EngineParams p;
+  p.job_id = job.job_id;
+  p.rank = static_cast<std::uint16_t>(rank);
+  p.slot_base = job.slot_base;
+  p.window = job.slot_count;
+  p.retransmit_timeout = retransmit_timeout;
+  p.max_retransmit_timeout = max_retransmit_timeout;
+  p.job_timeout = job_timeout;
+  return p;
+}
+
+Endpoint Config::aggregator_address() const {
+  if (aggregator.port != 0) return aggregator;
+  if (job.aggregator) return *job.aggregator;
+  config_error("aggregator", "not set (neither in the config nor in the job)");
+}
+
+Endpoint Config::local_address() const {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= job.world_size())
+    throw Error(Errc::kConfig,
+                fmt::format("rank {} is outside the job's {} workers", rank, job.world_size()));
+  return job.workers[rank].address;
+}
+
+}  // namespace netagg

@@ -1,1 +1,268 @@
-// placeholder: being written
+#include "netagg/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "netagg/error.hpp"
+
+namespace netagg {
+namespace {
+
+std::string format_duration(Duration d) {
+  return fmt::format("{:g} ms", std::chrono::duration<double, std::milli>(d).count());
+}
+
+// Unanswered packets listed by name in a timeout error; the rest are only counted.
+constexpr std::size_t kListedMissing = 16;
+
+}  // namespace
+
+Engine::Engine(const EngineParams& params) : params_(params) {
+  if (params.window == 0) throw Error(Errc::kInvalidArgument, "engine: window must be at least 1");
+  if (std::size_t{params.slot_base} + params.window > 65536) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("engine: slots {}..{} exceed the 16-bit slot space", params.slot_base,
+                            std::size_t{params.slot_base} + params.window - 1));
+  }
+  if (params.retransmit_timeout <= Duration::zero()) {
+    throw Error(Errc::kInvalidArgument, "engine: retransmit_timeout must be positive");
+  }
+  if (params.max_retransmit_timeout < params.retransmit_timeout) {
+    throw Error(Errc::kInvalidArgument,
+                "engine: max_retransmit_timeout must not be below retransmit_timeout");
+  }
+  if (params.job_timeout <= Duration::zero()) {
+    throw Error(Errc::kInvalidArgument, "engine: job_timeout must be positive");
+  }
+
+  // Backoff levels: the timeout doubles per retransmission up to the cap, where it stays.
+  Duration timeout = params.retransmit_timeout;
+  level_timeout_.push_back(timeout);
+  while (timeout < params.max_retransmit_timeout && level_timeout_.size() < 64) {
+    timeout =
+        timeout > params.max_retransmit_timeout / 2 ? params.max_retransmit_timeout : timeout * 2;
+    level_timeout_.push_back(timeout);
+  }
+  timers_.resize(level_timeout_.size());
+
+  slots_.resize(params.window);
+  buffers_.resize(std::size_t{params.window} * wire::kMaxPacketSize);
+  // A send, a retransmission of every slot and their replacements fit without reallocating.
+  transmits_.reserve(std::size_t{params.window} * 2);
+}
+
+void Engine::start(PacketSource& src, TimePoint now) {
+  if (state_ == State::kRunning) {
+    throw Error(Errc::kInvalidArgument, "engine: start() while an operation is running");
+  }
+  // Whatever a failed operation left in flight is abandoned.
+  for (std::uint32_t idx = 0; idx < slots_.size(); ++idx) {
+    if (slots_[idx].busy) {
+      disarm(idx);
+      slots_[idx].busy = false;
+    }
+  }
+  failure_.clear();
+  src_ = &src;
+  count_ = src.packet_count();
+  op_first_global_ = next_global_;
+  next_global_ += count_;
+  delivered_ = 0;
+  last_progress_ = now;
+  if (count_ == 0) {
+    state_ = State::kDone;
+    ++stats_.operations;
+    src_ = nullptr;
+    return;
+  }
+  state_ = State::kRunning;
+  const std::uint64_t first = std::min<std::uint64_t>(count_, params_.window);
+  for (std::uint64_t p = 0; p < first; ++p) send_packet(p, now);
+}
+
+void Engine::send_packet(std::uint64_t p, TimePoint now) {
+  const std::uint64_t global = op_first_global_ + p;
+  const auto idx = static_cast<std::uint32_t>(global % params_.window);
+  InFlight& slot = slots_[idx];
+  std::span<std::byte> buf = buffer(idx);
+
+  // The buffer is about to be overwritten: drop views of its previous packet that were not sent.
+  if (slot.queued_epoch == transmits_epoch_) {
+    std::erase_if(transmits_, [&](std::span<const std::byte> t) { return t.data() == buf.data(); });
+    slot.queued_epoch = 0;
+  }
+
+  wire::Header h;
+  h.type = wire::MsgType::kContribution;
+  h.job_id = params_.job_id;
+  h.rank = params_.rank;
+  h.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
+  h.set = static_cast<std::uint8_t>((global / params_.window) % 2);
+  h.seq = static_cast<std::uint32_t>(global);
+  src_->fill(p, h, buf.subspan(wire::kHeaderSize));
+  // The source chooses only dtype, count and exponent; the rest is the engine's.
+  h.version = wire::kVersion;
+  h.type = wire::MsgType::kContribution;
+  h.job_id = params_.job_id;
+  h.rank = params_.rank;
+  h.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
+  h.set = static_cast<std::uint8_t>((global / params_.window) % 2);
+  h.seq = static_cast<std::uint32_t>(global);
+  if (static_cast<std::uint8_t>(h.dtype) > static_cast<std::uint8_t>(wire::DataType::kBf16) ||
+      !wire::encode_header(h, buf)) {
+    // The operation cannot go on; fail it so the engine can start the next one.
+    failure_ = fmt::format(
+        "engine: the source made packet {} unencodable: count {} (at most {}), "
+        "dtype {}",
+        p, h.count, wire::kMaxCount, static_cast<int>(h.dtype));
+    state_ = State::kFailed;
+    src_ = nullptr;
+    throw Error(Errc::kInvalidArgument, failure_);
+  }
+
+  slot.busy = true;
+  slot.p = p;
+  slot.global = global;
+  slot.dtype = h.dtype;
+  slot.count = h.count;
+  slot.size = static_cast<std::uint32_t>(h.packet_size());
+  arm(idx, 0, now);
+  queue_transmit(idx);
+  ++stats_.packets_sent;
+}
+
+void Engine::queue_transmit(std::uint32_t idx) {
+  transmits_.emplace_back(buffer(idx).data(), slots_[idx].size);
+  slots_[idx].queued_epoch = transmits_epoch_;
+}
+
+void Engine::arm(std::uint32_t idx, std::uint8_t level, TimePoint now) {
+  InFlight& slot = slots_[idx];
+  TimerList& list = timers_[level];
+  slot.level = level;
+  slot.deadline = now + level_timeout_[level];
+  slot.prev = list.tail;
+  slot.next = kNone;
+  if (list.tail == kNone) {
+    list.head = idx;
+  } else {
+    slots_[list.tail].next = idx;
+  }
+  list.tail = idx;
+}
+
+void Engine::disarm(std::uint32_t idx) {
+  InFlight& slot = slots_[idx];
+  TimerList& list = timers_[slot.level];
+  if (slot.prev == kNone) {
+    list.head = slot.next;
+  } else {
+    slots_[slot.prev].next = slot.next;
+  }
+  if (slot.next == kNone) {
+    list.tail = slot.prev;
+  } else {
+    slots_[slot.next].prev = slot.prev;
+  }
+  slot.prev = slot.next = kNone;
+}
+
+void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
+  const wire::Decoded d = wire::decode(packet);
+  if (!d) {
+    ++stats_.rejected;
+    return;
+  }
+  const wire::Header& h = d.header;
+  if (h.type != wire::MsgType::kResult || h.job_id != params_.job_id || h.rank != params_.rank ||
+      h.slot < params_.slot_base || h.slot - params_.slot_base >= params_.window) {
+    ++stats_.rejected;
+    return;
+  }
+  const auto idx = static_cast<std::uint32_t>(h.slot - params_.slot_base);
+  InFlight& slot = slots_[idx];
+  if (state_ != State::kRunning || !slot.busy || h.seq != static_cast<std::uint32_t>(slot.global) ||
+      h.set != (slot.global / params_.window) % 2) {
+    ++stats_.duplicates;  // an earlier packet's result again, or one for nothing in flight
+    return;
+  }
+  if (h.dtype != slot.dtype || h.count != slot.count) {
+    ++stats_.rejected;  // claims to answer the packet in flight, but not with its shape
+    return;
+  }
+
+  disarm(idx);
+  slot.busy = false;
+  ++delivered_;
+  ++stats_.results;
+  last_progress_ = now;
+  const std::uint64_t p = slot.p;
+  src_->deliver(p, h, d.payload);
+
+  if (p + params_.window < count_) send_packet(p + params_.window, now);
+  if (delivered_ == count_) {
+    state_ = State::kDone;
+    ++stats_.operations;
+    src_ = nullptr;
+  }
+}
+
+void Engine::on_timer(TimePoint now) {
+  if (state_ != State::kRunning) return;
+  if (now - last_progress_ >= params_.job_timeout) {
+    fail(now);
+    return;
+  }
+  const auto last_level = static_cast<std::uint8_t>(timers_.size() - 1);
+  for (std::uint8_t level = 0; level <= last_level; ++level) {
+    // Re-armed slots go to the tail of a list with a deadline after now, which ends the loop.
+    while (timers_[level].head != kNone && slots_[timers_[level].head].deadline <= now) {
+      const std::uint32_t idx = timers_[level].head;
+      disarm(idx);
+      arm(idx, std::min<std::uint8_t>(level + 1, last_level), now);
+      queue_transmit(idx);
+      ++stats_.retransmissions;
+    }
+  }
+}
+
+std::optional<TimePoint> Engine::next_deadline() const {
+  if (state_ != State::kRunning) return std::nullopt;
+  TimePoint deadline = last_progress_ + params_.job_timeout;
+  for (const TimerList& list : timers_) {
+    if (list.head != kNone) deadline = std::min(deadline, slots_[list.head].deadline);
+  }
+  return deadline;
+}
+
+void Engine::fail(TimePoint now) {
+  std::vector<const InFlight*> missing;
+  for (const InFlight& slot : slots_) {
+    if (slot.busy) missing.push_back(&slot);
+  }
+  std::sort(missing.begin(), missing.end(),
+            [](const InFlight* a, const InFlight* b) { return a->global < b->global; });
+
+  std::string text = fmt::format(
+      "all-reduce timed out: job {} rank {} got no new result for {}; {} of {} packets answered, "
+      "{} unanswered: ",
+      params_.job_id, params_.rank, format_duration(now - last_progress_), delivered_, count_,
+      missing.size());
+  for (std::size_t i = 0; i < missing.size() && i < kListedMissing; ++i) {
+    const InFlight& slot = *missing[i];
+    if (i > 0) text += ", ";
+    text +=
+        fmt::format("slot {} set {} seq {}", params_.slot_base + slot.global % params_.window,
+                    (slot.global / params_.window) % 2, static_cast<std::uint32_t>(slot.global));
+  }
+  if (missing.size() > kListedMissing) {
+    text += fmt::format(" and {} more", missing.size() - kListedMissing);
+  }
+  failure_ = std::move(text);
+  state_ = State::kFailed;
+  src_ = nullptr;
+}
+
+}  // namespace netagg

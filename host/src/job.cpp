@@ -22,11 +22,12 @@ namespace {
   throw Error(Errc::kConfig, fmt::format("{}: {}: {}", source, field, problem));
 }
 
-std::uint32_t parse_ipv4(std::string_view text, std::string_view source, std::string_view what) {
+// Throws Error(kConfig) "<what>: '<text>' is not an IPv4 address".
+std::uint32_t parse_ipv4(std::string_view text, std::string_view what) {
   in_addr a{};
   const std::string s(text);
   if (inet_pton(AF_INET, s.c_str(), &a) != 1)
-    config_error(source, what, fmt::format("'{}' is not an IPv4 address", text));
+    throw Error(Errc::kConfig, fmt::format("{}: '{}' is not an IPv4 address", what, text));
   return ntohl(a.s_addr);
 }
 
@@ -82,7 +83,9 @@ Endpoint parse_endpoint_field(const json& v, std::string_view source, const std:
 }
 
 JobSpec parse_job_object(const json& j, std::string_view source, const std::string& path) {
-  if (!j.is_object()) config_error(source, path.empty() ? "job" : path, "must be an object");
+  if (!j.is_object())
+    config_error(source, path.empty() ? "job" : path.substr(0, path.size() - 1),  // no final '.'
+                 "must be an object");
   JobSpec job;
   job.job_id = get_uint<std::uint16_t>(j, "job_id", source, path, 0, 0xFFFF);
   auto slots = j.find("slots");
@@ -141,6 +144,9 @@ json parse_text(std::string_view text, std::string_view source) {
 }
 
 std::string read_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw Error(Errc::kConfig, fmt::format("{}: is a directory, not a job file", file.string()));
   std::ifstream in(file);
   if (!in) throw Error(Errc::kConfig, fmt::format("{}: cannot open", file.string()));
   std::stringstream ss;
@@ -155,7 +161,7 @@ Endpoint Endpoint::parse(std::string_view text, std::string_view what) {
   if (colon == std::string_view::npos)
     throw Error(Errc::kConfig, fmt::format("{}: '{}' is not \"a.b.c.d:port\"", what, text));
   Endpoint e;
-  e.ip = parse_ipv4(text.substr(0, colon), "", what);
+  e.ip = parse_ipv4(text.substr(0, colon), what);
   const auto port = text.substr(colon + 1);
   unsigned v = 0;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);

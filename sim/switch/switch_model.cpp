@@ -1,1 +1,272 @@
-// placeholder: being written
+#include "switch_model.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "netagg/error.hpp"
+
+namespace netagg::sim {
+
+namespace {
+
+[[noreturn]] void config_error(const std::string& what) { throw Error(Errc::kConfig, what); }
+
+constexpr std::size_t kJobTableSize = std::size_t{1} << 16;  // job_id is 16 bits
+
+// Snake-case names of the packet-level wire errors (the ones decode() reports).
+constexpr std::pair<wire::Error, std::string_view> kMalformedNames[] = {
+    {wire::Error::kTruncated, "malformed_truncated"},
+    {wire::Error::kBadVersion, "malformed_bad_version"},
+    {wire::Error::kBadType, "malformed_bad_type"},
+    {wire::Error::kBadDtype, "malformed_bad_dtype"},
+    {wire::Error::kBadFlags, "malformed_bad_flags"},
+    {wire::Error::kReservedNonZero, "malformed_reserved_nonzero"},
+    {wire::Error::kCountTooLarge, "malformed_count_too_large"},
+    {wire::Error::kLengthMismatch, "malformed_length_mismatch"},
+};
+
+}  // namespace
+
+std::string_view to_string(DropReason r) {
+  switch (r) {
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kNotContribution:
+      return "not_contribution";
+    case DropReason::kUnknownJob:
+      return "unknown_job";
+    case DropReason::kRankOutOfRange:
+      return "rank_out_of_range";
+    case DropReason::kForeignSource:
+      return "foreign_source";
+    case DropReason::kSlotOutOfRange:
+      return "slot_out_of_range";
+    case DropReason::kUnsupportedDtype:
+      return "unsupported_dtype";
+    case DropReason::kCountTooLargeForJob:
+      return "count_too_large_for_job";
+    case DropReason::kCountMismatch:
+      return "count_mismatch";
+    case DropReason::kDuplicate:
+      return "duplicate";
+  }
+  return "unknown";
+}
+
+std::uint64_t SwitchCounters::dropped_total() const {
+  std::uint64_t total = 0;
+  for (auto d : dropped) total += d;
+  return total;
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() const {
+  static constexpr std::string_view kDroppedNames[kDropReasonCount] = {
+      "dropped_malformed",         "dropped_not_contribution",        "dropped_unknown_job",
+      "dropped_rank_out_of_range", "dropped_foreign_source",          "dropped_slot_out_of_range",
+      "dropped_unsupported_dtype", "dropped_count_too_large_for_job", "dropped_count_mismatch",
+      "dropped_duplicate",
+  };
+  std::vector<std::pair<std::string_view, std::uint64_t>> out = {
+      {"packets_in", packets_in},           {"aggregated", aggregated},
+      {"completions", completions},         {"results_multicast", results_multicast},
+      {"results_unicast", results_unicast}, {"dropped_total", dropped_total()},
+  };
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) out.emplace_back(kDroppedNames[i], dropped[i]);
+  for (const auto& [error, name] : kMalformedNames) out.emplace_back(name, malformed_by(error));
+  return out;
+}
+
+struct SwitchModel::Job {
+  JobSpec spec;
+};
+
+SwitchModel::SwitchModel(std::size_t pool_slots, std::size_t max_elements_per_packet)
+    : pool_slots_(pool_slots), lanes_(max_elements_per_packet) {
+  if (pool_slots < 1 || pool_slots > kMaxPoolSlots)
+    config_error(
+        fmt::format("switch pool size {} is out of range [1, {}]", pool_slots, kMaxPoolSlots));
+  if (max_elements_per_packet < 1 || max_elements_per_packet > kMaxLanes)
+    config_error(fmt::format("switch elements per packet {} is out of range [1, {}]",
+                             max_elements_per_packet, kMaxLanes));
+  registers_.resize(pool_slots_ * 2);
+  values_.assign(pool_slots_ * 2 * lanes_, 0);
+  jobs_.resize(kJobTableSize);
+  result_.resize(wire::kMaxPacketSize);
+}
+
+SwitchModel::~SwitchModel() = default;
+
+void SwitchModel::add_job(const JobSpec& job) {
+  const std::string name = fmt::format("job {}", job.job_id);
+  if (jobs_[job.job_id]) config_error(fmt::format("{} is installed already", name));
+  const std::size_t n = job.workers.size();
+  if (n == 0) config_error(fmt::format("{} has no workers", name));
+  if (n > kMaxWorkersPerJob)
+    config_error(
+        fmt::format("{} has {} workers; the switch's {}-bit worker bitmap allows at most {}", name,
+                    n, tofino::kBitmapBits, kMaxWorkersPerJob));
+  for (std::size_t r = 0; r < n; ++r) {
+    if (job.workers[r].rank != r)
+      config_error(fmt::format("{}: worker {} has rank {}; ranks must be 0..{} in order", name, r,
+                               job.workers[r].rank, n - 1));
+    for (std::size_t q = 0; q < r; ++q)
+      if (job.workers[q].address == job.workers[r].address)
+        config_error(fmt::format("{}: ranks {} and {} share address {}", name, q, r,
+                                 job.workers[r].address.to_string()));
+  }
+  if (job.slot_count == 0) config_error(fmt::format("{} has an empty slot range", name));
+  const std::size_t begin = job.slot_base, end = begin + job.slot_count;
+  if (end > pool_slots_)
+    config_error(fmt::format("{} uses slots [{}, {}) but the switch pool has {} slots", name, begin,
+                             end, pool_slots_));
+  for (const auto& other : jobs_) {
+    if (!other) continue;
+    const std::size_t other_begin = other->spec.slot_base;
+    const std::size_t other_end = other_begin + other->spec.slot_count;
+    if (begin < other_end && other_begin < end)
+      config_error(fmt::format("{}: slots [{}, {}) overlap slots [{}, {}) of job {}", name, begin,
+                               end, other_begin, other_end, other->spec.job_id));
+  }
+  if (job.elements_per_packet == 0 || job.elements_per_packet > lanes_)
+    config_error(
+        fmt::format("{}: elements_per_packet {} is out of range [1, {}] (lanes per slot "
+                    "of this switch)",
+                    name, job.elements_per_packet, lanes_));
+  clear_slots(begin, job.slot_count);
+  jobs_[job.job_id] = std::make_unique<Job>(Job{job});
+}
+
+void SwitchModel::remove_job(std::uint16_t job_id) {
+  auto& job = jobs_[job_id];
+  if (!job) config_error(fmt::format("job {} is not installed", job_id));
+  clear_slots(job->spec.slot_base, job->spec.slot_count);
+  job.reset();
+}
+
+const JobSpec* SwitchModel::find_job(std::uint16_t job_id) const {
+  return jobs_[job_id] ? &jobs_[job_id]->spec : nullptr;
+}
+
+std::vector<std::uint16_t> SwitchModel::job_ids() const {
+  std::vector<std::uint16_t> ids;
+  for (std::size_t id = 0; id < jobs_.size(); ++id)
+    if (jobs_[id]) ids.push_back(static_cast<std::uint16_t>(id));
+  return ids;
+}
+
+void SwitchModel::clear_slots(std::size_t base, std::size_t count) {
+  std::fill(registers_.begin() + index(base, 0), registers_.begin() + index(base + count, 0),
+            SlotRegisters{});
+  std::fill(values_.begin() + index(base, 0) * lanes_,
+            values_.begin() + index(base + count, 0) * lanes_, 0);
+}
+
+const SlotRegisters& SwitchModel::registers(std::size_t slot, unsigned set) const {
+  if (slot >= pool_slots_ || set > 1)
+    throw Error(Errc::kInvalidArgument, fmt::format("no slot {} set {} in the pool", slot, set));
+  return registers_[index(slot, set)];
+}
+
+std::span<const ValueRegister> SwitchModel::values(std::size_t slot, unsigned set) const {
+  registers(slot, set);  // range check
+  return {values_.data() + index(slot, set) * lanes_, lanes_};
+}
+
+Outcome SwitchModel::drop(DropReason r) {
+  ++counters_.dropped[static_cast<std::size_t>(r)];
+  return {Action::kDropped, r, wire::Error::kOk};
+}
+
+void SwitchModel::build_result(const Job& job, const wire::Header& request, std::size_t at) {
+  const SlotRegisters& reg = registers_[at];
+  wire::Header h;
+  h.type = wire::MsgType::kResult;
+  h.dtype = wire::DataType::kInt32;
+  h.set = request.set;
+  h.job_id = job.spec.job_id;
+  h.rank = request.rank;
+  h.slot = request.slot;
+  h.count = reg.count;
+  h.exponent = reg.exponent;
+  h.seq = reg.seq;
+  wire::encode_header(h, result_);
+  const ValueRegister* lanes = values_.data() + at * lanes_;
+  std::byte* payload = result_.data() + wire::kHeaderSize;
+  for (std::size_t i = 0; i < reg.count; ++i)
+    wire::store_be32(payload + 4 * i, static_cast<std::uint32_t>(lanes[i]));
+}
+
+Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> packet,
+                             PacketSink& out) {
+  ++counters_.packets_in;
+  const wire::Decoded decoded = wire::decode(packet);
+  if (!decoded) {
+    ++counters_.malformed[static_cast<std::size_t>(decoded.error)];
+    ++counters_.dropped[static_cast<std::size_t>(DropReason::kMalformed)];
+    return {Action::kDropped, DropReason::kMalformed, decoded.error};
+  }
+  const wire::Header& h = decoded.header;
+
+  // The job table: every check before any register is touched.
+  if (h.type != wire::MsgType::kContribution) return drop(DropReason::kNotContribution);
+  const Job* job = jobs_[h.job_id].get();
+  if (!job) return drop(DropReason::kUnknownJob);
+  const JobSpec& spec = job->spec;
+  if (h.rank >= spec.workers.size()) return drop(DropReason::kRankOutOfRange);
+  if (!(spec.workers[h.rank].address == source)) return drop(DropReason::kForeignSource);
+  if (h.slot < spec.slot_base || h.slot - spec.slot_base >= spec.slot_count)
+    return drop(DropReason::kSlotOutOfRange);
+  if (h.dtype != wire::DataType::kInt32) return drop(DropReason::kUnsupportedDtype);
+  if (h.count > spec.elements_per_packet) return drop(DropReason::kCountTooLargeForJob);
+
+  const std::size_t at = index(h.slot, h.set);
+  SlotRegisters& reg = registers_[at];
+  SlotRegisters& other = registers_[index(h.slot, h.set ^ 1u)];
+  const BitmapRegister bit = BitmapRegister{1} << h.rank;
+  const std::size_t result_size = wire::kHeaderSize + std::size_t{h.count} * 4;
+
+  if (reg.bitmap & bit) {  // this worker contributed to this copy already: a retransmission
+    if (h.count != reg.count) return drop(DropReason::kCountMismatch);
+    if (reg.remaining != 0) return drop(DropReason::kDuplicate);
+    build_result(*job, h, at);
+    ++counters_.results_unicast;
+    out.send(source, {result_.data(), result_size});
+    return Outcome{Action::kResultResent};
+  }
+
+  const bool first = reg.remaining == 0;  // the previous round of this copy is complete
+  if (!first && h.count != reg.count) return drop(DropReason::kCountMismatch);
+
+  reg.bitmap |= bit;
+  other.bitmap &= ~bit;
+  ValueRegister* lanes = values_.data() + at * lanes_;
+  const std::byte* payload = decoded.payload.data();
+  if (first) {
+    reg.remaining = static_cast<CountdownRegister>(spec.workers.size());
+    reg.count = h.count;
+    reg.exponent = h.exponent;
+    reg.seq = h.seq;
+    for (std::size_t i = 0; i < h.count; ++i)
+      lanes[i] = static_cast<ValueRegister>(wire::load_be32(payload + 4 * i));
+  } else {
+    reg.exponent = std::max(reg.exponent, h.exponent);
+    for (std::size_t i = 0; i < h.count; ++i)  // wrap-around add, as the switch ALU
+      lanes[i] = static_cast<ValueRegister>(static_cast<std::uint32_t>(lanes[i]) +
+                                            wire::load_be32(payload + 4 * i));
+  }
+  --reg.remaining;
+  ++counters_.aggregated;
+  if (reg.remaining != 0) return Outcome{Action::kAggregated};
+
+  ++counters_.completions;
+  build_result(*job, h, at);
+  for (const WorkerSpec& worker : spec.workers) {
+    wire::store_be16(result_.data() + wire::offset::kRank, worker.rank);
+    out.send(worker.address, {result_.data(), result_size});
+  }
+  counters_.results_multicast += spec.workers.size();
+  return Outcome{Action::kCompleted};
+}
+
+}  // namespace netagg::sim

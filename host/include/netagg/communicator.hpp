@@ -46,6 +46,9 @@ class Communicator {
   const Config& config() const;
 
   // In-place sum over all workers. Every worker must call with the same sizes in the same order.
+  // Throws Error(kTimeout) naming the missing slots when the aggregator or a worker stops
+  // answering. After a failed operation the workers' packet numbering has diverged, so every
+  // later operation on this communicator fails at once with the first failure's code.
   void allreduce(std::span<float> data);
   void allreduce(std::span<std::int32_t> data);
   // Queued and run in call order on the communicator's worker thread; data must stay alive and
@@ -53,7 +56,9 @@ class Communicator {
   Handle allreduce_async(std::span<float> data);
   Handle allreduce_async(std::span<std::int32_t> data);
 
+  // Snapshots taken after each operation.
   EngineStats stats() const;
+  TransportCounters transport_counters() const;
 
  private:
   struct Impl;

@@ -18,13 +18,13 @@ enum class FloatWire { kBlockInt32, kFp32 };
 struct Config {
   int rank = -1;
   JobSpec job;
-  Endpoint aggregator;             // defaults to job.aggregator (port 0 = not set)
-  std::string transport = "udp";   // "udp" (later "dpdk")
+  Endpoint aggregator;            // defaults to job.aggregator (port 0 = not set)
+  std::string transport = "udp";  // "udp" (later "dpdk")
   FloatWire float_wire = FloatWire::kBlockInt32;
   Duration retransmit_timeout = std::chrono::milliseconds(20);
   Duration max_retransmit_timeout = std::chrono::milliseconds(500);
   Duration job_timeout = std::chrono::seconds(10);
-  double loss = 0.0;               // injected loss per packet and direction, 0..1
+  double loss = 0.0;  // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;
 
   // JSON file (docs/configuration.md). Relative job_file paths resolve against the file's folder.

@@ -29,7 +29,7 @@ struct EngineParams {
   std::uint16_t rank = 0;
   std::uint16_t slot_base = 0;
   std::uint16_t window = 1;  // W: slots of the job's range this worker cycles through
-  Duration retransmit_timeout = std::chrono::milliseconds(20);   // first retransmission
+  Duration retransmit_timeout = std::chrono::milliseconds(20);       // first retransmission
   Duration max_retransmit_timeout = std::chrono::milliseconds(500);  // backoff cap (doubling)
   Duration job_timeout = std::chrono::seconds(10);  // fail after this long without a new result
 };
@@ -49,24 +49,36 @@ class PacketSource {
 };
 
 struct EngineStats {
-  std::uint64_t packets_sent = 0;      // first transmissions
+  std::uint64_t packets_sent = 0;  // first transmissions
   std::uint64_t retransmissions = 0;
-  std::uint64_t results = 0;           // results accepted (one per packet)
-  std::uint64_t duplicates = 0;        // results for packets already answered or not in flight
-  std::uint64_t rejected = 0;          // undecodable, wrong job/rank/type, slot out of range
-  std::uint64_t operations = 0;        // operations completed
+  std::uint64_t results = 0;     // results accepted (one per packet)
+  std::uint64_t duplicates = 0;  // results for packets already answered or not in flight
+  std::uint64_t rejected = 0;    // undecodable, wrong job/rank/type, slot out of range, or the
+                                 // in-flight packet's slot/set/seq with another count or dtype
+  std::uint64_t operations = 0;  // operations completed
 };
 
 // Drive it like this (one thread per engine; the engine is not thread-safe):
 //
+//   auto flush = [&] {
+//     if (!engine.transmits().empty()) transport.send(engine.transmits());
+//     engine.clear_transmits();
+//   };
 //   engine.start(source, Clock::now());
+//   flush();
 //   while (engine.state() == Engine::State::kRunning) {
-//     transport.send(engine.transmits());  engine.clear_transmits();
-//     auto deadline = engine.next_deadline();            // set while running
-//     transport.receive(wait_until(deadline), [&](auto pkt) { engine.on_packet(pkt, Clock::now()); });
-//     if (Clock::now() >= *engine.next_deadline()) engine.on_timer(Clock::now());
+//     const TimePoint deadline = *engine.next_deadline();   // always set while running
+//     const TimePoint now = Clock::now();
+//     if (now >= deadline) {
+//       engine.on_timer(now);
+//     } else {
+//       transport.receive(deadline - now, [&](std::span<const std::byte> packet) {
+//         engine.on_packet(packet, Clock::now());
+//       });
+//     }
+//     flush();
 //   }
-//   transport.send(engine.transmits());  engine.clear_transmits();   // harmless leftovers
+//   // kDone: every deliver() has been called. kFailed: throw Error(kTimeout, engine.failure()).
 //
 // Several calls (e.g. on_packet for a whole received batch, then on_timer) may be made before
 // the transmits are sent: the views stay valid until clear_transmits().
@@ -81,6 +93,8 @@ class Engine {
   // Begins an operation; the previous one must be done or failed (else Error(kInvalidArgument)).
   // src must outlive it. An operation of zero packets is done at once. After a failure the
   // unanswered packets are abandoned and numbering continues after the failed operation.
+  // If the source fills a packet that cannot be encoded (count > kMaxCount, unknown dtype), the
+  // operation fails and Error(kInvalidArgument) is thrown (here or from on_packet).
   void start(PacketSource& src, TimePoint now);
   // A datagram from the network. Accepts the result of the packet in flight on its slot and
   // sends that slot's next packet; counts everything else as duplicate or rejected.
@@ -150,8 +164,8 @@ class Engine {
   std::uint64_t count_ = 0;            // packets in this operation
   std::uint64_t delivered_ = 0;
   TimePoint last_progress_{};
-  std::vector<InFlight> slots_;      // W entries, indexed by global % W
-  std::vector<std::byte> buffers_;   // W * kMaxPacketSize: the packets in flight
+  std::vector<InFlight> slots_;          // W entries, indexed by global % W
+  std::vector<std::byte> buffers_;       // W * kMaxPacketSize: the packets in flight
   std::vector<Duration> level_timeout_;  // retransmit timeout of each backoff level
   std::vector<TimerList> timers_;        // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;

@@ -1,0 +1,414 @@
+#!/usr/bin/env bash
+# netagg's benchmarks, run by `make bench` as `bash scripts/bench.sh BUILD_DIR`.
+#
+# In one run on one machine: netagg's all-reduce through the switch model against Gloo's ring
+# all-reduce, for every (ranks, size), the two interleaved so drift of the machine hits both; then
+# the block floating point codec against memcpy. Everything is merged into BUILD_DIR/bench/bench.json
+# and summarised on stdout. What the numbers mean: docs/performance.md.
+#
+# Environment:
+#   BENCH_SIZES       tensor sizes in bytes, space or comma separated; K/M/G suffixes (binary)
+#                     allowed. Default: 4K 64K 1M 16M 64M.
+#   BENCH_QUICK=1     sizes 4K 64K 1M and fewer iterations (a smoke run, a few seconds).
+#   BENCH_RANKS       rank counts. Default: 2 4.
+#   BENCH_ITERATIONS  timed iterations per measurement (default depends on the size).
+#   BENCH_WARMUP      untimed iterations before them (default depends on the size).
+#   BENCH_TIMEOUT     seconds one measurement may take before it is killed. Default: 900.
+#   BENCH_CODEC=0     skip the codec benchmark.
+set -euo pipefail
+
+usage() { echo "usage: bash scripts/bench.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench: no build directory '$1'" >&2; exit 2; }
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out="$build/bench"
+raw="$out/raw"
+rm -rf "$raw"
+mkdir -p "$raw"
+
+gloo_bin="$build/bench/gloo_allreduce"
+netagg_bin="$build/host/tools/netagg-allreduce"
+codec_bin="$build/bench/codec_bench"
+
+# Size in bytes from "4096", "4K", "64KiB", "16M", ...
+to_bytes() {
+  local s=${1^^} n unit
+  s=${s%IB}; s=${s%B}
+  n=${s%[KMG]}
+  unit=${s:${#n}}
+  [[ $n =~ ^[0-9]+$ ]] || { echo "bench: bad size '$1' in BENCH_SIZES" >&2; exit 2; }
+  case $unit in
+    K) n=$((n << 10)) ;;
+    M) n=$((n << 20)) ;;
+    G) n=$((n << 30)) ;;
+  esac
+  if (( n == 0 || n % 4 != 0 )); then
+    echo "bench: size '$1' is not a positive multiple of 4 bytes (fp32)" >&2; exit 2
+  fi
+  echo "$n"
+}
+
+quick=${BENCH_QUICK:-0}
+if [ -n "${BENCH_SIZES:-}" ]; then
+  size_list=${BENCH_SIZES//,/ }
+elif [ "$quick" = 1 ]; then
+  size_list="4K 64K 1M"
+else
+  size_list="4K 64K 1M 16M 64M"
+fi
+sizes=()
+for s in $size_list; do sizes+=("$(to_bytes "$s")"); done
+ranks_list=${BENCH_RANKS:-2 4}
+ranks_list=${ranks_list//,/ }
+timeout_s=${BENCH_TIMEOUT:-900}
+
+# Small tensors are over in microseconds and noisy, so they get many iterations; a 64 MiB one
+# takes long enough on its own. Gloo's first iterations pay TCP slow start, hence the warm-up.
+iterations_for() {
+  if [ -n "${BENCH_ITERATIONS:-}" ]; then echo "$BENCH_ITERATIONS"; return; fi
+  local bytes=$1
+  if [ "$quick" = 1 ]; then echo 20; return; fi
+  if (( bytes <= 64 << 10 )); then echo 200
+  elif (( bytes <= 1 << 20 )); then echo 50
+  elif (( bytes <= 16 << 20 )); then echo 10
+  else echo 5
+  fi
+}
+warmup_for() {
+  if [ -n "${BENCH_WARMUP:-}" ]; then echo "$BENCH_WARMUP"; return; fi
+  local bytes=$1
+  if (( bytes <= 1 << 20 )); then echo 20; else echo 2; fi
+}
+
+# One measurement: stdout to $raw/NAME.json, stderr to $raw/NAME.log, the command line and exit
+# status to $raw/NAME.cmd, so the merge step can say exactly what failed and how it was run.
+run() {
+  local name=$1; shift
+  printf '%s\n' "$*" > "$raw/$name.cmd"
+  local status=0
+  timeout --kill-after=10 "$timeout_s" "$@" > "$raw/$name.json" 2> "$raw/$name.log" || status=$?
+  echo "$status" >> "$raw/$name.cmd"
+  if [ "$status" -ne 0 ]; then
+    echo "bench: $name failed (exit $status; 124 = timed out after ${timeout_s}s), see $raw/$name.log" >&2
+  fi
+}
+
+# A part that is not built is reported (and makes the run fail at the end), never silently left out.
+missing=()
+if [ ! -x "$gloo_bin" ]; then
+  echo "bench: $gloo_bin not built (libgloo-dev missing or -DNETAGG_BENCH_GLOO=OFF): no Gloo peer" >&2
+  missing+=(gloo_allreduce)
+fi
+if [ ! -x "$netagg_bin" ]; then
+  echo "bench: $netagg_bin not built" >&2
+  missing+=(netagg-allreduce)
+fi
+
+# Other processes on the same cores show up as multi-millisecond stalls (the scheduler's time
+# slice), so the load at the start and the end goes into the JSON, with a warning if it is high.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+if awk -v l="${load_before%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+  echo "bench: WARNING: load average $load_before before the run; other work on these cores" \
+    "distorts the figures (small sizes most)" >&2
+fi
+echo "bench: ranks {$ranks_list}, sizes {${sizes[*]}} bytes; raw output in $raw" >&2
+for ranks in $ranks_list; do
+  for bytes in "${sizes[@]}"; do
+    iterations=$(iterations_for "$bytes")
+    warmup=$(warmup_for "$bytes")
+    echo "bench: $ranks ranks, $bytes bytes: gloo, netagg ($iterations iterations)" >&2
+    if [ -x "$gloo_bin" ]; then
+      run "gloo-r$ranks-b$bytes" "$gloo_bin" --ranks "$ranks" --bytes "$bytes" \
+        --iterations "$iterations" --warmup "$warmup"
+    fi
+    # netagg-allreduce has no warm-up option: it runs warmup + iterations and the merge below
+    # drops the first `warmup` samples of its seconds_all.
+    if [ -x "$netagg_bin" ]; then
+      run "netagg-r$ranks-b$bytes" "$netagg_bin" --local "$ranks" --target switch-sim \
+        --dtype fp32 --count $((bytes / 4)) --iterations $((iterations + warmup)) --json
+      echo "$warmup" > "$raw/netagg-r$ranks-b$bytes.warmup"
+    fi
+  done
+done
+
+if [ "${BENCH_CODEC:-1}" != 0 ]; then
+  if [ -x "$codec_bin" ]; then
+    echo "bench: codec vs memcpy" >&2
+    codec_args=(--benchmark_out="$raw/codec.json" --benchmark_out_format=json)
+    if [ "$quick" = 1 ]; then codec_args+=(--benchmark_min_time=0.05); fi
+    run codec "$codec_bin" --benchmark_format=json "${codec_args[@]}"
+  else
+    echo "bench: $codec_bin not built (Google Benchmark missing?): no codec figures" >&2
+    missing+=(codec_bench)
+  fi
+fi
+
+BENCH_BUILD="$build" BENCH_REPO="$repo" BENCH_RAW="$raw" BENCH_OUT="$out/bench.json" BENCH_RANKS_LIST="$ranks_list" \
+BENCH_SIZE_LIST="${sizes[*]}" BENCH_LOAD_BEFORE="$load_before" BENCH_MISSING="${missing[*]}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
+  python3 - <<'PY'
+"""Merges the raw outputs into bench.json and prints the comparison tables."""
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+build = os.environ["BENCH_BUILD"]
+raw = os.environ["BENCH_RAW"]
+out_path = os.environ["BENCH_OUT"]
+ranks_list = [int(r) for r in os.environ["BENCH_RANKS_LIST"].split()]
+sizes = [int(s) for s in os.environ["BENCH_SIZE_LIST"].split()]
+failures = []
+missing = os.environ["BENCH_MISSING"].split()
+
+
+def load(name):
+    """The JSON a measurement printed, or None (failure recorded) if it did not run or failed."""
+    cmd_path = os.path.join(raw, name + ".cmd")
+    if not os.path.exists(cmd_path):
+        return None
+    with open(cmd_path) as f:
+        command, status = f.read().splitlines()[:2]
+    with open(os.path.join(raw, name + ".json")) as f:
+        text = f.read()
+    result = None
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError:
+        # Tolerate human-readable lines around the JSON: take the last object that parses.
+        decoder = json.JSONDecoder()
+        for match in re.finditer(r"^\s*\{", text, re.MULTILINE):
+            try:
+                result = decoder.raw_decode(text, match.end() - 1)[0]
+            except json.JSONDecodeError:
+                pass
+    if status != "0" or result is None:
+        with open(os.path.join(raw, name + ".log")) as f:
+            log_tail = f.read()[-2000:]
+        failures.append({"name": name, "command": command, "exit_status": int(status),
+                         "stderr_tail": log_tail})
+        return None
+    if isinstance(result, dict):
+        result["command"] = command
+    return result
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def summarize(result, size, warmup_to_drop=0):
+    """Median and minimum time of one all-reduce (slowest rank), from the per-iteration times."""
+    if result is None:
+        return None
+    samples = result.get("seconds_all") or []
+    samples = samples[warmup_to_drop:]
+    if not samples or result.get("verification") != "ok":
+        return {"verification": result.get("verification")}
+    seconds_median = median(samples)
+    return {"seconds_median": seconds_median, "seconds_min": min(samples),
+            "samples": len(samples), "goodput_gbps": size * 8 / seconds_median / 1e9,
+            "verification": result["verification"]}
+
+
+def warmup_of(name):
+    try:
+        with open(os.path.join(raw, name + ".warmup")) as f:
+            return int(f.read())
+    except OSError:
+        return 0
+
+
+def cmake_cache(key):
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
+                              cwd=os.environ["BENCH_REPO"]).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+allreduce = []
+for ranks in ranks_list:
+    for size in sizes:
+        gloo = load(f"gloo-r{ranks}-b{size}")
+        netagg_name = f"netagg-r{ranks}-b{size}"
+        netagg = load(netagg_name)
+        # gloo_allreduce leaves its warm-up out of seconds_all itself.
+        g = summarize(gloo, size)
+        n = summarize(netagg, size, warmup_of(netagg_name))
+        if netagg is not None:
+            netagg["warmup_dropped_here"] = warmup_of(netagg_name)
+        row = {"ranks": ranks, "bytes": size, "gloo_ring": g, "netagg_switch_sim": n}
+        for stat in ("median", "min"):
+            key = "seconds_" + stat
+            ok = g and n and key in g and key in n
+            row[f"time_ratio_netagg_over_gloo_{stat}"] = n[key] / g[key] if ok else None
+        row["raw"] = {"gloo": gloo, "netagg": netagg}
+        allreduce.append(row)
+
+codec = []
+codec_context = None
+codec_raw = None
+if os.path.exists(os.path.join(raw, "codec.cmd")):
+    codec_raw = load("codec")
+    codec_file = os.path.join(raw, "codec.json")
+    if codec_raw is not None and os.path.exists(codec_file):
+        with open(codec_file) as f:
+            codec_raw = json.load(f)
+    if isinstance(codec_raw, dict):
+        codec_context = codec_raw.get("context")
+        runs = [b for b in codec_raw.get("benchmarks", [])
+                if b.get("run_type", "iteration") == "iteration" and "bytes_per_second" in b]
+
+        def args_of(name):
+            return name.split("/", 1)[1] if "/" in name else ""
+
+        memcpy = {args_of(b["name"]): b for b in runs if "memcpy" in b["name"].lower()}
+        for b in runs:
+            if "memcpy" in b["name"].lower():
+                continue
+            ref = memcpy.get(args_of(b["name"]))
+            gbps = b["bytes_per_second"] / 1e9
+            ref_gbps = ref["bytes_per_second"] / 1e9 if ref else None
+            codec.append({"name": b["name"], "gb_per_second": gbps,
+                          "memcpy_name": ref["name"] if ref else None,
+                          "memcpy_gb_per_second": ref_gbps,
+                          "ratio_over_memcpy": gbps / ref_gbps if ref_gbps else None})
+
+report = {
+    "schema": "netagg-bench/1",
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "command": os.environ["BENCH_COMMAND"],
+    "machine": {
+        "cpu": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "network": "loopback (127.0.0.1)",
+        "note": "the switch model runs in software on the same CPUs as the workers",
+        "load_average_before": [float(x) for x in os.environ["BENCH_LOAD_BEFORE"].split()],
+        "load_average_after": list(os.getloadavg()),
+    },
+    "build": {
+        "dir": build,
+        "type": cmake_cache("CMAKE_BUILD_TYPE"),
+        "compiler": cmake_cache("CMAKE_CXX_COMPILER"),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain")),
+    },
+    "allreduce": allreduce,
+    "codec": codec,
+    "codec_context": codec_context,
+    "missing": missing,
+    "failures": failures,
+}
+with open(out_path, "w") as f:
+    json.dump(report, f, indent=2)
+    f.write("\n")
+
+
+def size_text(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def ms(s):
+    return f"{s * 1e3:10.3f}" if s is not None else f"{'-':>10}"
+
+
+def num(x, fmt):
+    return format(x, fmt) if x is not None else "-"
+
+
+print()
+print("All-reduce of an fp32 tensor (sum): time of one operation, slowest rank, in ms.")
+print("ratio = netagg time / gloo time (below 1: netagg faster), of the medians and of the minima.")
+print("netagg runs through the switch model, software on the same cores as the workers.")
+print(f"{'ranks':>5} {'size':>9} {'gloo med':>10} {'netagg med':>10} {'ratio':>7} "
+      f"{'gloo min':>10} {'netagg min':>10} {'ratio':>7} {'gloo Gb/s':>10} {'netagg Gb/s':>11}"
+      f"  check g/n")
+for row in allreduce:
+    g = row["gloo_ring"] or {}
+    n = row["netagg_switch_sim"] or {}
+    check = f"{g.get('verification') or '-'}/{n.get('verification') or '-'}"
+    print(f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms(g.get('seconds_median'))} "
+          f"{ms(n.get('seconds_median'))} "
+          f"{num(row['time_ratio_netagg_over_gloo_median'], '7.2f'):>7} "
+          f"{ms(g.get('seconds_min'))} {ms(n.get('seconds_min'))} "
+          f"{num(row['time_ratio_netagg_over_gloo_min'], '7.2f'):>7} "
+          f"{num(g.get('goodput_gbps'), '10.2f'):>10} {num(n.get('goodput_gbps'), '11.2f'):>11}"
+          f"  {check}")
+
+if codec:
+    # One row per benchmark, one column per buffer size: GB/s, and in brackets the ratio to
+    # memcpy of the same buffer. Sizes of the all-reduce table when the codec ran them too.
+    cells = {}
+    for c in codec:
+        what, _, arg = c["name"].partition("/")
+        cells[(what, arg)] = c
+    memcpy_rows = {}
+    for c in codec:
+        if c["memcpy_name"]:
+            what, _, arg = c["memcpy_name"].partition("/")
+            memcpy_rows[arg] = c["memcpy_gb_per_second"]
+    args = list(dict.fromkeys(arg for _, arg in cells))
+    wanted = [a for a in args if a.isdigit() and int(a) in sizes]
+    columns = wanted or args
+    names = list(dict.fromkeys(what for what, _ in cells))
+    width = max(len(n) for n in names + ["memcpy"])
+
+    def heading(arg):
+        return size_text(int(arg)) if arg.isdigit() else arg
+
+    print()
+    print("Codec: GB/s of fp32 buffer per second (in brackets: ratio to memcpy of the same buffer)")
+    print(f"{'':<{width}}" + "".join(f"{heading(a):>16}" for a in columns))
+    print(f"{'memcpy':<{width}}" + "".join(f"{num(memcpy_rows.get(a), '16.2f'):>16}"
+                                           for a in columns))
+    for name in names:
+        line = f"{name.removeprefix('BM_'):<{width}}"
+        for a in columns:
+            c = cells.get((name, a))
+            text = (f"{c['gb_per_second']:.2f} ({num(c['ratio_over_memcpy'], '.2f')})"
+                    if c else "-")
+            line += f"{text:>16}"
+        print(line)
+    if codec_context and codec_context.get("simd_target"):
+        print(f"codec SIMD target: {codec_context['simd_target']}")
+
+print()
+print(f"JSON: {out_path}")
+for failure in failures:
+    print(f"FAILED: {failure['name']} (exit {failure['exit_status']}): {failure['command']}",
+          file=sys.stderr)
+for name in missing:
+    print(f"MISSING: {name} was not built, its figures are absent", file=sys.stderr)
+sys.exit(1 if failures or missing else 0)
+PY

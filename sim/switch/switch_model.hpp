@@ -1,0 +1,195 @@
+// Register-level model of the SwitchML switch pipeline (Sapio et al., NSDI 2021, Algorithm 2 with
+// shadow copies). The P4 programs under p4/ mirror it register for register
+// (docs/switch-pipeline.md); netagg-switchd serves it on UDP.
+//
+// Per slot of the pool and per set (the slot's two copies) the switch keeps:
+//   values     int32 lanes, added with wrap-around as Tofino's ALUs do
+//   bitmap     one bit per worker rank: "this worker contributed to this copy"
+//   remaining  workers still to contribute to the current round; 0 = complete (or never used)
+//   count      element count of the round (set by its first contribution)
+//   exponent   max of the contributions' block exponents (int16, kExponentNone = identity)
+//   seq        sequence number of the round, echoed in its results
+//
+// A contribution from rank r to (slot, set s):
+//   - bit r clear in s: the bit is set and r's bit in the other set (1-s) cleared; if s was
+//     complete, a new round starts and the packet overwrites the registers, otherwise it is added.
+//     The contribution that brings `remaining` to 0 completes the round: a result goes to every
+//     worker of the job (multicast).
+//   - bit r set in s (a retransmission): if s is complete the stored result is sent to r alone
+//     (unicast); otherwise the packet is dropped (counted as a duplicate).
+// Before touching any register a packet is checked against the job table; what fails is dropped
+// and counted by reason, and never changes slot state.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::sim {
+
+// ---- Tofino limits the model keeps (the TNA program of p4/tofino has the same ones) ---------
+namespace tofino {
+inline constexpr unsigned kValueBits = 32;     // width of one value register lane (int32, wraps)
+inline constexpr unsigned kBitmapBits = 32;    // width of the worker bitmap register
+inline constexpr unsigned kLanesPerPass = 64;  // int32 lanes one pipeline pass adds (SwitchML:
+                                               // 256-byte payload); more lanes recirculate
+}  // namespace tofino
+
+inline constexpr std::size_t kMaxWorkersPerJob = tofino::kBitmapBits;  // one bitmap bit each
+inline constexpr std::size_t kMaxLanes = wire::kMaxCount;  // lanes a slot can hold, all passes
+inline constexpr std::size_t kMaxPoolSlots = std::size_t{1} << 16;  // 16-bit slot field
+static_assert(kMaxLanes % tofino::kLanesPerPass == 0);
+
+// Register widths of one (slot, set). Do not change: the P4 registers have these widths.
+using ValueRegister = std::int32_t;
+using BitmapRegister = std::uint32_t;
+using CountdownRegister = std::uint8_t;  // 0..kMaxWorkersPerJob
+using CountRegister = std::uint16_t;     // 0..kMaxLanes
+using ExponentRegister = std::int16_t;
+using SeqRegister = std::uint32_t;
+static_assert(sizeof(ValueRegister) * 8 == tofino::kValueBits);
+static_assert(sizeof(BitmapRegister) * 8 == tofino::kBitmapBits);
+static_assert((1u << (sizeof(CountdownRegister) * 8)) > kMaxWorkersPerJob);
+
+struct SlotRegisters {
+  BitmapRegister bitmap = 0;
+  CountdownRegister remaining = 0;
+  CountRegister count = 0;
+  ExponentRegister exponent = wire::kExponentNone;
+  SeqRegister seq = 0;
+};
+
+// Why the switch dropped a packet. A malformed packet's wire::Error is counted as well.
+enum class DropReason : std::uint8_t {
+  kMalformed = 0,        // wire::decode rejected it (see SwitchCounters::malformed)
+  kNotContribution,      // type is not contribution (e.g. a result sent to the switch)
+  kUnknownJob,           // job_id not in the job table
+  kRankOutOfRange,       // rank >= the job's worker count
+  kForeignSource,        // source address is not the one registered for that rank
+  kSlotOutOfRange,       // slot outside the job's slot range
+  kUnsupportedDtype,     // the switch adds int32 only
+  kCountTooLargeForJob,  // count > the job's elements_per_packet
+  kCountMismatch,        // count differs from the count of the round in progress
+  kDuplicate,            // retransmission to a round that is not complete yet
+};
+inline constexpr std::size_t kDropReasonCount =
+    static_cast<std::size_t>(DropReason::kDuplicate) + 1;
+std::string_view to_string(DropReason r);
+
+struct SwitchCounters {
+  std::uint64_t packets_in = 0;         // every packet handed to process()
+  std::uint64_t aggregated = 0;         // contributions added to a slot (includes completing ones)
+  std::uint64_t completions = 0;        // rounds completed
+  std::uint64_t results_multicast = 0;  // result packets sent on completion (one per worker)
+  std::uint64_t results_unicast = 0;    // stored results sent again to a retransmitting worker
+  std::array<std::uint64_t, kDropReasonCount> dropped{};     // by DropReason
+  std::array<std::uint64_t, wire::kErrorCount> malformed{};  // by wire::Error (kOk unused)
+
+  std::uint64_t dropped_total() const;
+  std::uint64_t drops(DropReason r) const { return dropped[static_cast<std::size_t>(r)]; }
+  std::uint64_t malformed_by(wire::Error e) const { return malformed[static_cast<std::size_t>(e)]; }
+  // Every counter with a stable snake_case name ("packets_in", "dropped_unknown_job",
+  // "malformed_truncated", ...), for printing and JSON. Frame-level wire errors are left out:
+  // the model sees UDP payloads only.
+  std::vector<std::pair<std::string_view, std::uint64_t>> named() const;
+};
+
+// What process() did with one packet.
+enum class Action : std::uint8_t {
+  kAggregated,    // added to its slot; the round is still waiting for other workers
+  kCompleted,     // added and completed the round; results multicast
+  kResultResent,  // retransmission to a completed round; stored result unicast
+  kDropped,
+};
+
+// `reason` and `malformed` mean something only when action == kDropped.
+struct Outcome {
+  Action action = Action::kDropped;
+  DropReason reason = DropReason::kMalformed;
+  wire::Error malformed = wire::Error::kOk;  // the decoder's reason when reason == kMalformed
+  friend bool operator==(const Outcome&, const Outcome&) = default;
+};
+
+// Receives the switch's output packets. `packet` is valid only during the call: copy it.
+class PacketSink {
+ public:
+  virtual ~PacketSink() = default;
+  virtual void send(const Endpoint& destination, std::span<const std::byte> packet) = 0;
+};
+
+// A sink that keeps copies, for tests and in-process networks (allocates; not for hot paths).
+class CollectingSink : public PacketSink {
+ public:
+  struct Packet {
+    Endpoint destination;
+    std::vector<std::byte> bytes;
+  };
+  void send(const Endpoint& destination, std::span<const std::byte> packet) override {
+    packets.push_back({destination, {packet.begin(), packet.end()}});
+  }
+  std::vector<Packet> packets;
+};
+
+class SwitchModel {
+ public:
+  // pool_slots: slots in the pool (each with two sets), 1..kMaxPoolSlots.
+  // max_elements_per_packet: value lanes per slot, 1..kMaxLanes; jobs may not exceed it.
+  // Throws Error(kConfig) on bad sizes.
+  SwitchModel(std::size_t pool_slots, std::size_t max_elements_per_packet);
+  ~SwitchModel();
+  SwitchModel(const SwitchModel&) = delete;
+  SwitchModel& operator=(const SwitchModel&) = delete;
+
+  // Installs a job and clears the registers of its slot range. Throws Error(kConfig) naming the
+  // problem: job_id installed already, no workers or more than kMaxWorkersPerJob, ranks not
+  // 0..n-1 in order, two ranks with one address, slot range empty, outside the pool or
+  // overlapping another job's, elements_per_packet 0 or above max_elements_per_packet().
+  void add_job(const JobSpec& job);
+  // Uninstalls a job and clears its slots. Throws Error(kConfig) if the job is not installed.
+  void remove_job(std::uint16_t job_id);
+  const JobSpec* find_job(std::uint16_t job_id) const;
+  std::vector<std::uint16_t> job_ids() const;
+
+  // One packet (a UDP payload) from `source`. Results go to `out` (0, 1 or n packets). Does not
+  // allocate.
+  Outcome process(const Endpoint& source, std::span<const std::byte> packet, PacketSink& out);
+
+  const SwitchCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
+
+  // Read-only register view, for tests and for the P4 conformance vectors. Throws
+  // Error(kInvalidArgument) unless slot < pool_slots() and set is 0 or 1.
+  const SlotRegisters& registers(std::size_t slot, unsigned set) const;
+  std::span<const ValueRegister> values(std::size_t slot, unsigned set) const;
+
+  std::size_t pool_slots() const { return pool_slots_; }
+  std::size_t max_elements_per_packet() const { return lanes_; }
+
+ private:
+  struct Job;
+
+  std::size_t index(std::size_t slot, unsigned set) const { return slot * 2 + set; }
+  void clear_slots(std::size_t base, std::size_t count);
+  Outcome drop(DropReason r);
+  // Encodes the stored result of registers_[at] into result_, addressed to request.rank (the
+  // multicast rewrites the rank field per destination).
+  void build_result(const Job& job, const wire::Header& request, std::size_t at);
+
+  std::size_t pool_slots_;
+  std::size_t lanes_;
+  std::vector<SlotRegisters> registers_;    // pool_slots_ * 2
+  std::vector<ValueRegister> values_;       // pool_slots_ * 2 * lanes_
+  std::vector<std::unique_ptr<Job>> jobs_;  // indexed by job_id (the job table)
+  std::vector<std::byte> result_;           // scratch for the outgoing packet
+  SwitchCounters counters_;
+};
+
+}  // namespace netagg::sim

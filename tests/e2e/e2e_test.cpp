@@ -1,0 +1,201 @@
+// End to end over UDP on loopback: `netagg-allreduce --local 4` starts netagg-switchd and four
+// worker processes, which all-reduce through the switch model and verify their results. The
+// tests read the launcher's --json summary.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using json = nlohmann::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const std::string kTool = std::string(NETAGG_BINARY_DIR) + "/host/tools/netagg-allreduce";
+
+struct ToolRun {
+  int exit_code = -1;  // -1: did not exit normally
+  std::string out, err;
+  json summary() const {
+    auto j = json::parse(out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "stdout is not JSON:\n" << out << "\nstderr:\n" << err;
+    return j;
+  }
+};
+
+// Runs the tool; if it is still running after `limit` it is killed and the test fails (the
+// launcher promises not to hang, this makes a broken promise a failure instead of a stuck CI).
+ToolRun run_tool(std::vector<std::string> args,
+                 std::chrono::seconds limit = std::chrono::seconds(45)) {
+  args.insert(args.begin(), kTool);
+  int out_pipe[2], err_pipe[2];
+  EXPECT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
+  EXPECT_EQ(::pipe2(err_pipe, O_CLOEXEC), 0);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ToolRun run;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&run.out, &run.err};
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int open = 2;
+  bool killed = false;
+  while (open > 0) {
+    if (!killed && std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "netagg-allreduce still running after " << limit.count() << " s; killed";
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    ::poll(fds, 2, 200);
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+std::vector<std::string> local4(std::vector<std::string> extra) {
+  std::vector<std::string> a = {"--local", "4",         "--target", "switch-sim",
+                                "--json",  "--timeout", "5"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void expect_success(const ToolRun& run, const json& s, const std::string& dtype,
+                    std::uint64_t count) {
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(s["verification"], "ok") << run.out << run.err;
+  EXPECT_EQ(s["target"], "switch-sim");
+  EXPECT_EQ(s["dtype"], dtype);
+  EXPECT_EQ(s["workers"], 4);
+  EXPECT_EQ(s["count"], count);
+  EXPECT_EQ(s["bytes"], count * 4);
+  EXPECT_GT(s["seconds"].get<double>(), 0.0);
+  EXPECT_NEAR(s["goodput_gbps"].get<double>(), count * 4 * 8 / s["seconds"].get<double>() / 1e9,
+              1e-9);
+  EXPECT_NEAR(s["ate_per_second"].get<double>() * s["seconds"].get<double>(), double(count),
+              1e-3 * count);
+  ASSERT_EQ(s["ranks"].size(), 4u);
+  for (const auto& r : s["ranks"]) EXPECT_EQ(r["verification"], "ok") << r.dump();
+  EXPECT_TRUE(s["switch_counters"].is_object()) << s.dump(2);
+}
+
+TEST(EndToEnd, Int32FourWorkers) {
+  const ToolRun run =
+      run_tool(local4({"--dtype", "int32", "--count", "100003", "--iterations", "2"}));
+  const json s = run.summary();
+  expect_success(run, s, "int32", 100003);
+  EXPECT_EQ(s["seconds_all"].size(), 2u);
+  EXPECT_EQ(s["injected_drops"], 0);
+}
+
+TEST(EndToEnd, Fp32FourWorkers) {
+  const ToolRun run = run_tool(local4({"--dtype", "fp32", "--count", "100003", "--seed", "9"}));
+  const json s = run.summary();
+  expect_success(run, s, "fp32", 100003);
+  EXPECT_EQ(s["float_wire"], "int32-bfp");
+}
+
+TEST(EndToEnd, Int32WithLoss) {
+  const ToolRun run = run_tool(local4(
+      {"--dtype", "int32", "--count", "40000", "--loss", "0.05", "--seed", "3", "--window", "32"}));
+  const json s = run.summary();
+  expect_success(run, s, "int32", 40000);
+  EXPECT_GT(s["injected_drops"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
+}
+
+TEST(EndToEnd, Fp32WithLoss) {
+  const ToolRun run = run_tool(local4({"--dtype", "fp32", "--count", "40000", "--loss", "0.05",
+                                       "--seed", "4", "--elements-per-packet", "100"}));
+  const json s = run.summary();
+  expect_success(run, s, "fp32", 40000);
+  EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
+}
+
+TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
+  // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
+  const ToolRun run =
+      run_tool({"--local", "4", "--json", "--dtype", "int32", "--count", "200000", "--timeout", "1",
+                "--kill-rank", "2", "--kill-after-packets", "100"});
+  const json s = run.summary();
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_EQ(s["verification"], "error");
+  ASSERT_EQ(s["ranks"].size(), 4u);
+  EXPECT_THAT(s["ranks"][2]["status"].get<std::string>(), HasSubstr("killed by signal 9"));
+  for (int r : {0, 1, 3}) {
+    const json& rank = s["ranks"][r];
+    EXPECT_EQ(rank["status"], "exited with status 3") << rank.dump();
+    EXPECT_EQ(rank["error_kind"], "timeout") << rank.dump();
+    EXPECT_THAT(rank["error"].get<std::string>(), AllOf(HasSubstr("timed out"), HasSubstr("slot")));
+  }
+  ASSERT_EQ(s["problems"].size(), 4u) << s.dump(2);
+  EXPECT_THAT(s["problems"][0].get<std::string>(),
+              HasSubstr("rank 0 exited with status 3: timeout error: all-reduce timed out"));
+  EXPECT_THAT(s["problems"][2].get<std::string>(), HasSubstr("rank 2 killed by signal 9"));
+}
+
+TEST(EndToEnd, TextOutputNamesTheFigures) {
+  const ToolRun run = run_tool({"--local", "2", "--dtype", "fp32", "--count", "5000"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, AllOf(HasSubstr("verification: ok"), HasSubstr("time: "),
+                             HasSubstr("goodput: "), HasSubstr("ATE/s: ")));
+}
+
+TEST(EndToEnd, FpgaSimIsNotBuiltYet) {
+  const ToolRun run = run_tool({"--local", "4", "--target", "fpga-sim"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("not built yet: issue 3"));
+}
+
+TEST(EndToEnd, OneWorkerWithABadRankSaysSo) {
+  const auto dir = std::filesystem::path(::testing::TempDir());
+  const auto job = dir / ("e2e-job-" + std::to_string(::getpid()) + ".json");
+  {
+    FILE* f = std::fopen(job.c_str(), "w");
+    std::fputs(R"({"job_id": 1, "slots": {"base": 0, "count": 4}, "elements_per_packet": 16,
+      "aggregator": "127.0.0.1:20033",
+      "workers": [{"rank": 0, "address": "127.0.0.1:41000"},
+                  {"rank": 1, "address": "127.0.0.1:41001"}]})",
+               f);
+    std::fclose(f);
+  }
+  const ToolRun run = run_tool({"--rank", "5", "--job", job.string()});
+  std::filesystem::remove(job);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("rank 5 is outside the job's 2 workers"));
+}
+
+}  // namespace

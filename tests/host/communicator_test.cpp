@@ -1,0 +1,522 @@
+// Communicators of several ranks as threads in one process, over the in-process network with
+// the switch model as the aggregator: the whole host runtime (communicator, codec, engine) and
+// the SwitchML algorithm, without sockets.
+#include "netagg/communicator.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "netagg/codec.hpp"
+#include "netagg/error.hpp"
+#include "netagg/inproc.hpp"
+#include "switch_model.hpp"
+
+namespace netagg {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr std::uint16_t kJobId = 3;
+constexpr std::uint16_t kSlotBase = 8;
+constexpr std::uint16_t kWindow = 16;
+constexpr std::uint16_t kPerPacket = 64;
+
+JobSpec test_job(std::uint16_t workers, std::uint16_t per_packet = kPerPacket) {
+  return make_local_job(kJobId, workers, 41000, kSlotBase, kWindow, per_packet,
+                        Endpoint::parse("127.0.0.1:20033"));
+}
+
+Config test_config(const JobSpec& job, int rank) {
+  Config c;
+  c.job = job;
+  c.rank = rank;
+  c.retransmit_timeout = std::chrono::milliseconds(2);
+  c.max_retransmit_timeout = std::chrono::milliseconds(20);
+  c.job_timeout = std::chrono::seconds(20);  // generous: only the dead-worker test needs it
+  return c;
+}
+
+// Forwards the switch model's results into the in-process network.
+class NetworkSink final : public sim::PacketSink {
+ public:
+  explicit NetworkSink(const InprocNetwork::SendFn& send) : send_(send) {}
+  void send(const Endpoint& destination, std::span<const std::byte> packet) override {
+    send_(destination, packet);
+  }
+
+ private:
+  const InprocNetwork::SendFn& send_;
+};
+
+// The switch model as the network's aggregator.
+struct SwitchedNetwork {
+  explicit SwitchedNetwork(const JobSpec& job, InprocOptions options = {})
+      : model(64, 1024),
+        net(
+            [this](const Endpoint& from, std::span<const std::byte> packet,
+                   const InprocNetwork::SendFn& send) {
+              NetworkSink sink(send);
+              model.process(from, packet, sink);
+            },
+            options) {
+    model.add_job(job);
+  }
+  sim::SwitchModel model;
+  InprocNetwork net;
+};
+
+// Runs body(rank, communicator) on one thread per rank; returns each rank's exception.
+std::vector<std::exception_ptr> run_ranks(InprocNetwork& net, const JobSpec& job,
+                                          const std::function<Config(int)>& config,
+                                          const std::function<void(int, Communicator&)>& body) {
+  const int n = static_cast<int>(job.world_size());
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm(config(r), net.attach(job.workers[r].address));
+        body(r, comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    if (!errors[r]) continue;
+    try {
+      std::rethrow_exception(errors[r]);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << ": " << e.what();
+    }
+  }
+}
+
+std::vector<std::int32_t> random_ints(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::int32_t> v(n);
+  for (auto& x : v) x = static_cast<std::int32_t>(rng());  // full range: sums wrap
+  return v;
+}
+
+std::vector<std::int32_t> wrapping_sum(const std::vector<std::vector<std::int32_t>>& inputs) {
+  std::vector<std::int32_t> sum(inputs[0].size());
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    std::uint32_t s = 0;
+    for (const auto& in : inputs) s += static_cast<std::uint32_t>(in[i]);
+    sum[i] = static_cast<std::int32_t>(s);
+  }
+  return sum;
+}
+
+// Floats whose magnitude changes from chunk to chunk and from seed to seed (so the workers'
+// block exponents differ and the max-reduced one matters), with an all-zero chunk.
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int chunk = static_cast<int>(i / kPerPacket);
+    const int scale = chunk % 7 * 5 - 15 + static_cast<int>((chunk + seed) % 4);
+    v[i] = chunk == 2 ? 0.0f : std::ldexp(u(rng), scale);
+  }
+  return v;
+}
+
+// Checks got against the exact sum within the codec's bound for each chunk's global exponent.
+void expect_within_bound(const std::vector<float>& got,
+                         const std::vector<std::vector<float>>& inputs, std::size_t per_packet) {
+  const int world = static_cast<int>(inputs.size());
+  for (std::size_t base = 0; base < got.size(); base += per_packet) {
+    const std::size_t n = std::min(per_packet, got.size() - base);
+    std::int16_t e = wire::kExponentNone;
+    for (const auto& in : inputs)
+      e = std::max(e, codec::block_exponent(std::span<const float>(in.data() + base, n)));
+    const double bound = e == wire::kExponentNone ? 0.0 : codec::error_bound(e, world);
+    for (std::size_t i = base; i < base + n; ++i) {
+      double want = 0;
+      for (const auto& in : inputs) want += in[i];
+      ASSERT_LE(std::fabs(got[i] - want), bound)
+          << "element " << i << " got " << got[i] << " want " << want << " exponent " << e;
+    }
+  }
+}
+
+TEST(CommunicatorTest, Int32IsExactForEverySizeInOneCommunicator) {
+  const JobSpec job = test_job(4);
+  SwitchedNetwork sw(job);
+  // Consecutive operations of different sizes share the packet numbering and the slots.
+  const std::vector<std::size_t> sizes = {1, 7, 255, 256, 257, 64 * kWindow + 3, 5000};
+  std::vector<std::vector<std::vector<std::int32_t>>> inputs(sizes.size());
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    for (int r = 0; r < 4; ++r) inputs[s].push_back(random_ints(sizes[s], 100 * s + r));
+  std::vector<std::vector<std::vector<std::int32_t>>> results(4);
+
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        EXPECT_EQ(comm.rank(), r);
+        EXPECT_EQ(comm.world_size(), 4);
+        for (std::size_t s = 0; s < sizes.size(); ++s) {
+          auto data = inputs[s][r];
+          comm.allreduce(std::span<std::int32_t>(data));
+          results[r].push_back(std::move(data));
+        }
+      }));
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    const auto want = wrapping_sum(inputs[s]);
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(results[r][s], want) << "size " << sizes[s] << " rank " << r;
+  }
+  // Retransmissions (a slow thread can trigger one) are the only thing the switch may drop.
+  EXPECT_EQ(sw.model.counters().dropped_total(),
+            sw.model.counters().drops(sim::DropReason::kDuplicate));
+}
+
+TEST(CommunicatorTest, Fp32BlockFloatIsWithinTheBound) {
+  const JobSpec job = test_job(4);
+  SwitchedNetwork sw(job);
+  // Smaller than one window, exactly a window, and many windows with a partial last chunk.
+  const std::vector<std::size_t> sizes = {10, 64 * kWindow, 20011};
+  std::vector<std::vector<std::vector<float>>> inputs(sizes.size());
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    for (int r = 0; r < 4; ++r) inputs[s].push_back(random_floats(sizes[s], 7 * s + r));
+  std::vector<std::vector<std::vector<float>>> results(4);
+
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        for (std::size_t s = 0; s < sizes.size(); ++s) {
+          auto data = inputs[s][r];
+          comm.allreduce(std::span<float>(data));
+          results[r].push_back(std::move(data));
+        }
+      }));
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    for (int r = 0; r < 4; ++r) {
+      SCOPED_TRACE(testing::Message() << "size " << sizes[s] << " rank " << r);
+      expect_within_bound(results[r][s], inputs[s], kPerPacket);
+      // Every worker gets the same bits: they all dequantize the same sums.
+      EXPECT_EQ(results[r][s], results[0][s]);
+    }
+}
+
+TEST(CommunicatorTest, Fp32NonFiniteInputMakesTheChunkNaN) {
+  const JobSpec job = test_job(2);
+  SwitchedNetwork sw(job);
+  std::vector<std::vector<float>> data(2, std::vector<float>(3 * kPerPacket, 1.0f));
+  data[1][kPerPacket + 5] = INFINITY;  // chunk 1 of rank 1
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) { comm.allreduce(std::span<float>(data[r])); }));
+  for (int r = 0; r < 2; ++r)
+    for (std::size_t i = 0; i < data[r].size(); ++i) {
+      if (i / kPerPacket == 1)
+        EXPECT_TRUE(std::isnan(data[r][i])) << i;
+      else
+        EXPECT_NEAR(data[r][i], 2.0f, codec::error_bound(1, 2)) << i;
+    }
+}
+
+TEST(CommunicatorTest, AsyncHandlesRunInCallOrder) {
+  const JobSpec job = test_job(3);
+  SwitchedNetwork sw(job);
+  std::vector<std::vector<std::int32_t>> a(3), c(3);
+  std::vector<std::vector<float>> b(3);
+  for (int r = 0; r < 3; ++r) {
+    a[r] = random_ints(1000, r);
+    b[r] = random_floats(700, 10 + r);
+    c[r] = random_ints(3, 20 + r);
+  }
+  const auto want_a = wrapping_sum(a), want_c = wrapping_sum(c);
+  const auto inputs_b = b;
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        Handle ha = comm.allreduce_async(std::span<std::int32_t>(a[r]));
+        Handle hb = comm.allreduce_async(std::span<float>(b[r]));
+        Handle hc = comm.allreduce_async(std::span<std::int32_t>(c[r]));
+        EXPECT_TRUE(ha.valid());
+        hc.wait();  // the last one done means the earlier ones are done
+        EXPECT_TRUE(ha.ready());
+        EXPECT_TRUE(hb.ready());
+        hb.wait();
+        ha.wait();
+        ha.wait();  // waiting twice is fine
+        EXPECT_EQ(comm.stats().operations, 3u);
+      }));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(a[r], want_a);
+    EXPECT_EQ(c[r], want_c);
+    expect_within_bound(b[r], inputs_b, kPerPacket);
+  }
+}
+
+TEST(CommunicatorTest, DestructorFinishesQueuedOperations) {
+  const JobSpec job = test_job(2);
+  SwitchedNetwork sw(job);
+  std::vector<std::vector<std::int32_t>> data = {random_ints(3000, 1), random_ints(3000, 2)};
+  const auto want = wrapping_sum(data);
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        comm.allreduce_async(std::span<std::int32_t>(data[r]));  // handle dropped at once
+      }));
+  EXPECT_EQ(data[0], want);
+  EXPECT_EQ(data[1], want);
+}
+
+TEST(CommunicatorTest, EmptyTensorsAndEmptyHandles) {
+  const JobSpec job = test_job(1);
+  SwitchedNetwork sw(job);
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },
+      [&](int, Communicator& comm) {
+        comm.allreduce(std::span<float>());
+        comm.allreduce(std::span<std::int32_t>());
+        std::vector<std::int32_t> one = {42};
+        comm.allreduce(std::span<std::int32_t>(one));
+        EXPECT_EQ(one[0], 42);  // one worker: the sum is its own tensor
+      }));
+  Handle empty;
+  EXPECT_FALSE(empty.valid());
+  EXPECT_FALSE(empty.ready());
+  EXPECT_THROW(empty.wait(), Error);
+}
+
+struct LossCase {
+  const char* name;
+  InprocOptions network;
+  double config_loss;  // the communicator's own with_loss()
+  friend void PrintTo(const LossCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class CommunicatorLossTest : public ::testing::TestWithParam<LossCase> {};
+
+TEST_P(CommunicatorLossTest, ResultsStayExactAndRetransmissionsHappen) {
+  const JobSpec job = test_job(4);
+  SwitchedNetwork sw(job, GetParam().network);
+  std::vector<std::vector<std::int32_t>> ints(4);
+  std::vector<std::vector<float>> floats(4);
+  for (int r = 0; r < 4; ++r) {
+    ints[r] = random_ints(6000, 50 + r);
+    floats[r] = random_floats(3000, 60 + r);
+  }
+  const auto want = wrapping_sum(ints);
+  const auto float_inputs = floats;
+  std::vector<EngineStats> stats(4);
+  std::vector<TransportCounters> counters(4);
+  expect_no_errors(run_ranks(
+      sw.net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.loss = GetParam().config_loss;
+        c.loss_seed = 5;
+        return c;
+      },
+      [&](int r, Communicator& comm) {
+        comm.allreduce(std::span<std::int32_t>(ints[r]));
+        comm.allreduce(std::span<float>(floats[r]));
+        stats[r] = comm.stats();
+        counters[r] = comm.transport_counters();
+      }));
+  std::uint64_t retransmissions = 0, injected = 0;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(ints[r], want) << "rank " << r;
+    expect_within_bound(floats[r], float_inputs, kPerPacket);
+    retransmissions += stats[r].retransmissions;
+    injected += counters[r].injected_drops;
+    EXPECT_EQ(stats[r].operations, 2u);
+  }
+  // Over a thousand packets each way at 2 % or more: some are lost, and each loss is repaired by
+  // a retransmission.
+  EXPECT_GT(sw.net.counters().dropped + injected, 0u);
+  EXPECT_GT(retransmissions, 0u);
+  if (GetParam().config_loss > 0)
+    EXPECT_GT(injected, 0u);
+  else
+    EXPECT_EQ(injected, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Loss, CommunicatorLossTest,
+    ::testing::Values(LossCase{"network_2pct", {.loss = 0.02, .seed = 11}, 0.0},
+                      LossCase{"network_10pct_dup_reorder",
+                               {.loss = 0.10, .duplicate = 0.05, .reorder = 0.05, .seed = 12},
+                               0.0},
+                      LossCase{"transport_5pct", {}, 0.05}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(CommunicatorTest, DeadWorkerMakesTheOthersTimeOutNamingSlots) {
+  const JobSpec job = test_job(4);
+  SwitchedNetwork sw(job);
+  std::vector<std::string> messages(4);
+  std::vector<std::string> second(4);
+  const auto errors = run_ranks(
+      sw.net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.job_timeout = std::chrono::milliseconds(200);
+        return c;
+      },
+      [&](int r, Communicator& comm) {
+        if (r == 3) return;  // never calls
+        std::vector<std::int32_t> data(500, r);
+        try {
+          comm.allreduce(std::span<std::int32_t>(data));
+          ADD_FAILURE() << "rank " << r << " completed without rank 3";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTimeout);
+          messages[r] = e.what();
+        }
+        // The workers' numbering has diverged: later operations fail at once, same code.
+        try {
+          comm.allreduce(std::span<std::int32_t>(data));
+          ADD_FAILURE() << "rank " << r << " second operation completed";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTimeout);
+          second[r] = e.what();
+        }
+      });
+  expect_no_errors(errors);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(messages[r], AllOf(HasSubstr("timed out"), HasSubstr("slot 8 set 0 seq 0"),
+                                   HasSubstr(fmt::format("rank {}", r))));
+    EXPECT_THAT(second[r], AllOf(HasSubstr("earlier all-reduce"), HasSubstr("timed out")));
+  }
+}
+
+// An fp32-capable aggregator (as the FPGA will be): sums fp32 payloads per (slot, set) in rank
+// order once all contributions of a round (same seq) are in. A retransmission from a rank that
+// already contributed gets the stored result if the round is complete and is ignored otherwise,
+// so a slow thread's retransmissions do not change the sum.
+class Fp32Adder {
+ public:
+  explicit Fp32Adder(const JobSpec& job) : job_(job) {}
+  void operator()(const Endpoint&, std::span<const std::byte> packet,
+                  const InprocNetwork::SendFn& send) {
+    const auto d = wire::decode(packet);
+    ASSERT_TRUE(d) << wire::to_string(d.error);
+    ASSERT_EQ(d.header.dtype, wire::DataType::kFp32);
+    const std::size_t n = job_.world_size();
+    Round& round = rounds_[{d.header.slot, d.header.set}];
+    if (round.parts.empty() || round.seq != d.header.seq) {
+      round = Round{d.header.seq, std::vector<std::vector<float>>(n), std::vector<bool>(n), 0, {}};
+    }
+    const auto reply = [&](const WorkerSpec& w) {
+      wire::Header h = d.header;
+      h.type = wire::MsgType::kResult;
+      h.rank = w.rank;
+      ASSERT_TRUE(wire::encode_header(h, round.result));
+      send(w.address, round.result);
+    };
+    if (round.have[d.header.rank]) {
+      if (round.arrived == n) reply(job_.workers[d.header.rank]);
+      return;
+    }
+    round.have[d.header.rank] = true;
+    round.parts[d.header.rank].resize(d.header.count);
+    codec::load_be(d.payload.data(), std::span<float>(round.parts[d.header.rank]));
+    if (++round.arrived < n) return;
+    std::vector<float> sum(d.header.count, 0.0f);
+    for (const auto& part : round.parts)
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    round.result.resize(wire::kHeaderSize + sum.size() * 4);
+    codec::store_be(std::span<const float>(sum), round.result.data() + wire::kHeaderSize);
+    for (const auto& w : job_.workers) reply(w);
+  }
+
+ private:
+  struct Round {
+    std::uint32_t seq = 0;
+    std::vector<std::vector<float>> parts;
+    std::vector<bool> have;
+    std::size_t arrived = 0;
+    std::vector<std::byte> result;
+  };
+  JobSpec job_;
+  std::map<std::pair<int, int>, Round> rounds_;
+};
+
+TEST(CommunicatorTest, Fp32OnTheWireToAnFp32Aggregator) {
+  const JobSpec job = test_job(3);
+  InprocNetwork net{Fp32Adder(job)};
+  std::vector<std::vector<float>> data(3);
+  for (int r = 0; r < 3; ++r) data[r] = random_floats(1234, 90 + r);
+  std::vector<float> want(1234, 0.0f);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    for (int r = 0; r < 3; ++r) want[i] += data[r][i];  // the adder's order: rank 0, 1, 2
+  expect_no_errors(run_ranks(
+      net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.float_wire = FloatWire::kFp32;
+        return c;
+      },
+      [&](int r, Communicator& comm) { comm.allreduce(std::span<float>(data[r])); }));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], want);
+}
+
+TEST(CommunicatorTest, ResultsOfTheWrongShapeAreRejectedNotDelivered) {
+  // An aggregator that answers every contribution with one element fewer than it got: nothing
+  // may land in the caller's buffer, and the operation times out.
+  const JobSpec job = test_job(1);
+  InprocNetwork net(
+      [&](const Endpoint&, std::span<const std::byte> packet, const InprocNetwork::SendFn& send) {
+        auto d = wire::decode(packet);
+        wire::Header h = d.header;
+        h.type = wire::MsgType::kResult;
+        h.count = static_cast<std::uint16_t>(h.count - 1);
+        std::vector<std::byte> out(h.packet_size(), std::byte{0x7F});
+        wire::encode_header(h, out);
+        send(job.workers[0].address, out);
+      });
+  expect_no_errors(run_ranks(
+      net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.job_timeout = std::chrono::milliseconds(100);
+        return c;
+      },
+      [&](int, Communicator& comm) {
+        std::vector<std::int32_t> data(100, 1);
+        try {
+          comm.allreduce(std::span<std::int32_t>(data));
+          ADD_FAILURE() << "completed with malformed results";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTimeout);
+        }
+        EXPECT_GT(comm.stats().rejected, 0u);
+        EXPECT_EQ(comm.stats().results, 0u);
+        EXPECT_EQ(data, std::vector<std::int32_t>(100, 1));
+      }));
+}
+
+TEST(CommunicatorTest, ConstructorRejectsBadConfigs) {
+  const JobSpec job = test_job(2);
+  InprocNetwork net(
+      [](const Endpoint&, std::span<const std::byte>, const InprocNetwork::SendFn&) {});
+  Config c = test_config(job, 2);
+  EXPECT_THROW(Communicator(c, net.attach(job.workers[0].address)), Error);
+  c.rank = 0;
+  EXPECT_THROW(Communicator(c, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace netagg

@@ -1,0 +1,346 @@
+// Config from files and from the environment a launcher sets: every field read, every error
+// names the field or variable at fault.
+#include "netagg/config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "netagg/error.hpp"
+
+namespace netagg {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr const char* kJob4 = R"({
+  "job_id": 7, "slots": {"base": 16, "count": 32}, "elements_per_packet": 64,
+  "aggregator": "10.0.0.1:20033",
+  "workers": [
+    {"rank": 0, "address": "10.0.0.10:40000"}, {"rank": 1, "address": "10.0.0.11:40000"},
+    {"rank": 2, "address": "10.0.0.12:40000"}, {"rank": 3, "address": "10.0.0.13:40000"}]})";
+
+// Every variable from_env reads: cleared before each test, restored after.
+constexpr const char* kVariables[] = {"NETAGG_CONFIG",
+                                      "NETAGG_JOB_FILE",
+                                      "NETAGG_JOB_ID",
+                                      "NETAGG_RANK",
+                                      "OMPI_COMM_WORLD_RANK",
+                                      "PMI_RANK",
+                                      "RANK",
+                                      "NETAGG_WORLD_SIZE",
+                                      "OMPI_COMM_WORLD_SIZE",
+                                      "PMI_SIZE",
+                                      "WORLD_SIZE",
+                                      "NETAGG_AGGREGATOR",
+                                      "NETAGG_TRANSPORT",
+                                      "NETAGG_FLOAT_WIRE",
+                                      "NETAGG_TIMEOUT_MS",
+                                      "NETAGG_RETRANSMIT_TIMEOUT_MS",
+                                      "NETAGG_LOSS",
+                                      "NETAGG_LOSS_SEED"};
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : kVariables) {
+      if (const char* old = std::getenv(v)) saved_.emplace_back(v, old);
+      ::unsetenv(v);
+    }
+    dir_ = fs::path(::testing::TempDir()) /
+           ("netagg-config-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (const char* v : kVariables) ::unsetenv(v);
+    for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
+    fs::remove_all(dir_);
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+  // The message of the Error(code) that f throws; fails the test if it throws nothing else.
+  template <typename F>
+  std::string error_of(F&& f, Errc code = Errc::kConfig) {
+    try {
+      f();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "no netagg::Error thrown";
+    return {};
+  }
+
+  fs::path dir_;
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(ConfigTest, FileWithEveryField) {
+  write("jobs/job.json", kJob4);
+  const auto file = write("conf/worker.json", R"({
+    "rank": 2, "job_file": "../jobs/job.json", "aggregator": "10.0.0.2:30000",
+    "transport": "udp", "float_wire": "fp32", "retransmit_timeout_ms": 5,
+    "max_retransmit_timeout_ms": 80, "job_timeout_ms": 2500, "loss": 0.01, "loss_seed": 99})");
+  const Config c = Config::from_file(file);
+  EXPECT_EQ(c.rank, 2);
+  EXPECT_EQ(c.job.job_id, 7);
+  EXPECT_EQ(c.job.world_size(), 4u);
+  EXPECT_EQ(c.aggregator, Endpoint::parse("10.0.0.2:30000"));
+  EXPECT_EQ(c.aggregator_address(), Endpoint::parse("10.0.0.2:30000"));
+  EXPECT_EQ(c.local_address(), Endpoint::parse("10.0.0.12:40000"));
+  EXPECT_EQ(c.float_wire, FloatWire::kFp32);
+  EXPECT_EQ(c.retransmit_timeout, std::chrono::milliseconds(5));
+  EXPECT_EQ(c.max_retransmit_timeout, std::chrono::milliseconds(80));
+  EXPECT_EQ(c.job_timeout, std::chrono::milliseconds(2500));
+  EXPECT_DOUBLE_EQ(c.loss, 0.01);
+  EXPECT_EQ(c.loss_seed, 99u);
+}
+
+TEST_F(ConfigTest, FileWithInlineJobAndDefaults) {
+  const auto file = write("w.json", std::string(R"({"rank": 3, "job": )") + kJob4 + "}");
+  const Config c = Config::from_file(file);
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.job.slot_base, 16);
+  EXPECT_EQ(c.aggregator.port, 0);  // not given: the job's is used
+  EXPECT_EQ(c.aggregator_address(), Endpoint::parse("10.0.0.1:20033"));
+  EXPECT_EQ(c.float_wire, FloatWire::kBlockInt32);
+  EXPECT_EQ(c.transport, "udp");
+  EXPECT_EQ(c.job_timeout, Config{}.job_timeout);
+}
+
+TEST_F(ConfigTest, FilePicksOneJobOfSeveral) {
+  write("jobs.json", R"({"jobs": [
+    {"job_id": 1, "slots": {"base": 0, "count": 8}, "elements_per_packet": 64,
+     "workers": [{"rank": 0, "address": "127.0.0.1:5000"}]},
+    {"job_id": 2, "slots": {"base": 8, "count": 8}, "elements_per_packet": 32,
+     "workers": [{"rank": 0, "address": "127.0.0.1:5001"}, {"rank": 1, "address": "127.0.0.1:5002"}]}]})");
+  const auto good = write("w.json", R"({"rank": 1, "job_file": "jobs.json", "job_id": 2,
+                                        "aggregator": "127.0.0.1:20033"})");
+  const Config c = Config::from_file(good);
+  EXPECT_EQ(c.job.job_id, 2);
+  EXPECT_EQ(c.job.elements_per_packet, 32);
+
+  const auto ambiguous = write("a.json", R"({"rank": 0, "job_file": "jobs.json"})");
+  EXPECT_THAT(error_of([&] { Config::from_file(ambiguous); }),
+              AllOf(HasSubstr("jobs.json"), HasSubstr("holds 2 jobs"), HasSubstr("job_id")));
+  const auto absent = write("b.json", R"({"rank": 0, "job_file": "jobs.json", "job_id": 9})");
+  EXPECT_THAT(error_of([&] { Config::from_file(absent); }), HasSubstr("no job with job_id 9"));
+}
+
+TEST_F(ConfigTest, FileErrorsNameTheField) {
+  write("job.json", kJob4);
+  const auto err = [&](const std::string& body) {
+    const auto f = write("bad.json", body);
+    return error_of([&] { Config::from_file(f); });
+  };
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "colour": 1})"),
+              AllOf(HasSubstr("bad.json"), HasSubstr("colour"), HasSubstr("unknown field")));
+  EXPECT_THAT(err(R"({"rank": "zero", "job_file": "job.json"})"), HasSubstr("rank: must be"));
+  EXPECT_THAT(err(R"({"rank": -1, "job_file": "job.json"})"), HasSubstr("rank: must be"));
+  EXPECT_THAT(err(R"({"rank": 5, "job_file": "job.json"})"),
+              HasSubstr("rank 5 is outside the job's 4 workers"));
+  EXPECT_THAT(err(R"({"job_file": "job.json"})"), HasSubstr("rank: not set"));
+  EXPECT_THAT(err(R"({"rank": 0})"), HasSubstr("job_file or job: missing"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "nowhere.json"})"),
+              AllOf(HasSubstr("nowhere.json"), HasSubstr("cannot open")));
+  EXPECT_THAT(err(std::string(R"({"rank": 0, "job_file": "job.json", "job": )") + kJob4 + "}"),
+              HasSubstr("either job_file or an inline job"));
+  EXPECT_THAT(err(R"({"rank": 0, "job": {"job_id": 1}})"), HasSubstr("slots"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "aggregator": "10.0.0.1"})"),
+              HasSubstr("aggregator"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "aggregator": 7})"),
+              HasSubstr("aggregator: must be a string"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "float_wire": "bf16"})"),
+              AllOf(HasSubstr("float_wire"), HasSubstr("'bf16'")));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "transport": "carrier-pigeon"})"),
+              AllOf(HasSubstr("transport"), HasSubstr("'carrier-pigeon'")));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "job_timeout_ms": 0})"),
+              HasSubstr("job_timeout_ms: 0 must be > 0"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "retransmit_timeout_ms": "fast"})"),
+              HasSubstr("retransmit_timeout_ms: must be a number"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "retransmit_timeout_ms": 100,
+                      "max_retransmit_timeout_ms": 50})"),
+              HasSubstr("max_retransmit_timeout"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "loss": 1.5})"),
+              HasSubstr("loss: 1.5 is outside [0, 1)"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "loss_seed": -3})"),
+              HasSubstr("loss_seed"));
+  EXPECT_THAT(err("[1, 2]"), HasSubstr("must be a JSON object"));
+  EXPECT_THAT(err("{ not json"), HasSubstr("not valid JSON"));
+  // No aggregator in the job and none in the config.
+  write("noagg.json", R"({"job_id": 1, "slots": {"base": 0, "count": 4}, "elements_per_packet": 8,
+                          "workers": [{"rank": 0, "address": "127.0.0.1:5000"}]})");
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "noagg.json"})"), HasSubstr("aggregator: not set"));
+}
+
+TEST_F(ConfigTest, DpdkIsNamedButNotBuilt) {
+  write("job.json", kJob4);
+  const auto f = write("w.json", R"({"rank": 0, "job_file": "job.json", "transport": "dpdk"})");
+  EXPECT_THAT(error_of([&] { Config::from_file(f); }, Errc::kUnsupported),
+              AllOf(HasSubstr("dpdk"), HasSubstr("not built")));
+}
+
+TEST_F(ConfigTest, EnvironmentOfALauncher) {
+  const auto job = write("job.json", kJob4);
+  ::setenv("NETAGG_JOB_FILE", job.c_str(), 1);
+  ::setenv("NETAGG_RANK", "1", 1);
+  ::setenv("NETAGG_WORLD_SIZE", "4", 1);
+  ::setenv("NETAGG_AGGREGATOR", "192.168.1.1:20033", 1);
+  ::setenv("NETAGG_FLOAT_WIRE", "fp32", 1);
+  ::setenv("NETAGG_TIMEOUT_MS", "1500", 1);
+  ::setenv("NETAGG_RETRANSMIT_TIMEOUT_MS", "2.5", 1);
+  ::setenv("NETAGG_LOSS", "0.1", 1);
+  ::setenv("NETAGG_LOSS_SEED", "18446744073709551615", 1);
+  const Config c = Config::from_env();
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.aggregator_address(), Endpoint::parse("192.168.1.1:20033"));
+  EXPECT_EQ(c.float_wire, FloatWire::kFp32);
+  EXPECT_EQ(c.job_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(c.retransmit_timeout, std::chrono::microseconds(2500));
+  EXPECT_DOUBLE_EQ(c.loss, 0.1);
+  EXPECT_EQ(c.loss_seed, UINT64_MAX);
+}
+
+TEST_F(ConfigTest, RankAndSizeFromOtherLaunchers) {
+  ::setenv("NETAGG_JOB_FILE", write("job.json", kJob4).c_str(), 1);
+  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  EXPECT_EQ(Config::from_env().rank, 3);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("RANK", "2", 1);  // torchrun
+  ::setenv("WORLD_SIZE", "4", 1);
+  EXPECT_EQ(Config::from_env().rank, 2);
+  ::setenv("NETAGG_RANK", "0", 1);  // ours wins over the launcher's
+  EXPECT_EQ(Config::from_env().rank, 0);
+  ::setenv("WORLD_SIZE", "8", 1);
+  EXPECT_EQ(error_of([] { Config::from_env(); }), "WORLD_SIZE=8 but the job has 4 workers");
+}
+
+TEST_F(ConfigTest, EnvironmentOverridesTheConfigFile) {
+  write("job.json", kJob4);
+  const auto f = write("w.json", R"({"rank": 0, "job_file": "job.json", "loss": 0.2,
+                                     "job_timeout_ms": 100})");
+  ::setenv("NETAGG_CONFIG", f.c_str(), 1);
+  Config c = Config::from_env();
+  EXPECT_EQ(c.rank, 0);
+  EXPECT_DOUBLE_EQ(c.loss, 0.2);
+  EXPECT_EQ(c.job_timeout, std::chrono::milliseconds(100));
+  ::setenv("NETAGG_RANK", "3", 1);
+  ::setenv("NETAGG_LOSS", "0", 1);
+  c = Config::from_env();
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.loss, 0.0);
+}
+
+TEST_F(ConfigTest, EnvironmentErrorsNameTheVariable) {
+  const auto job = write("job.json", kJob4);
+  const auto err = [&](std::initializer_list<std::pair<const char*, const char*>> vars,
+                       Errc code = Errc::kConfig) {
+    for (const char* v : kVariables) ::unsetenv(v);
+    ::setenv("NETAGG_JOB_FILE", job.c_str(), 1);
+    ::setenv("NETAGG_RANK", "0", 1);
+    for (auto [k, v] : vars) {
+      if (v)
+        ::setenv(k, v, 1);
+      else
+        ::unsetenv(k);
+    }
+    return error_of([] { Config::from_env(); }, code);
+  };
+  EXPECT_EQ(err({{"NETAGG_RANK", "x"}}), "NETAGG_RANK: 'x' is not an integer");
+  EXPECT_EQ(err({{"NETAGG_RANK", "1x"}}), "NETAGG_RANK: '1x' is not an integer");
+  EXPECT_EQ(err({{"NETAGG_RANK", ""}}), "NETAGG_RANK: '' is not an integer");
+  EXPECT_THAT(err({{"NETAGG_RANK", "-1"}}), HasSubstr("NETAGG_RANK: -1 is out of range"));
+  EXPECT_EQ(err({{"NETAGG_RANK", "5"}}), "rank 5 is outside the job's 4 workers (0..3)");
+  EXPECT_EQ(err({{"PMI_RANK", "x"}, {"NETAGG_RANK", nullptr}}), "PMI_RANK: 'x' is not an integer");
+  EXPECT_THAT(err({{"NETAGG_RANK", nullptr}}), HasSubstr("NETAGG_RANK: not set"));
+  EXPECT_EQ(err({{"NETAGG_WORLD_SIZE", "3"}}), "NETAGG_WORLD_SIZE=3 but the job has 4 workers");
+  EXPECT_EQ(err({{"NETAGG_WORLD_SIZE", "four"}}), "NETAGG_WORLD_SIZE: 'four' is not an integer");
+  EXPECT_THAT(err({{"NETAGG_JOB_FILE", nullptr}}), HasSubstr("NETAGG_JOB_FILE: not set"));
+  EXPECT_THAT(err({{"NETAGG_JOB_FILE", "/nonexistent/job.json"}}),
+              AllOf(HasSubstr("/nonexistent/job.json"), HasSubstr("cannot open")));
+  EXPECT_THAT(err({{"NETAGG_JOB_ID", "8"}}), HasSubstr("no job with job_id 8"));
+  EXPECT_THAT(err({{"NETAGG_CONFIG", "/nonexistent/conf.json"}}),
+              HasSubstr("/nonexistent/conf.json"));
+  EXPECT_THAT(err({{"NETAGG_AGGREGATOR", "localhost:1"}}),
+              AllOf(HasSubstr("NETAGG_AGGREGATOR"), HasSubstr("'localhost'")));
+  EXPECT_THAT(err({{"NETAGG_AGGREGATOR", "10.0.0.1:99999"}}),
+              AllOf(HasSubstr("NETAGG_AGGREGATOR"), HasSubstr("'99999'")));
+  EXPECT_EQ(err({{"NETAGG_FLOAT_WIRE", "fp16"}}),
+            "NETAGG_FLOAT_WIRE: 'fp16' is not one of int32-bfp, fp32");
+  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "soon"}}), "NETAGG_TIMEOUT_MS: 'soon' is not a number");
+  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "-5"}}), "NETAGG_TIMEOUT_MS: -5 must be > 0");
+  EXPECT_EQ(err({{"NETAGG_RETRANSMIT_TIMEOUT_MS", "0"}}),
+            "NETAGG_RETRANSMIT_TIMEOUT_MS: 0 must be > 0");
+  EXPECT_EQ(err({{"NETAGG_LOSS", "1"}}), "NETAGG_LOSS: 1 is outside [0, 1)");
+  EXPECT_EQ(err({{"NETAGG_LOSS", "lots"}}), "NETAGG_LOSS: 'lots' is not a number");
+  EXPECT_EQ(err({{"NETAGG_LOSS_SEED", "-1"}}),
+            "NETAGG_LOSS_SEED: '-1' is not a non-negative integer");
+  EXPECT_THAT(err({{"NETAGG_TRANSPORT", "tcp"}}), HasSubstr("transport: 'tcp'"));
+  EXPECT_THAT(err({{"NETAGG_TRANSPORT", "dpdk"}}, Errc::kUnsupported), HasSubstr("dpdk"));
+}
+
+TEST_F(ConfigTest, EngineParamsFollowTheJob) {
+  Config c;
+  c.job = parse_job(kJob4);
+  c.rank = 3;
+  c.retransmit_timeout = std::chrono::milliseconds(3);
+  c.max_retransmit_timeout = std::chrono::milliseconds(30);
+  c.job_timeout = std::chrono::milliseconds(300);
+  c.validate();
+  const EngineParams p = c.engine_params();
+  EXPECT_EQ(p.job_id, 7);
+  EXPECT_EQ(p.rank, 3);
+  EXPECT_EQ(p.slot_base, 16);
+  EXPECT_EQ(p.window, 32);
+  EXPECT_EQ(p.retransmit_timeout, std::chrono::milliseconds(3));
+  EXPECT_EQ(p.max_retransmit_timeout, std::chrono::milliseconds(30));
+  EXPECT_EQ(p.job_timeout, std::chrono::milliseconds(300));
+}
+
+TEST_F(ConfigTest, ValidateCatchesHandBuiltMistakes) {
+  Config c;
+  c.job = parse_job(kJob4);
+  c.rank = 0;
+  EXPECT_NO_THROW(c.validate());
+  Config bad = c;
+  bad.rank = -1;
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "rank: not set");
+  bad = c;
+  bad.job.workers.clear();
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "job: has no workers");
+  bad = c;
+  bad.job.aggregator.reset();
+  EXPECT_THAT(error_of([&] { bad.validate(); }), HasSubstr("aggregator: not set"));
+  bad = c;
+  bad.job_timeout = Duration::zero();
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "job_timeout: must be > 0");
+  bad = c;
+  bad.loss = -0.5;
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "loss: -0.5 is outside [0, 1)");
+  bad = c;
+  bad.job.elements_per_packet = 0;
+  EXPECT_THAT(error_of([&] { bad.validate(); }), HasSubstr("elements_per_packet"));
+}
+
+TEST(FloatWireTest, NamesRoundTrip) {
+  for (auto w : {FloatWire::kBlockInt32, FloatWire::kFp32})
+    EXPECT_EQ(parse_float_wire(to_string(w)), w);
+  EXPECT_THROW(parse_float_wire("int8"), Error);
+}
+
+}  // namespace
+}  // namespace netagg

@@ -1,0 +1,755 @@
+// The switch model against hand-written expectations: the conformance cases of issue 2 (basic
+// reduction, retransmission after completion, other set, both sets, slot reuse, ignored
+// retransmissions, retransmission from the previous set, foreign job, unknown source, slot out
+// of range), every malformed class, the exponent max, wrap-around adds, job isolation and job
+// validation.
+#include "switch_model.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <climits>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "netagg/error.hpp"
+
+namespace netagg::sim {
+
+void PrintTo(const Outcome& o, std::ostream* os) {
+  static constexpr const char* kActions[] = {"aggregated", "completed", "result resent", "dropped"};
+  *os << kActions[static_cast<int>(o.action)];
+  if (o.action == Action::kDropped) {
+    *os << " (" << to_string(o.reason);
+    if (o.reason == DropReason::kMalformed) *os << ": " << wire::to_string(o.malformed);
+    *os << ")";
+  }
+}
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+constexpr std::uint32_t kLoopback = 0x7F000001;
+
+Endpoint addr(std::uint16_t port, std::uint32_t ip = kLoopback) { return Endpoint{ip, port}; }
+
+// A job whose rank r sits at ip:first_port + r.
+JobSpec make_job(std::uint16_t id, std::size_t workers, std::uint16_t slot_base,
+                 std::uint16_t slot_count, std::uint16_t elements_per_packet,
+                 std::uint16_t first_port, std::uint32_t ip = kLoopback) {
+  JobSpec job;
+  job.job_id = id;
+  job.slot_base = slot_base;
+  job.slot_count = slot_count;
+  job.elements_per_packet = elements_per_packet;
+  for (std::size_t r = 0; r < workers; ++r)
+    job.workers.push_back({static_cast<std::uint16_t>(r),
+                           addr(static_cast<std::uint16_t>(first_port + r), ip), std::nullopt,
+                           std::nullopt});
+  return job;
+}
+
+struct Contribution {
+  std::uint16_t job_id = 1;
+  std::uint16_t rank = 0;
+  std::uint16_t slot = 0;
+  std::uint8_t set = 0;
+  std::vector<std::int32_t> values;
+  std::int16_t exponent = wire::kExponentNone;
+  std::uint32_t seq = 0;
+  wire::DataType dtype = wire::DataType::kInt32;
+  wire::MsgType type = wire::MsgType::kContribution;
+};
+
+std::vector<std::byte> encode(const Contribution& c) {
+  wire::Header h;
+  h.type = c.type;
+  h.dtype = c.dtype;
+  h.set = c.set;
+  h.job_id = c.job_id;
+  h.rank = c.rank;
+  h.slot = c.slot;
+  h.count = static_cast<std::uint16_t>(c.values.size());
+  h.exponent = c.exponent;
+  h.seq = c.seq;
+  std::vector<std::byte> bytes(h.packet_size());
+  EXPECT_TRUE(wire::encode_header(h, bytes));
+  const std::size_t size = wire::element_size(c.dtype);
+  for (std::size_t i = 0; i < c.values.size(); ++i) {
+    const auto v = static_cast<std::uint32_t>(c.values[i]);
+    if (size == 4)
+      wire::store_be32(bytes.data() + wire::kHeaderSize + 4 * i, v);
+    else
+      wire::store_be16(bytes.data() + wire::kHeaderSize + 2 * i, static_cast<std::uint16_t>(v));
+  }
+  return bytes;
+}
+
+struct Result {
+  Endpoint destination;
+  wire::Header header;
+  std::vector<std::int32_t> values;
+};
+
+Result decode_result(const CollectingSink::Packet& p) {
+  const wire::Decoded d = wire::decode(p.bytes);
+  EXPECT_TRUE(d) << wire::to_string(d.error);
+  Result r{p.destination, d.header, {}};
+  if (!d) return r;
+  for (std::size_t i = 0; i < d.header.count; ++i)
+    r.values.push_back(static_cast<std::int32_t>(wire::load_be32(d.payload.data() + 4 * i)));
+  return r;
+}
+
+// Registers and values of one (slot, set), to prove that a packet left them alone.
+struct Snapshot {
+  SlotRegisters reg;
+  std::vector<ValueRegister> values;
+  bool operator==(const Snapshot& o) const {
+    return reg.bitmap == o.reg.bitmap && reg.remaining == o.reg.remaining &&
+           reg.count == o.reg.count && reg.exponent == o.reg.exponent && reg.seq == o.reg.seq &&
+           values == o.values;
+  }
+};
+Snapshot snapshot(const SwitchModel& m, std::size_t slot, unsigned set) {
+  const auto v = m.values(slot, set);
+  return {m.registers(slot, set), {v.begin(), v.end()}};
+}
+
+// Every packet is counted exactly once: aggregated, answered by unicast, or dropped.
+void expect_balanced(const SwitchCounters& c) {
+  EXPECT_EQ(c.packets_in, c.aggregated + c.results_unicast + c.dropped_total());
+}
+
+class SwitchModelTest : public ::testing::Test {
+ protected:
+  static constexpr std::uint16_t kJob = 1;
+  static constexpr std::uint16_t kPort = 40000;  // rank r at 127.0.0.1:40000 + r
+
+  SwitchModelTest() : model(64, 16) {}
+
+  void install(std::size_t workers = 3, std::uint16_t base = 8, std::uint16_t count = 4,
+               std::uint16_t epp = 4) {
+    model.add_job(make_job(kJob, workers, base, count, epp, kPort));
+  }
+
+  Outcome send(const Contribution& c) { return send_from(addr(kPort + c.rank), c); }
+  Outcome send_from(const Endpoint& source, const Contribution& c) {
+    return model.process(source, encode(c), sink);
+  }
+  Outcome send_raw(const Endpoint& source, const std::vector<std::byte>& bytes) {
+    return model.process(source, bytes, sink);
+  }
+  std::vector<Result> take_results() {
+    std::vector<Result> out;
+    for (const auto& p : sink.packets) out.push_back(decode_result(p));
+    sink.packets.clear();
+    return out;
+  }
+
+  SwitchModel model;
+  CollectingSink sink;
+};
+
+Outcome dropped(DropReason r, wire::Error e = wire::Error::kOk) { return {Action::kDropped, r, e}; }
+
+TEST_F(SwitchModelTest, BasicReduction) {
+  install();
+  EXPECT_EQ(send({kJob, 0, 9, 0, {1, 2, 3, 4}, 2, 77}).action, Action::kAggregated);
+  EXPECT_EQ(send({kJob, 2, 9, 0, {100, 200, 300, 400}, 2, 77}).action, Action::kAggregated);
+  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_EQ(send({kJob, 1, 9, 0, {10, 20, 30, 40}, 2, 77}).action, Action::kCompleted);
+
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 3u);
+  for (std::uint16_t r = 0; r < 3; ++r) {
+    const Result& res = results[r];
+    EXPECT_EQ(res.destination, addr(kPort + r));
+    EXPECT_EQ(res.header.type, wire::MsgType::kResult);
+    EXPECT_EQ(res.header.dtype, wire::DataType::kInt32);
+    EXPECT_EQ(res.header.job_id, kJob);
+    EXPECT_EQ(res.header.rank, r);  // the destination's rank
+    EXPECT_EQ(res.header.slot, 9);
+    EXPECT_EQ(res.header.set, 0);
+    EXPECT_EQ(res.header.count, 4);
+    EXPECT_EQ(res.header.exponent, 2);
+    EXPECT_EQ(res.header.seq, 77u);
+    EXPECT_THAT(res.values, ElementsAre(111, 222, 333, 444));
+  }
+  const auto& c = model.counters();
+  EXPECT_EQ(c.packets_in, 3u);
+  EXPECT_EQ(c.aggregated, 3u);
+  EXPECT_EQ(c.completions, 1u);
+  EXPECT_EQ(c.results_multicast, 3u);
+  EXPECT_EQ(c.results_unicast, 0u);
+  EXPECT_EQ(c.dropped_total(), 0u);
+  const auto& reg = model.registers(9, 0);
+  EXPECT_EQ(reg.bitmap, 0b111u);
+  EXPECT_EQ(reg.remaining, 0u);
+}
+
+TEST_F(SwitchModelTest, SingleWorkerCompletesAtOnce) {
+  install(1);
+  EXPECT_EQ(send({kJob, 0, 8, 1, {5, -6}, 0, 3}).action, Action::kCompleted);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].header.set, 1);
+  EXPECT_THAT(results[0].values, ElementsAre(5, -6));
+}
+
+TEST_F(SwitchModelTest, RetransmissionAfterCompletion) {
+  install();
+  send({kJob, 0, 10, 0, {1, 1, 1}, 4, 5});
+  send({kJob, 1, 10, 0, {2, 2, 2}, 6, 5});
+  send({kJob, 2, 10, 0, {3, 3, 3}, 5, 5});
+  ASSERT_EQ(take_results().size(), 3u);
+  const Snapshot before = snapshot(model, 10, 0);
+
+  // Rank 1 lost its result and sends its contribution again.
+  EXPECT_EQ(send({kJob, 1, 10, 0, {2, 2, 2}, 6, 5}).action, Action::kResultResent);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].destination, addr(kPort + 1));
+  EXPECT_EQ(results[0].header.rank, 1);
+  EXPECT_EQ(results[0].header.type, wire::MsgType::kResult);
+  EXPECT_EQ(results[0].header.slot, 10);
+  EXPECT_EQ(results[0].header.seq, 5u);
+  EXPECT_EQ(results[0].header.exponent, 6);
+  EXPECT_THAT(results[0].values, ElementsAre(6, 6, 6));
+  EXPECT_EQ(snapshot(model, 10, 0), before);  // not added a second time
+
+  // Again: every retransmission gets the stored result.
+  EXPECT_EQ(send({kJob, 1, 10, 0, {2, 2, 2}, 6, 5}).action, Action::kResultResent);
+  EXPECT_EQ(take_results().size(), 1u);
+  EXPECT_EQ(model.counters().results_unicast, 2u);
+  EXPECT_EQ(model.counters().completions, 1u);
+  expect_balanced(model.counters());
+}
+
+TEST_F(SwitchModelTest, ReductionInTheOtherSet) {
+  install(2);
+  send({kJob, 0, 11, 1, {7, 8}, 1, 900});
+  EXPECT_EQ(send({kJob, 1, 11, 1, {-7, 100}, 3, 900}).action, Action::kCompleted);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.set, 1);
+    EXPECT_EQ(r.header.seq, 900u);
+    EXPECT_EQ(r.header.exponent, 3);
+    EXPECT_THAT(r.values, ElementsAre(0, 108));
+  }
+  // Set 0 of the slot is untouched.
+  const auto& set0 = model.registers(11, 0);
+  EXPECT_EQ(set0.bitmap, 0u);
+  EXPECT_EQ(set0.remaining, 0u);
+  EXPECT_THAT(model.values(11, 0).subspan(0, 2), ElementsAre(0, 0));
+  EXPECT_EQ(model.registers(11, 1).bitmap, 0b11u);
+}
+
+TEST_F(SwitchModelTest, RetransmissionFromThePreviousSet) {
+  install();
+  // Round of set 0 completes; rank 2's result is lost in the network.
+  send({kJob, 0, 8, 0, {1, 2}, 0, 40});
+  send({kJob, 1, 8, 0, {3, 4}, 0, 40});
+  send({kJob, 2, 8, 0, {5, 6}, 0, 40});
+  ASSERT_EQ(take_results().size(), 3u);
+  // Ranks 0 and 1 got theirs and move on to set 1 (seq + W, W = 4).
+  EXPECT_EQ(send({kJob, 0, 8, 1, {10, 10}, 0, 44}).action, Action::kAggregated);
+  EXPECT_EQ(send({kJob, 1, 8, 1, {20, 20}, 0, 44}).action, Action::kAggregated);
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0b100u);  // their set-0 bits are cleared
+  const Snapshot set1 = snapshot(model, 8, 1);
+
+  // Rank 2 retransmits its set-0 packet: it gets the set-0 result, set 1 is left alone.
+  EXPECT_EQ(send({kJob, 2, 8, 0, {5, 6}, 0, 40}).action, Action::kResultResent);
+  auto results = take_results();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].destination, addr(kPort + 2));
+  EXPECT_EQ(results[0].header.set, 0);
+  EXPECT_EQ(results[0].header.seq, 40u);
+  EXPECT_THAT(results[0].values, ElementsAre(9, 12));
+  EXPECT_EQ(snapshot(model, 8, 1), set1);
+
+  // Then its set-1 packet completes set 1 with the right sum.
+  EXPECT_EQ(send({kJob, 2, 8, 1, {30, 30}, 0, 44}).action, Action::kCompleted);
+  results = take_results();
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.seq, 44u);
+    EXPECT_THAT(r.values, ElementsAre(60, 60));
+  }
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
+  expect_balanced(model.counters());
+}
+
+// At any time one set of a slot aggregates while the other keeps the last result for workers
+// that lost it. Eight rounds through one slot, each with a different arrival order, a lost
+// result and its retransmission while the next round is being filled.
+TEST_F(SwitchModelTest, BothSetsInFlight) {
+  install(3, /*base=*/20, /*count=*/1, /*epp=*/2);
+  const std::vector<std::vector<std::uint16_t>> orders = {
+      {0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {1, 2, 0}, {0, 1, 2}, {2, 1, 0}};
+  auto value = [](std::uint32_t p, std::uint16_t r) { return std::int32_t(1000 * (p + 1) + r); };
+  for (std::uint32_t p = 0; p < orders.size(); ++p) {
+    const std::uint8_t set = p % 2;
+    const auto& order = orders[p];
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const std::uint16_t r = order[i];
+      const Outcome o = send({kJob, r, 20, set, {value(p, r), -value(p, r)}, 0, p});
+      EXPECT_EQ(o.action, i + 1 == order.size() ? Action::kCompleted : Action::kAggregated)
+          << "round " << p << " rank " << r;
+      if (i == 0 && p > 0) {
+        // The worker that completed the previous round lost that result: it retransmits the
+        // previous set's packet while this round is in flight.
+        const std::uint16_t last = orders[p - 1].back();
+        if (last != r) {
+          EXPECT_EQ(send({kJob,
+                          last,
+                          20,
+                          std::uint8_t(set ^ 1),
+                          {value(p - 1, last), -value(p - 1, last)},
+                          0,
+                          p - 1})
+                        .action,
+                    Action::kResultResent);
+          const auto resent = take_results();
+          ASSERT_EQ(resent.size(), 1u);
+          const std::int32_t previous = 3000 * std::int32_t(p) + 3;  // 1000p*3 + (0+1+2)
+          EXPECT_THAT(resent[0].values, ElementsAre(previous, -previous));
+          EXPECT_EQ(resent[0].header.seq, p - 1);
+        }
+      }
+    }
+    const auto results = take_results();
+    ASSERT_EQ(results.size(), 3u);
+    const std::int32_t sum = 3000 * std::int32_t(p + 1) + 3;
+    for (const auto& res : results) {
+      EXPECT_EQ(res.header.set, set);
+      EXPECT_EQ(res.header.seq, p);
+      EXPECT_THAT(res.values, ElementsAre(sum, -sum));
+    }
+  }
+  EXPECT_EQ(model.counters().completions, orders.size());
+  expect_balanced(model.counters());
+}
+
+// Packet P of a window of W = 2 goes to slot base + P mod 2, set (P / 2) mod 2. A slot's set is
+// reused every 2W packets; each new round overwrites the old sum instead of adding to it.
+TEST_F(SwitchModelTest, SlotReuse) {
+  install(2, /*base=*/30, /*count=*/2, /*epp=*/1);
+  const std::int32_t expected[] = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47};
+  for (std::uint32_t p = 0; p < std::size(expected); ++p) {
+    const auto slot = static_cast<std::uint16_t>(30 + p % 2);
+    const auto set = static_cast<std::uint8_t>((p / 2) % 2);
+    // rank 0 sends 2p + 1, rank 1 sends 2p + 2: their sum is 4p + 3.
+    send({kJob, 0, slot, set, {std::int32_t(2 * p + 1)}, 0, p});
+    EXPECT_EQ(send({kJob, 1, slot, set, {std::int32_t(2 * p + 2)}, 0, p}).action,
+              Action::kCompleted);
+    const auto results = take_results();
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_THAT(results[0].values, ElementsAre(expected[p])) << "packet " << p;
+    EXPECT_EQ(results[0].header.slot, slot);
+    EXPECT_EQ(results[0].header.set, set);
+  }
+}
+
+TEST_F(SwitchModelTest, IgnoredRetransmissions) {
+  install();
+  send({kJob, 0, 9, 0, {5, 5}, 0, 1});
+  const Snapshot after_first = snapshot(model, 9, 0);
+  EXPECT_EQ(send({kJob, 0, 9, 0, {5, 5}, 0, 1}), dropped(DropReason::kDuplicate));
+  EXPECT_EQ(send({kJob, 0, 9, 0, {5, 5}, 0, 1}), dropped(DropReason::kDuplicate));
+  EXPECT_EQ(snapshot(model, 9, 0), after_first);
+  EXPECT_TRUE(sink.packets.empty());
+  send({kJob, 1, 9, 0, {6, 6}, 0, 1});
+  EXPECT_EQ(send({kJob, 1, 9, 0, {6, 6}, 0, 1}), dropped(DropReason::kDuplicate));
+  EXPECT_EQ(send({kJob, 2, 9, 0, {7, 7}, 0, 1}).action, Action::kCompleted);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_THAT(results[0].values, ElementsAre(18, 18));  // each worker counted once
+  EXPECT_EQ(model.counters().drops(DropReason::kDuplicate), 3u);
+  expect_balanced(model.counters());
+}
+
+TEST_F(SwitchModelTest, ForeignJob) {
+  install(2, 8, 4, 4);                             // job 1: ports 40000, 40001
+  model.add_job(make_job(2, 2, 12, 4, 4, 41000));  // job 2: ports 41000, 41001
+  const Snapshot job2 = snapshot(model, 12, 0);
+  // A worker of job 1 sends into job 2 (its address is not job 2's rank 0).
+  EXPECT_EQ(send_from(addr(40000), {2, 0, 12, 0, {1}, 0, 0}), dropped(DropReason::kForeignSource));
+  // A worker of job 1 names its own job but job 2's slot.
+  EXPECT_EQ(send_from(addr(40000), {1, 0, 12, 0, {1}, 0, 0}), dropped(DropReason::kSlotOutOfRange));
+  // A job nobody installed.
+  EXPECT_EQ(send_from(addr(40000), {3, 0, 8, 0, {1}, 0, 0}), dropped(DropReason::kUnknownJob));
+  EXPECT_EQ(snapshot(model, 12, 0), job2);
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
+  EXPECT_TRUE(sink.packets.empty());
+  expect_balanced(model.counters());
+}
+
+TEST_F(SwitchModelTest, UnknownSource) {
+  install();
+  // Right job and rank, wrong address: another port, another IP, another rank's address.
+  EXPECT_EQ(send_from(addr(40999), {kJob, 0, 8, 0, {1}, 0, 0}),
+            dropped(DropReason::kForeignSource));
+  EXPECT_EQ(send_from(addr(kPort, 0x0A000001), {kJob, 0, 8, 0, {1}, 0, 0}),
+            dropped(DropReason::kForeignSource));
+  EXPECT_EQ(send_from(addr(kPort + 1), {kJob, 0, 8, 0, {1}, 0, 0}),
+            dropped(DropReason::kForeignSource));
+  EXPECT_EQ(model.counters().drops(DropReason::kForeignSource), 3u);
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
+  EXPECT_EQ(model.registers(8, 0).remaining, 0u);
+  EXPECT_TRUE(sink.packets.empty());
+}
+
+TEST_F(SwitchModelTest, RankOutOfRange) {
+  install(3);
+  EXPECT_EQ(send_from(addr(kPort + 3), {kJob, 3, 8, 0, {1}, 0, 0}),
+            dropped(DropReason::kRankOutOfRange));
+  EXPECT_EQ(send_from(addr(kPort), {kJob, 0xFFFF, 8, 0, {1}, 0, 0}),
+            dropped(DropReason::kRankOutOfRange));
+}
+
+TEST_F(SwitchModelTest, SlotOutOfRange) {
+  install(3, /*base=*/8, /*count=*/4);
+  for (std::uint16_t slot : {0, 7, 12, 63, 64, 0xFFFF})
+    EXPECT_EQ(send({kJob, 0, slot, 0, {1}, 0, 0}), dropped(DropReason::kSlotOutOfRange))
+        << "slot " << slot;
+  for (std::size_t s = 0; s < model.pool_slots(); ++s)
+    for (unsigned set = 0; set < 2; ++set) EXPECT_EQ(model.registers(s, set).bitmap, 0u);
+  EXPECT_EQ(send({kJob, 0, 11, 0, {1}, 0, 0}).action, Action::kAggregated);  // last valid slot
+}
+
+TEST_F(SwitchModelTest, DtypeCountTypeChecks) {
+  install(2, 8, 4, /*epp=*/4);
+  Contribution c{kJob, 0, 8, 0, {1, 2}, 0, 0};
+  c.dtype = wire::DataType::kFp32;
+  EXPECT_EQ(send(c), dropped(DropReason::kUnsupportedDtype));
+  c.dtype = wire::DataType::kBf16;
+  EXPECT_EQ(send(c), dropped(DropReason::kUnsupportedDtype));
+  c.dtype = wire::DataType::kInt32;
+  c.type = wire::MsgType::kResult;
+  EXPECT_EQ(send(c), dropped(DropReason::kNotContribution));
+  c.type = wire::MsgType::kContribution;
+  c.values = {1, 2, 3, 4, 5};  // job allows 4
+  EXPECT_EQ(send(c), dropped(DropReason::kCountTooLargeForJob));
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
+
+  // The round's count is set by its first contribution; others must match it.
+  c.values = {1, 2, 3};
+  EXPECT_EQ(send(c).action, Action::kAggregated);
+  const Snapshot round = snapshot(model, 8, 0);
+  Contribution other{kJob, 1, 8, 0, {10, 20}, 0, 0};
+  EXPECT_EQ(send(other), dropped(DropReason::kCountMismatch));
+  EXPECT_EQ(snapshot(model, 8, 0), round);
+  c.values = {1, 2};  // a "retransmission" that disagrees with the round
+  EXPECT_EQ(send(c), dropped(DropReason::kCountMismatch));
+  other.values = {10, 20, 30};
+  EXPECT_EQ(send(other).action, Action::kCompleted);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_THAT(results[0].values, ElementsAre(11, 22, 33));
+  expect_balanced(model.counters());
+}
+
+TEST_F(SwitchModelTest, ZeroCountCarriesOnlyTheExponent) {
+  install(2);
+  send({kJob, 0, 8, 0, {}, -5, 0});
+  EXPECT_EQ(send({kJob, 1, 8, 0, {}, 12, 0}).action, Action::kCompleted);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].header.count, 0);
+  EXPECT_EQ(results[0].header.exponent, 12);
+  EXPECT_TRUE(results[0].values.empty());
+}
+
+// Each malformed class is counted under its wire::Error and leaves every register alone.
+TEST_F(SwitchModelTest, MalformedPackets) {
+  install(2, 8, 4, 4);
+  send({kJob, 0, 8, 0, {1, 2}, 0, 0});  // a round in progress that must stay untouched
+  const Snapshot round = snapshot(model, 8, 0);
+  const std::vector<std::byte> good = encode({kJob, 1, 8, 0, {3, 4}, 0, 0});
+
+  struct Case {
+    const char* name;
+    std::vector<std::byte> bytes;
+    wire::Error error;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"empty", {}, wire::Error::kTruncated});
+  cases.push_back({"header cut", {good.begin(), good.begin() + 21}, wire::Error::kTruncated});
+  auto patched = [&](std::size_t at, std::uint8_t v) {
+    auto b = good;
+    b[at] = std::byte(v);
+    return b;
+  };
+  cases.push_back({"version 0", patched(wire::offset::kVersion, 0), wire::Error::kBadVersion});
+  cases.push_back({"version 2", patched(wire::offset::kVersion, 2), wire::Error::kBadVersion});
+  cases.push_back({"type 0", patched(wire::offset::kType, 0), wire::Error::kBadType});
+  cases.push_back({"type 3", patched(wire::offset::kType, 3), wire::Error::kBadType});
+  cases.push_back({"dtype 3", patched(wire::offset::kDtype, 3), wire::Error::kBadDtype});
+  cases.push_back({"flags 2", patched(wire::offset::kFlags, 2), wire::Error::kBadFlags});
+  cases.push_back({"flags 0x81", patched(wire::offset::kFlags, 0x81), wire::Error::kBadFlags});
+  cases.push_back(
+      {"reserved", patched(wire::offset::kReserved + 3, 1), wire::Error::kReservedNonZero});
+  {
+    auto b = good;
+    wire::store_be16(b.data() + wire::offset::kCount, wire::kMaxCount + 1);
+    b.resize(wire::kHeaderSize + 4 * (wire::kMaxCount + 1));
+    cases.push_back({"count 1025", b, wire::Error::kCountTooLarge});
+  }
+  {
+    auto b = good;
+    b.pop_back();
+    cases.push_back({"payload short", b, wire::Error::kLengthMismatch});
+    b = good;
+    b.push_back(std::byte{0});
+    cases.push_back({"payload long", b, wire::Error::kLengthMismatch});
+    b = good;
+    wire::store_be16(b.data() + wire::offset::kCount, 3);
+    cases.push_back({"count says 3, payload 2", b, wire::Error::kLengthMismatch});
+  }
+
+  std::array<std::uint64_t, wire::kErrorCount> expected{};
+  for (const auto& c : cases) {
+    EXPECT_EQ(send_raw(addr(kPort + 1), c.bytes), dropped(DropReason::kMalformed, c.error))
+        << c.name;
+    ++expected[static_cast<std::size_t>(c.error)];
+  }
+  EXPECT_EQ(model.counters().malformed, expected);
+  EXPECT_EQ(model.counters().drops(DropReason::kMalformed), cases.size());
+  EXPECT_EQ(snapshot(model, 8, 0), round);
+  EXPECT_TRUE(sink.packets.empty());
+  // The good packet still completes the round.
+  EXPECT_EQ(send_raw(addr(kPort + 1), good).action, Action::kCompleted);
+  EXPECT_THAT(take_results()[0].values, ElementsAre(4, 6));
+  expect_balanced(model.counters());
+}
+
+// Anything dropped by the job table leaves every register of the pool alone.
+TEST_F(SwitchModelTest, DroppedPacketsNeverTouchSlotState) {
+  install(2, 8, 4, 4);
+  send({kJob, 0, 9, 1, {1, 2, 3}, 4, 9});
+  std::vector<Snapshot> before;
+  for (std::size_t s = 0; s < model.pool_slots(); ++s)
+    for (unsigned set = 0; set < 2; ++set) before.push_back(snapshot(model, s, set));
+
+  Contribution fp32{kJob, 1, 9, 1, {1, 2, 3}, 0, 9};
+  fp32.dtype = wire::DataType::kFp32;
+  Contribution result{kJob, 1, 9, 1, {1, 2, 3}, 0, 9};
+  result.type = wire::MsgType::kResult;
+  send_from(addr(123), {kJob, 1, 9, 1, {1, 2, 3}, 0, 9});        // foreign source
+  send_from(addr(kPort + 1), {7, 1, 9, 1, {1, 2, 3}, 0, 9});     // unknown job
+  send_from(addr(kPort + 1), {kJob, 2, 9, 1, {1, 2, 3}, 0, 9});  // rank out of range
+  send({kJob, 1, 5, 1, {1, 2, 3}, 0, 9});                        // slot out of range
+  send(fp32);
+  send(result);
+  send({kJob, 1, 9, 1, {1, 2, 3, 4, 5}, 0, 9});  // count too large for the job
+  send({kJob, 1, 9, 1, {1, 2}, 0, 9});           // count mismatch
+  send({kJob, 0, 9, 1, {1, 2, 3}, 4, 9});        // duplicate
+  EXPECT_EQ(model.counters().dropped_total(), 9u);
+  for (DropReason r :
+       {DropReason::kForeignSource, DropReason::kUnknownJob, DropReason::kRankOutOfRange,
+        DropReason::kSlotOutOfRange, DropReason::kUnsupportedDtype, DropReason::kNotContribution,
+        DropReason::kCountTooLargeForJob, DropReason::kCountMismatch, DropReason::kDuplicate})
+    EXPECT_EQ(model.counters().drops(r), 1u) << to_string(r);
+
+  std::size_t i = 0;
+  for (std::size_t s = 0; s < model.pool_slots(); ++s)
+    for (unsigned set = 0; set < 2; ++set)
+      EXPECT_EQ(snapshot(model, s, set), before[i++]) << "slot " << s << " set " << set;
+  EXPECT_TRUE(sink.packets.empty());
+  expect_balanced(model.counters());
+}
+
+TEST_F(SwitchModelTest, MaxExponent) {
+  install(4);
+  struct Round {
+    std::vector<std::int16_t> exponents;
+    std::int16_t expected;
+  };
+  const std::vector<Round> rounds = {
+      {{-3, 7, wire::kExponentNone, 2}, 7},
+      {{wire::kExponentNone, wire::kExponentNone, wire::kExponentNone, wire::kExponentNone},
+       wire::kExponentNone},
+      {{-20, -9, -15, -31}, -9},
+      {{5, wire::kExponentNonFinite, 6, 0}, wire::kExponentNonFinite},
+      {{wire::kExponentNone, wire::kExponentNone, -126, wire::kExponentNone}, -126},
+  };
+  for (std::uint32_t i = 0; i < rounds.size(); ++i) {
+    const auto set = static_cast<std::uint8_t>(i % 2);
+    for (std::uint16_t r = 0; r < 4; ++r) send({kJob, r, 8, set, {1}, rounds[i].exponents[r], i});
+    const auto results = take_results();
+    ASSERT_EQ(results.size(), 4u) << "round " << i;
+    for (const auto& res : results) EXPECT_EQ(res.header.exponent, rounds[i].expected);
+  }
+}
+
+TEST_F(SwitchModelTest, WrapAroundAdd) {
+  install(2);
+  send({kJob, 0, 8, 0, {INT32_MAX, INT32_MIN, -1, INT32_MAX}, 0, 0});
+  send({kJob, 1, 8, 0, {1, -1, INT32_MIN, INT32_MAX}, 0, 0});
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_THAT(results[0].values, ElementsAre(INT32_MIN, INT32_MAX, INT32_MAX, -2));
+}
+
+TEST_F(SwitchModelTest, ThirtyTwoWorkers) {
+  model.add_job(make_job(kJob, 32, 0, 2, 1, kPort));
+  for (std::uint16_t r = 0; r < 32; ++r) {
+    const Outcome o = send({kJob, r, 1, 1, {std::int32_t(1) << (r % 31)}, 0, 0});
+    EXPECT_EQ(o.action, r == 31 ? Action::kCompleted : Action::kAggregated) << r;
+  }
+  EXPECT_EQ(model.registers(1, 1).bitmap, 0xFFFFFFFFu);
+  const auto results = take_results();
+  ASSERT_EQ(results.size(), 32u);
+  // Ranks 0..30 send 2^r, rank 31 sends 2^0: 2^31 - 1 + 1 wraps to INT32_MIN.
+  EXPECT_THAT(results[31].values, ElementsAre(INT32_MIN));
+  EXPECT_EQ(results[31].destination, addr(kPort + 31));
+  EXPECT_EQ(results[31].header.rank, 31);
+  // Rank 31's retransmission is recognised by its bit (the bitmap's top bit).
+  EXPECT_EQ(send({kJob, 31, 1, 1, {1}, 0, 0}).action, Action::kResultResent);
+}
+
+TEST_F(SwitchModelTest, JobsAreIsolated) {
+  // Two jobs share the switch; they interleave on adjacent slot ranges, and one address even
+  // belongs to both (the job id tells them apart).
+  JobSpec a = make_job(10, 2, 0, 4, 2, 40000);
+  JobSpec b = make_job(20, 3, 4, 4, 2, 40001);  // its rank 0 is job a's rank 1
+  model.add_job(a);
+  model.add_job(b);
+  model.process(addr(40000), encode({10, 0, 3, 0, {1, 2}, 1, 3}), sink);
+  model.process(addr(40001), encode({20, 0, 4, 0, {100, 200}, 2, 0}), sink);
+  model.process(addr(40002), encode({20, 1, 4, 0, {300, 400}, 9, 0}), sink);
+  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_EQ(model.process(addr(40001), encode({10, 1, 3, 0, {5, 6}, 4, 3}), sink).action,
+            Action::kCompleted);
+  auto results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].destination, addr(40000));
+  EXPECT_EQ(results[1].destination, addr(40001));
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.job_id, 10);
+    EXPECT_EQ(r.header.exponent, 4);
+    EXPECT_THAT(r.values, ElementsAre(6, 8));
+  }
+  EXPECT_EQ(model.process(addr(40003), encode({20, 2, 4, 0, {-100, 1}, 0, 0}), sink).action,
+            Action::kCompleted);
+  results = take_results();
+  ASSERT_EQ(results.size(), 3u);
+  for (std::uint16_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(results[r].destination, addr(40001 + r));
+    EXPECT_EQ(results[r].header.job_id, 20);
+    EXPECT_EQ(results[r].header.rank, r);
+    EXPECT_EQ(results[r].header.exponent, 9);
+    EXPECT_THAT(results[r].values, ElementsAre(300, 601));
+  }
+  // Removing job a leaves job b working and makes a's packets unknown.
+  model.remove_job(10);
+  EXPECT_EQ(model.process(addr(40000), encode({10, 0, 3, 1, {1, 2}, 1, 7}), sink),
+            dropped(DropReason::kUnknownJob));
+  EXPECT_EQ(model.process(addr(40001), encode({20, 0, 5, 0, {1, 1}, 0, 1}), sink).action,
+            Action::kAggregated);
+  EXPECT_THAT(model.job_ids(), ElementsAre(20));
+}
+
+TEST_F(SwitchModelTest, AddJobClearsItsSlots) {
+  install(2, 8, 4, 4);
+  send({kJob, 0, 8, 0, {1, 2}, 0, 0});
+  send({kJob, 1, 8, 0, {1, 2}, 0, 0});
+  take_results();
+  model.remove_job(kJob);
+  install(2, 8, 4, 4);
+  // The bit of the old round is gone: this is a new round, not a retransmission.
+  EXPECT_EQ(send({kJob, 0, 8, 0, {7, 7}, 0, 0}).action, Action::kAggregated);
+  EXPECT_THAT(model.values(8, 0).subspan(0, 2), ElementsAre(7, 7));
+  EXPECT_EQ(model.registers(8, 0).remaining, 1u);
+}
+
+void expect_config_error(const std::function<void()>& f, const std::string& text) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning \"" << text << "\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_THAT(e.what(), HasSubstr(text));
+  }
+}
+
+TEST(SwitchModelConfig, ConstructorLimits) {
+  expect_config_error([] { SwitchModel m(0, 4); }, "pool size 0");
+  expect_config_error([] { SwitchModel m(kMaxPoolSlots + 1, 4); }, "pool size 65537");
+  expect_config_error([] { SwitchModel m(4, 0); }, "elements per packet 0");
+  expect_config_error([] { SwitchModel m(4, kMaxLanes + 1); }, "elements per packet 1025");
+  SwitchModel m(1, kMaxLanes);
+  EXPECT_EQ(m.pool_slots(), 1u);
+  EXPECT_EQ(m.max_elements_per_packet(), kMaxLanes);
+}
+
+TEST(SwitchModelConfig, JobValidation) {
+  SwitchModel m(64, 16);
+  m.add_job(make_job(1, 2, 10, 10, 16, 40000));  // slots [10, 20)
+
+  expect_config_error([&] { m.add_job(make_job(1, 2, 30, 2, 4, 41000)); },
+                      "job 1 is installed already");
+  expect_config_error([&] { m.add_job(make_job(2, 33, 30, 2, 4, 41000)); },
+                      "job 2 has 33 workers; the switch's 32-bit worker bitmap allows at most 32");
+  expect_config_error([&] { m.add_job(make_job(2, 0, 30, 2, 4, 41000)); }, "job 2 has no workers");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 30, 0, 4, 41000)); },
+                      "job 2 has an empty slot range");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 60, 5, 4, 41000)); },
+                      "job 2 uses slots [60, 65) but the switch pool has 64 slots");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 19, 2, 4, 41000)); },
+                      "job 2: slots [19, 21) overlap slots [10, 20) of job 1");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 0, 11, 4, 41000)); },
+                      "job 2: slots [0, 11) overlap slots [10, 20) of job 1");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 30, 2, 17, 41000)); },
+                      "job 2: elements_per_packet 17 is out of range [1, 16]");
+  expect_config_error([&] { m.add_job(make_job(2, 2, 30, 2, 0, 41000)); },
+                      "elements_per_packet 0 is out of range");
+  JobSpec swapped = make_job(2, 3, 30, 2, 4, 41000);
+  std::swap(swapped.workers[0].rank, swapped.workers[2].rank);
+  expect_config_error([&] { m.add_job(swapped); }, "job 2: worker 0 has rank 2");
+  JobSpec shared = make_job(2, 3, 30, 2, 4, 41000);
+  shared.workers[2].address = shared.workers[0].address;
+  expect_config_error([&] { m.add_job(shared); },
+                      "job 2: ranks 0 and 2 share address 127.0.0.1:41000");
+  expect_config_error([&] { m.remove_job(2); }, "job 2 is not installed");
+
+  // None of the failures installed anything; the boundary cases are accepted.
+  EXPECT_THAT(m.job_ids(), ElementsAre(1));
+  m.add_job(make_job(2, 32, 20, 44, 16, 41000));  // up to the pool's end, 32 workers
+  m.add_job(make_job(3, 1, 0, 10, 1, 42000));     // right below job 1
+  EXPECT_THAT(m.job_ids(), ElementsAre(1, 2, 3));
+  ASSERT_NE(m.find_job(2), nullptr);
+  EXPECT_EQ(m.find_job(2)->workers.size(), 32u);
+  EXPECT_EQ(m.find_job(4), nullptr);
+}
+
+TEST(SwitchModelConfig, CounterNamesAreUniqueAndComplete) {
+  SwitchCounters c;
+  const auto named = c.named();
+  std::set<std::string_view> names;
+  for (const auto& [name, value] : named) {
+    EXPECT_TRUE(names.insert(name).second) << "twice: " << name;
+    EXPECT_EQ(value, 0u);
+  }
+  for (std::size_t r = 0; r < kDropReasonCount; ++r)
+    EXPECT_TRUE(names.count("dropped_" + std::string(to_string(DropReason(r))))) << r;
+  for (const char* n :
+       {"packets_in", "aggregated", "completions", "results_multicast", "results_unicast",
+        "dropped_total", "malformed_truncated", "malformed_length_mismatch"})
+    EXPECT_TRUE(names.count(n)) << n;
+  // One per packet-level wire error (kTruncated .. kLengthMismatch).
+  std::size_t malformed = 0;
+  for (const auto& n : names) malformed += n.starts_with("malformed_");
+  EXPECT_EQ(malformed, static_cast<std::size_t>(wire::Error::kLengthMismatch));
+}
+
+}  // namespace
+}  // namespace netagg::sim
