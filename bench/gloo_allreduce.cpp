@@ -24,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -45,7 +46,7 @@ struct Options {
   int size = 0;   // rank mode: world size
   std::string store_dir;
   std::vector<std::uint64_t> sizes_bytes{4096, 65536, 1 << 20, 16 << 20, 64 << 20};
-  int warmup = 10;  // the first iterations pay TCP slow start
+  int warmup = 10;
   int iterations = 20;
   double timeout_seconds = 120;
   std::string hostname = "127.0.0.1";
@@ -103,6 +104,7 @@ int run_rank(const Options& options) {
 
     std::vector<double> seconds;
     seconds.reserve(options.iterations);
+    double mismatches = 0;
     for (int iteration = -options.warmup; iteration < options.iterations; ++iteration) {
       // In place, as a training framework calls it; refilling keeps the result checkable.
       std::copy(pristine.begin(), pristine.end(), data.begin());
@@ -111,20 +113,16 @@ int run_rank(const Options& options) {
       allreduce(context, data.data(), count, &gloo::sum<float>);
       const auto stop = Clock::now();
       if (iteration >= 0) seconds.push_back(std::chrono::duration<double>(stop - start).count());
-    }
 
-    std::size_t first_mismatch = count;
-    double mismatches = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (data[i] != expected_sum(options.size, i)) {
-        if (first_mismatch == count) first_mismatch = i;
+      for (std::size_t i = 0; i < count; ++i) {
+        if (data[i] == expected_sum(options.size, i)) continue;
+        if (mismatches == 0) {
+          std::cerr << "gloo_allreduce: rank " << options.rank << ", " << bytes
+                    << " bytes, iteration " << iteration << ": element " << i << " is " << data[i]
+                    << ", expected " << expected_sum(options.size, i) << "\n";
+        }
         ++mismatches;
       }
-    }
-    if (first_mismatch != count) {
-      std::cerr << "gloo_allreduce: rank " << options.rank << ", " << bytes << " bytes: element "
-                << first_mismatch << " is " << data[first_mismatch] << ", expected "
-                << expected_sum(options.size, first_mismatch) << "\n";
     }
 
     // The slowest rank sets the time of an iteration; mismatches are summed over ranks.
@@ -156,9 +154,32 @@ int run_rank(const Options& options) {
   return mismatches_total == 0 ? 0 : 1;
 }
 
+// The launcher's children, for the signal handler: a SIGINT/SIGTERM to the launcher (Ctrl-C,
+// `timeout`) stops the ranks too instead of leaving them to wait for each other.
+constexpr int kMaxRanks = 64;
+pid_t g_children[kMaxRanks];
+volatile sig_atomic_t g_stop_signal = 0;
+
+void kill_children() {
+  for (const pid_t child : g_children) {
+    if (child > 0) kill(child, SIGTERM);
+  }
+}
+
+void on_stop_signal(int signal_number) {
+  g_stop_signal = signal_number;
+  kill_children();
+}
+
 // Starts `ranks` copies of this program in rank mode and waits for all of them. If one fails,
 // the others are stopped rather than left waiting for their peer until the timeout.
-int launch_ranks(const Options& options, const char* self) {
+int launch_ranks(const Options& options) {
+  std::error_code error;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) {
+    std::cerr << "gloo_allreduce: cannot find this program: " << error.message() << "\n";
+    return 1;
+  }
   char store_template[] = "/tmp/gloo_allreduce.XXXXXX";
   if (mkdtemp(store_template) == nullptr) {
     std::perror("gloo_allreduce: mkdtemp");
@@ -170,8 +191,22 @@ int launch_ranks(const Options& options, const char* self) {
   for (const std::uint64_t bytes : options.sizes_bytes) {
     sizes += (sizes.empty() ? "" : ",") + std::to_string(bytes);
   }
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < options.ranks; ++rank) {
+
+  // Signals stay blocked while a child is forked and recorded, so the handler sees every child.
+  sigset_t stop_signals, previous_mask;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  action.sa_mask = stop_signals;
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    sigaction(signal_number, &action, nullptr);
+  }
+
+  int started = 0;
+  for (int rank = 0; rank < options.ranks && g_stop_signal == 0; ++rank) {
     std::vector<std::string> args = {self,
                                      "--rank",
                                      std::to_string(rank),
@@ -189,49 +224,59 @@ int launch_ranks(const Options& options, const char* self) {
                                      std::to_string(options.timeout_seconds),
                                      "--hostname",
                                      options.hostname};
+    sigprocmask(SIG_BLOCK, &stop_signals, &previous_mask);
     const pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("gloo_allreduce: fork");
-      for (const pid_t child : children) kill(child, SIGTERM);
-      break;
-    }
     if (pid == 0) {
+      for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) signal(signal_number, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
       std::vector<char*> argv;
       for (auto& arg : args) argv.push_back(arg.data());
       argv.push_back(nullptr);
-      execv("/proc/self/exe", argv.data());
+      execv(self.c_str(), argv.data());
       std::perror("gloo_allreduce: execv");
       _exit(127);
     }
-    children.push_back(pid);
+    if (pid > 0) g_children[started++] = pid;
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    if (pid < 0) {
+      std::perror("gloo_allreduce: fork");
+      kill_children();
+      break;
+    }
   }
 
-  int status_total = children.size() == static_cast<std::size_t>(options.ranks) ? 0 : 1;
+  int status_total = started == options.ranks ? 0 : 1;
   bool stopping = status_total != 0;
-  std::size_t running = children.size();
-  while (running > 0) {
+  for (int running = started; running > 0;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) break;
-    auto it = std::find(children.begin(), children.end(), pid);
-    if (it == children.end()) continue;
-    *it = -1;
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    pid_t* const child = std::find(g_children, g_children + started, pid);
+    if (child == g_children + started) continue;
+    const long rank = child - g_children;
+    sigprocmask(SIG_BLOCK, &stop_signals, &previous_mask);
+    *child = -1;
+    sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
     --running;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && !stopping) {
-      std::cerr << "gloo_allreduce: rank " << (it - children.begin()) << " failed ("
+    if (!ok && !stopping && g_stop_signal == 0) {
+      std::cerr << "gloo_allreduce: rank " << rank << " failed ("
                 << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                       : "signal " + std::to_string(WTERMSIG(status)))
                 << "), stopping the other ranks\n";
-      for (const pid_t child : children) {
-        if (child > 0) kill(child, SIGTERM);
-      }
+      kill_children();
       stopping = true;
     }
     if (!ok) status_total = 1;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(store_dir, ignored);
+  std::filesystem::remove_all(store_dir, error);
+  if (g_stop_signal != 0) {
+    std::cerr << "gloo_allreduce: stopped by signal " << g_stop_signal << "\n";
+    return 128 + g_stop_signal;
+  }
   return status_total;
 }
 
@@ -241,12 +286,12 @@ int main(int argc, char** argv) {
   Options options;
   CLI::App app{"Gloo ring all-reduce benchmark (fp32 sum, TCP on loopback), the peer of netagg"};
   auto* ranks_option = app.add_option("--ranks", options.ranks, "start this many rank processes")
-                           ->check(CLI::Range(1, 64));
+                           ->check(CLI::Range(1, kMaxRanks));
   auto* rank_option =
       app.add_option("--rank", options.rank, "this process's rank (launched externally)")
           ->check(CLI::NonNegativeNumber);
-  auto* size_option =
-      app.add_option("--size", options.size, "world size (with --rank)")->check(CLI::Range(1, 64));
+  auto* size_option = app.add_option("--size", options.size, "world size (with --rank)")
+                          ->check(CLI::Range(1, kMaxRanks));
   auto* store_option =
       app.add_option("--store", options.store_dir, "FileStore directory shared by all ranks")
           ->check(CLI::ExistingDirectory);
@@ -287,5 +332,5 @@ int main(int argc, char** argv) {
     std::cerr << "gloo_allreduce: give --ranks N, or --rank R --size N --store DIR\n";
     return 2;
   }
-  return launch_ranks(options, argv[0]);
+  return launch_ranks(options);
 }

@@ -3,8 +3,8 @@
 #
 # In one run on one machine: netagg's all-reduce through the switch model against Gloo's ring
 # all-reduce, for every (ranks, size), the two interleaved so drift of the machine hits both; then
-# the block floating point codec against memcpy. Everything is merged into BUILD_DIR/bench/bench.json
-# and summarised on stdout. What the numbers mean: docs/performance.md.
+# the block floating point codec against memcpy. Everything is merged into
+# BUILD_DIR/bench/bench.json and summarised on stdout. What the numbers mean: docs/performance.md.
 #
 # Environment:
 #   BENCH_SIZES       tensor sizes in bytes, space or comma separated; K/M/G suffixes (binary)
@@ -23,8 +23,6 @@ build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench: no build directory '$1'" >
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$build/bench"
 raw="$out/raw"
-rm -rf "$raw"
-mkdir -p "$raw"
 
 gloo_bin="$build/bench/gloo_allreduce"
 netagg_bin="$build/host/tools/netagg-allreduce"
@@ -61,9 +59,13 @@ for s in $size_list; do sizes+=("$(to_bytes "$s")"); done
 ranks_list=${BENCH_RANKS:-2 4}
 ranks_list=${ranks_list//,/ }
 timeout_s=${BENCH_TIMEOUT:-900}
+rm -rf "$raw"
+mkdir -p "$raw"
 
 # Small tensors are over in microseconds and noisy, so they get many iterations; a 64 MiB one
-# takes long enough on its own. Gloo's first iterations pay TCP slow start, hence the warm-up.
+# takes long enough on its own. The warm-up gives the scheduler time to spread freshly started
+# ranks over the cores: while two Gloo ranks share a core, each all-reduce waits for a scheduler
+# tick (docs/performance.md).
 iterations_for() {
   if [ -n "${BENCH_ITERATIONS:-}" ]; then echo "$BENCH_ITERATIONS"; return; fi
   local bytes=$1
@@ -77,7 +79,10 @@ iterations_for() {
 warmup_for() {
   if [ -n "${BENCH_WARMUP:-}" ]; then echo "$BENCH_WARMUP"; return; fi
   local bytes=$1
-  if (( bytes <= 1 << 20 )); then echo 20; else echo 2; fi
+  if (( bytes <= 64 << 10 )); then echo 100
+  elif (( bytes <= 1 << 20 )); then echo 20
+  else echo 2
+  fi
 }
 
 # One measurement: stdout to $raw/NAME.json, stderr to $raw/NAME.log, the command line and exit
@@ -89,14 +94,16 @@ run() {
   timeout --kill-after=10 "$timeout_s" "$@" > "$raw/$name.json" 2> "$raw/$name.log" || status=$?
   echo "$status" >> "$raw/$name.cmd"
   if [ "$status" -ne 0 ]; then
-    echo "bench: $name failed (exit $status; 124 = timed out after ${timeout_s}s), see $raw/$name.log" >&2
+    echo "bench: $name failed (exit $status; 124: timed out after ${timeout_s}s)," \
+      "see $raw/$name.log" >&2
   fi
 }
 
 # A part that is not built is reported (and makes the run fail at the end), never silently left out.
 missing=()
 if [ ! -x "$gloo_bin" ]; then
-  echo "bench: $gloo_bin not built (libgloo-dev missing or -DNETAGG_BENCH_GLOO=OFF): no Gloo peer" >&2
+  echo "bench: $gloo_bin not built (libgloo-dev missing or -DNETAGG_BENCH_GLOO=OFF):" \
+    "no Gloo peer" >&2
   missing+=(gloo_allreduce)
 fi
 if [ ! -x "$netagg_bin" ]; then
@@ -134,17 +141,18 @@ done
 if [ "${BENCH_CODEC:-1}" != 0 ]; then
   if [ -x "$codec_bin" ]; then
     echo "bench: codec vs memcpy" >&2
-    codec_args=(--benchmark_out="$raw/codec.json" --benchmark_out_format=json)
+    codec_args=(--benchmark_format=json)
     if [ "$quick" = 1 ]; then codec_args+=(--benchmark_min_time=0.05); fi
-    run codec "$codec_bin" --benchmark_format=json "${codec_args[@]}"
+    run codec "$codec_bin" "${codec_args[@]}"
   else
     echo "bench: $codec_bin not built (Google Benchmark missing?): no codec figures" >&2
     missing+=(codec_bench)
   fi
 fi
 
-BENCH_BUILD="$build" BENCH_REPO="$repo" BENCH_RAW="$raw" BENCH_OUT="$out/bench.json" BENCH_RANKS_LIST="$ranks_list" \
-BENCH_SIZE_LIST="${sizes[*]}" BENCH_LOAD_BEFORE="$load_before" BENCH_MISSING="${missing[*]}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
+BENCH_BUILD="$build" BENCH_REPO="$repo" BENCH_RAW="$raw" BENCH_OUT="$out/bench.json" \
+BENCH_RANKS_LIST="$ranks_list" BENCH_SIZE_LIST="${sizes[*]}" BENCH_LOAD_BEFORE="$load_before" \
+BENCH_MISSING="${missing[*]}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
   python3 - <<'PY'
 """Merges the raw outputs into bench.json and prints the comparison tables."""
 import datetime
@@ -242,6 +250,17 @@ def git(*args):
         return None
 
 
+def compiler_version():
+    compiler = cmake_cache("CMAKE_CXX_COMPILER")
+    if not compiler:
+        return None
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
+        return out.stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return compiler
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -277,10 +296,6 @@ codec_context = None
 codec_raw = None
 if os.path.exists(os.path.join(raw, "codec.cmd")):
     codec_raw = load("codec")
-    codec_file = os.path.join(raw, "codec.json")
-    if codec_raw is not None and os.path.exists(codec_file):
-        with open(codec_file) as f:
-            codec_raw = json.load(f)
     if isinstance(codec_raw, dict):
         codec_context = codec_raw.get("context")
         runs = [b for b in codec_raw.get("benchmarks", [])
@@ -317,7 +332,7 @@ report = {
     "build": {
         "dir": build,
         "type": cmake_cache("CMAKE_BUILD_TYPE"),
-        "compiler": cmake_cache("CMAKE_CXX_COMPILER"),
+        "compiler": compiler_version(),
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain")),
     },

@@ -87,31 +87,34 @@ class RawSource final : public PacketSource {
   Chunking chunks_;
 };
 
-// fp32 through an integer aggregator, SwitchML's block floating point. Exponents travel one
-// window ahead of the data: packet p carries in its exponent field the local block exponent of
-// chunk p and as payload chunk p - W, quantized with chunk p - W's global exponent, which the
-// result of packet p - W brought back (the aggregator max-reduces exponents). The first W
-// packets carry exponents only, the last W data only: packets = chunks + W.
+// fp32 through an integer aggregator, SwitchML's block floating point. Exponents travel `lead`
+// packets ahead of the data: packet p carries in its exponent field the local block exponent of
+// chunk p and as payload chunk p - lead, quantized with chunk p - lead's global exponent, which
+// the result of packet p - lead brought back (the aggregator max-reduces exponents). The first
+// `lead` packets carry exponents only, the last `lead` data only: packets = chunks + lead.
+// Pipelined in one engine operation, lead = W: the engine sends packet p only after the result
+// of p - W. A tensor of fewer chunks than W runs as two operations with lead = chunks (all
+// exponents, then all data; see SubrangeSource), which sends 2 * chunks packets, not chunks + W.
 class BlockFloatSource final : public PacketSource {
  public:
-  BlockFloatSource(std::span<float> data, std::size_t per_packet, std::size_t window, int world)
+  BlockFloatSource(std::span<float> data, std::size_t per_packet, std::size_t lead, int world)
       : data_(data),
         chunks_{data.size(), per_packet},
-        window_(window),
+        lead_(lead),
         world_(world),
         global_exponent_(chunks_.chunks(), wire::kExponentNone) {}
 
-  std::uint64_t packet_count() const override { return chunks_.chunks() + window_; }
+  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
 
   void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
     h.dtype = wire::DataType::kInt32;
     h.exponent = p < chunks_.chunks() ? codec::block_exponent(std::span<const float>(chunk(p)))
                                       : wire::kExponentNone;
-    if (p < window_) {
+    if (p < lead_) {
       h.count = 0;
       return;
     }
-    const std::uint64_t c = p - window_;
+    const std::uint64_t c = p - lead_;
     const auto x = chunk(c);
     h.count = static_cast<std::uint16_t>(x.size());
     const std::int16_t e = global_exponent_[c];
@@ -126,9 +129,16 @@ class BlockFloatSource final : public PacketSource {
 
   void deliver(std::uint64_t p, const wire::Header& h,
                std::span<const std::byte> payload) override {
+    // An exponent no worker can have sent means a broken aggregator: fail loudly rather than
+    // dequantize garbage (a retransmission would get the same stored result back).
+    if (!codec::is_valid_exponent(h.exponent))
+      throw Error(Errc::kTransport,
+                  fmt::format("aggregator returned block exponent {} (outside [{}, {}]) in the "
+                              "result of slot {} seq {}",
+                              h.exponent, codec::kMinExponent, codec::kMaxExponent, h.slot, h.seq));
     if (p < chunks_.chunks()) global_exponent_[p] = h.exponent;
-    if (p < window_) return;  // a preamble packet: exponent only
-    const std::uint64_t c = p - window_;
+    if (p < lead_) return;  // a preamble packet: exponent only
+    const std::uint64_t c = p - lead_;
     codec::dequantize(payload.data(), global_exponent_[c], world_, chunk(c));
   }
 
@@ -139,9 +149,28 @@ class BlockFloatSource final : public PacketSource {
 
   std::span<float> data_;
   Chunking chunks_;
-  std::size_t window_;
+  std::size_t lead_;
   int world_;
   std::vector<std::int16_t> global_exponent_;  // per chunk, from the results of the preamble
+};
+
+// Packets [begin, end) of another source, as an operation of their own.
+class SubrangeSource final : public PacketSource {
+ public:
+  SubrangeSource(PacketSource& inner, std::uint64_t begin, std::uint64_t end)
+      : inner_(inner), begin_(begin), end_(end) {}
+  std::uint64_t packet_count() const override { return end_ - begin_; }
+  void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
+    inner_.fill(begin_ + p, h, payload);
+  }
+  void deliver(std::uint64_t p, const wire::Header& h,
+               std::span<const std::byte> payload) override {
+    inner_.deliver(begin_ + p, h, payload);
+  }
+
+ private:
+  PacketSource& inner_;
+  std::uint64_t begin_, end_;
 };
 
 // Different seeds per rank, so that the workers of one job do not lose the same packets.
@@ -199,12 +228,14 @@ struct Communicator::Impl {
       std::exception_ptr error;
       try {
         execute(op);
+        ++completed;
       } catch (...) {
         error = std::current_exception();
       }
       {
         std::lock_guard lock(mutex);
         stats_snapshot = engine.stats();
+        stats_snapshot.operations = completed;  // all-reduce calls, not engine operations
         counters_snapshot = transport->counters();
       }
       op.state->finish(error);
@@ -236,9 +267,18 @@ struct Communicator::Impl {
       RawSource<float, wire::DataType::kFp32> src(data, cfg.job.elements_per_packet);
       drive(src);
     } else {
-      BlockFloatSource src(data, cfg.job.elements_per_packet, cfg.job.slot_count,
-                           static_cast<int>(cfg.job.world_size()));
-      drive(src);
+      const std::uint64_t per_packet = cfg.job.elements_per_packet;
+      const std::uint64_t chunks = (data.size() + per_packet - 1) / per_packet;
+      const int world = static_cast<int>(cfg.job.world_size());
+      if (chunks >= cfg.job.slot_count) {
+        BlockFloatSource src(data, per_packet, cfg.job.slot_count, world);
+        drive(src);
+      } else {
+        BlockFloatSource src(data, per_packet, chunks, world);
+        SubrangeSource exponents(src, 0, chunks), values(src, chunks, 2 * chunks);
+        drive(exponents);
+        drive(values);
+      }
     }
   }
 
@@ -277,6 +317,7 @@ struct Communicator::Impl {
   std::condition_variable queue_cv;
   std::deque<Op> queue;
   bool stopping = false;
+  std::uint64_t completed = 0;  // all-reduce calls that succeeded (worker thread only)
   EngineStats stats_snapshot;
   TransportCounters counters_snapshot;
   std::thread worker;  // last: starts after everything above is built

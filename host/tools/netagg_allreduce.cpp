@@ -82,6 +82,8 @@ struct Options {
   int window = 128;
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden, worker side of --kill-rank
+  int wrong_input_rank = -1;            // hidden: this rank's input is not what the others expect
+  bool wrong_input = false;             // hidden, worker side of --wrong-input-rank
 };
 
 [[noreturn]] void usage_error(const std::string& what) { throw Error(Errc::kConfig, what); }
@@ -318,10 +320,12 @@ int run_worker(const Options& o) {
                     fmt::format("barrier all-reduce summed to {}, expected {}", one, world));
     };
     for (int it = 0; it < o.iterations && !mismatch; ++it) {
+      // --wrong-input (a test of the verification itself): another seed than the reference's.
+      const std::uint64_t input_seed = o.wrong_input ? o.seed + 1 : o.seed;
       if (is_float)
-        for (std::uint64_t i = 0; i < o.count; ++i) floats[i] = fp32_input(o.seed, rank, i);
+        for (std::uint64_t i = 0; i < o.count; ++i) floats[i] = fp32_input(input_seed, rank, i);
       else
-        for (std::uint64_t i = 0; i < o.count; ++i) ints[i] = int32_input(o.seed, rank, i);
+        for (std::uint64_t i = 0; i < o.count; ++i) ints[i] = int32_input(input_seed, rank, i);
       barrier();
       const auto t0 = std::chrono::steady_clock::now();
       if (is_float)
@@ -562,6 +566,7 @@ std::vector<std::string> worker_args(const fs::path& self, const Options& o, int
                              std::to_string(o.iterations),
                              "--json"};
   if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
+  if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
   if (rank == o.kill_rank && o.kill_after_packets >= 0)
     a.insert(a.end(), {"--die-after-packets", std::to_string(o.kill_after_packets)});
   return a;
@@ -881,6 +886,8 @@ int main(int argc, char** argv) {
   // Test hooks, hidden from --help.
   app.add_option("--die-after-packets", o.die_after_packets)->group("");
   app.add_option("--kill-rank", o.kill_rank)->group("");
+  app.add_option("--wrong-input-rank", o.wrong_input_rank)->group("");
+  app.add_flag("--wrong-input", o.wrong_input)->group("");
   app.add_option("--kill-after-packets", o.kill_after_packets)->group("");
   CLI11_PARSE(app, argc, argv);
 

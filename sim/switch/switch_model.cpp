@@ -50,6 +50,10 @@ std::string_view to_string(DropReason r) {
       return "count_mismatch";
     case DropReason::kDuplicate:
       return "duplicate";
+    case DropReason::kStale:
+      return "stale";
+    case DropReason::kAhead:
+      return "ahead";
   }
   return "unknown";
 }
@@ -62,10 +66,18 @@ std::uint64_t SwitchCounters::dropped_total() const {
 
 std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() const {
   static constexpr std::string_view kDroppedNames[kDropReasonCount] = {
-      "dropped_malformed",         "dropped_not_contribution",        "dropped_unknown_job",
-      "dropped_rank_out_of_range", "dropped_foreign_source",          "dropped_slot_out_of_range",
-      "dropped_unsupported_dtype", "dropped_count_too_large_for_job", "dropped_count_mismatch",
+      "dropped_malformed",
+      "dropped_not_contribution",
+      "dropped_unknown_job",
+      "dropped_rank_out_of_range",
+      "dropped_foreign_source",
+      "dropped_slot_out_of_range",
+      "dropped_unsupported_dtype",
+      "dropped_count_too_large_for_job",
+      "dropped_count_mismatch",
       "dropped_duplicate",
+      "dropped_stale",
+      "dropped_ahead",
   };
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
       {"packets_in", packets_in},           {"aggregated", aggregated},
@@ -97,9 +109,8 @@ SwitchModel::SwitchModel(std::size_t pool_slots, std::size_t max_elements_per_pa
 
 SwitchModel::~SwitchModel() = default;
 
-void SwitchModel::add_job(const JobSpec& job) {
+void SwitchModel::check_job(const JobSpec& job, std::span<const JobSpec* const> others) const {
   const std::string name = fmt::format("job {}", job.job_id);
-  if (jobs_[job.job_id]) config_error(fmt::format("{} is installed already", name));
   const std::size_t n = job.workers.size();
   if (n == 0) config_error(fmt::format("{} has no workers", name));
   if (n > kMaxWorkersPerJob)
@@ -120,21 +131,48 @@ void SwitchModel::add_job(const JobSpec& job) {
   if (end > pool_slots_)
     config_error(fmt::format("{} uses slots [{}, {}) but the switch pool has {} slots", name, begin,
                              end, pool_slots_));
-  for (const auto& other : jobs_) {
-    if (!other) continue;
-    const std::size_t other_begin = other->spec.slot_base;
-    const std::size_t other_end = other_begin + other->spec.slot_count;
+  for (const JobSpec* other : others) {
+    const std::size_t other_begin = other->slot_base;
+    const std::size_t other_end = other_begin + other->slot_count;
     if (begin < other_end && other_begin < end)
       config_error(fmt::format("{}: slots [{}, {}) overlap slots [{}, {}) of job {}", name, begin,
-                               end, other_begin, other_end, other->spec.job_id));
+                               end, other_begin, other_end, other->job_id));
   }
   if (job.elements_per_packet == 0 || job.elements_per_packet > lanes_)
     config_error(
         fmt::format("{}: elements_per_packet {} is out of range [1, {}] (lanes per slot "
                     "of this switch)",
                     name, job.elements_per_packet, lanes_));
-  clear_slots(begin, job.slot_count);
+}
+
+void SwitchModel::add_job(const JobSpec& job) {
+  if (jobs_[job.job_id]) config_error(fmt::format("job {} is installed already", job.job_id));
+  std::vector<const JobSpec*> installed;
+  for (const auto& other : jobs_)
+    if (other) installed.push_back(&other->spec);
+  check_job(job, installed);
+  clear_slots(job.slot_base, job.slot_count);
   jobs_[job.job_id] = std::make_unique<Job>(Job{job});
+}
+
+void SwitchModel::replace_jobs(std::span<const JobSpec> jobs) {
+  std::vector<const JobSpec*> checked;
+  for (const JobSpec& job : jobs) {
+    for (const JobSpec* other : checked)
+      if (other->job_id == job.job_id)
+        config_error(fmt::format("job {} is listed twice", job.job_id));
+    check_job(job, checked);
+    checked.push_back(&job);
+  }
+  for (auto& old : jobs_)
+    if (old) {
+      clear_slots(old->spec.slot_base, old->spec.slot_count);
+      old.reset();
+    }
+  for (const JobSpec& job : jobs) {
+    clear_slots(job.slot_base, job.slot_count);
+    jobs_[job.job_id] = std::make_unique<Job>(Job{job});
+  }
 }
 
 void SwitchModel::remove_job(std::uint16_t job_id) {
@@ -226,23 +264,33 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   const BitmapRegister bit = BitmapRegister{1} << h.rank;
   const std::size_t result_size = wire::kHeaderSize + std::size_t{h.count} * 4;
 
-  if (reg.bitmap & bit) {  // this worker contributed to this copy already: a retransmission
-    if (h.count != reg.count) return drop(DropReason::kCountMismatch);
-    if (reg.remaining != 0) return drop(DropReason::kDuplicate);
-    build_result(*job, h, at);
-    ++counters_.results_unicast;
-    out.send(source, {result_.data(), result_size});
-    return Outcome{Action::kResultResent};
+  // The round's seq decides what the packet is; the bitmap only tells a round's contributors
+  // apart. Serial-number arithmetic: seqs within 2^31 of each other compare across the wrap.
+  bool first = true;  // the set holds no round yet
+  if (reg.has_round) {
+    const auto age = static_cast<std::int32_t>(h.seq - reg.seq);
+    const bool complete = reg.remaining == 0;
+    if (age < 0) return drop(DropReason::kStale);
+    if (age > 0 && !complete) return drop(DropReason::kAhead);
+    if (age == 0) {
+      if (h.count != reg.count) return drop(DropReason::kCountMismatch);
+      if (complete) {  // the sender lost the result, or this is a late copy: answer it alone
+        build_result(*job, h, at);
+        ++counters_.results_unicast;
+        out.send(source, {result_.data(), result_size});
+        return Outcome{Action::kResultResent};
+      }
+      if (reg.bitmap & bit) return drop(DropReason::kDuplicate);
+    }
+    first = age > 0;  // complete and newer: the next round of this set
   }
-
-  const bool first = reg.remaining == 0;  // the previous round of this copy is complete
-  if (!first && h.count != reg.count) return drop(DropReason::kCountMismatch);
 
   reg.bitmap |= bit;
   other.bitmap &= ~bit;
   ValueRegister* lanes = values_.data() + at * lanes_;
   const std::byte* payload = decoded.payload.data();
   if (first) {
+    reg.has_round = true;
     reg.remaining = static_cast<CountdownRegister>(spec.workers.size());
     reg.count = h.count;
     reg.exponent = h.exponent;

@@ -1,24 +1,35 @@
 // Register-level model of the SwitchML switch pipeline (Sapio et al., NSDI 2021, Algorithm 2 with
-// shadow copies). The P4 programs under p4/ mirror it register for register
-// (docs/switch-pipeline.md); netagg-switchd serves it on UDP.
+// shadow copies), with one addition: every (slot, set) knows the seq of its round, so a late
+// copy of an old packet cannot be taken for a new round. The P4 programs under p4/ mirror it
+// register for register (docs/switch-pipeline.md); netagg-switchd serves it on UDP.
 //
 // Per slot of the pool and per set (the slot's two copies) the switch keeps:
 //   values     int32 lanes, added with wrap-around as Tofino's ALUs do
 //   bitmap     one bit per worker rank: "this worker contributed to this copy"
-//   remaining  workers still to contribute to the current round; 0 = complete (or never used)
+//   remaining  workers still to contribute to the current round; 0 = complete (or no round)
 //   count      element count of the round (set by its first contribution)
 //   exponent   max of the contributions' block exponents (int16, kExponentNone = identity)
-//   seq        sequence number of the round, echoed in its results
+//   seq        seq of the round: the one its first contribution carried, echoed in its results
+//   has_round  the set holds a round (in progress or complete); false after add_job
 //
-// A contribution from rank r to (slot, set s):
-//   - bit r clear in s: the bit is set and r's bit in the other set (1-s) cleared; if s was
-//     complete, a new round starts and the packet overwrites the registers, otherwise it is added.
-//     The contribution that brings `remaining` to 0 completes the round: a result goes to every
-//     worker of the job (multicast).
-//   - bit r set in s (a retransmission): if s is complete the stored result is sent to r alone
-//     (unicast); otherwise the packet is dropped (counted as a duplicate).
-// Before touching any register a packet is checked against the job table; what fails is dropped
-// and counted by reason, and never changes slot state.
+// A contribution from rank r to (slot, set s) that passed the job table, with S = s's seq and
+// "newer"/"older" in serial-number arithmetic ((int32_t)(seq - S) > 0 / < 0):
+//   s holds no round, or s's round is complete and seq is newer than S:
+//       a new round: the registers are overwritten with the packet, seq = the packet's.
+//   s's round is in progress and seq == S:
+//       bit r clear: the packet is added. bit r set: dropped (kDuplicate).
+//   s's round is complete and seq == S:
+//       a retransmission: the stored result is sent to r alone (unicast), whatever bit r says.
+//   seq older than S: dropped (kStale), a late copy of a packet whose round is over.
+//   s's round is in progress and seq is newer than S: dropped (kAhead); no correct worker sends
+//       a packet to a set before every worker has the result of the set's previous round.
+// A packet that starts or joins a round sets bit r in s and clears bit r in the other set (1-s),
+// as in SwitchML: that clearing is what leaves s's bitmap empty when s's next round starts. The
+// contribution that brings `remaining` to 0 completes the round: a result goes to every worker
+// of the job (multicast). A contribution whose count differs from its round's is dropped
+// (kCountMismatch). Before touching any register a packet is checked against the job table;
+// what fails is dropped and counted by reason, and never changes slot state. sim/switch/README.md
+// explains why no packet of a correct worker group is dropped, including across the seq wrap.
 #pragma once
 
 #include <array>
@@ -65,6 +76,7 @@ struct SlotRegisters {
   CountRegister count = 0;
   ExponentRegister exponent = wire::kExponentNone;
   SeqRegister seq = 0;
+  bool has_round = false;  // P4: one bit per (slot, set), e.g. next to seq in a pair register
 };
 
 // Why the switch dropped a packet. A malformed packet's wire::Error is counted as well.
@@ -78,10 +90,11 @@ enum class DropReason : std::uint8_t {
   kUnsupportedDtype,     // the switch adds int32 only
   kCountTooLargeForJob,  // count > the job's elements_per_packet
   kCountMismatch,        // count differs from the count of the round in progress
-  kDuplicate,            // retransmission to a round that is not complete yet
+  kDuplicate,            // copy of a contribution to the round in progress
+  kStale,                // seq older than the set's round: a late copy of a finished packet
+  kAhead,                // seq newer than the set's round, which is not complete yet
 };
-inline constexpr std::size_t kDropReasonCount =
-    static_cast<std::size_t>(DropReason::kDuplicate) + 1;
+inline constexpr std::size_t kDropReasonCount = static_cast<std::size_t>(DropReason::kAhead) + 1;
 std::string_view to_string(DropReason r);
 
 struct SwitchCounters {
@@ -106,7 +119,7 @@ struct SwitchCounters {
 enum class Action : std::uint8_t {
   kAggregated,    // added to its slot; the round is still waiting for other workers
   kCompleted,     // added and completed the round; results multicast
-  kResultResent,  // retransmission to a completed round; stored result unicast
+  kResultResent,  // packet of a completed round (same seq) again; stored result unicast
   kDropped,
 };
 
@@ -155,6 +168,11 @@ class SwitchModel {
   void add_job(const JobSpec& job);
   // Uninstalls a job and clears its slots. Throws Error(kConfig) if the job is not installed.
   void remove_job(std::uint16_t job_id);
+  // Makes `jobs` the whole job table: every installed job is removed and every job of `jobs`
+  // installed, the slots of both cleared (a job that stays the same starts afresh too). All or
+  // nothing: throws Error(kConfig) as add_job would, or naming a job_id listed twice, and then
+  // changes nothing.
+  void replace_jobs(std::span<const JobSpec> jobs);
   const JobSpec* find_job(std::uint16_t job_id) const;
   std::vector<std::uint16_t> job_ids() const;
 
@@ -177,6 +195,8 @@ class SwitchModel {
   struct Job;
 
   std::size_t index(std::size_t slot, unsigned set) const { return slot * 2 + set; }
+  // Throws Error(kConfig) unless `job` fits this switch and overlaps no slot of `others`.
+  void check_job(const JobSpec& job, std::span<const JobSpec* const> others) const;
   void clear_slots(std::size_t base, std::size_t count);
   Outcome drop(DropReason r);
   // Encodes the stored result of registers_[at] into result_, addressed to request.rank (the

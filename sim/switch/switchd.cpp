@@ -3,8 +3,10 @@
 // recvmmsg/sendmmsg, one thread; signals arrive through a signalfd so no packet is lost to EINTR.
 //
 // stdout: "netagg-switchd: listening on IP:PORT" once ready (launchers wait for it), then the
-// counters on SIGUSR1, every --stats-interval seconds and at exit. Exit: 0 after SIGINT/SIGTERM,
-// 2 on bad configuration, 1 if the socket fails while running.
+// counters on SIGUSR1, every --stats-interval seconds and at exit. SIGHUP re-reads the job files
+// and installs their jobs afresh (slots cleared), so a job can start again from packet 0 without
+// a new daemon. Exit: 0 after SIGINT/SIGTERM, 2 on bad configuration, 1 if the socket fails while
+// running.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -216,6 +219,56 @@ void write_counters_json(const std::string& file, const sim::SwitchModel& model,
                 fmt::format("--counters-json: cannot write {}: {}", file, ec.message()));
 }
 
+std::string describe(const netagg::JobSpec& job) {
+  return fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet", job.job_id,
+                     job.workers.size(), job.slot_base, job.slot_base + job.slot_count,
+                     job.elements_per_packet);
+}
+
+std::vector<netagg::JobSpec> load_job_files(const std::vector<std::string>& files) {
+  std::vector<netagg::JobSpec> jobs;
+  for (const auto& file : files)
+    for (auto& job : netagg::load_jobs(file)) jobs.push_back(std::move(job));
+  return jobs;
+}
+
+// SIGHUP: the job files as they are now become the job table, every job's slots cleared. All or
+// nothing: if a file cannot be read or its jobs do not fit, the running jobs keep their state.
+// The report goes to stdout (as the counters on SIGUSR1), one line per job, ending with a line
+// "netagg-switchd: SIGHUP: done ..." or "netagg-switchd: SIGHUP: failed ...".
+void reload_jobs(const Options& opt, sim::SwitchModel& model) {
+  std::map<std::uint16_t, netagg::JobSpec> before;
+  for (const std::uint16_t id : model.job_ids()) before.emplace(id, *model.find_job(id));
+  std::vector<netagg::JobSpec> jobs;
+  try {
+    jobs = load_job_files(opt.job_files);
+    model.replace_jobs(jobs);
+  } catch (const std::exception& e) {
+    const std::string line =
+        fmt::format("netagg-switchd: SIGHUP: failed, jobs unchanged: {}\n", e.what());
+    std::fputs(line.c_str(), stderr);
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::string text;
+  for (const auto& job : jobs) {
+    const auto old = before.find(job.job_id);
+    const char* what = old == before.end()                                    ? "new"
+                       : netagg::to_json(old->second) == netagg::to_json(job) ? "re-installed"
+                                                                              : "changed";
+    text += fmt::format("netagg-switchd: SIGHUP: {} ({}, slots cleared)\n", describe(job), what);
+    if (old != before.end()) before.erase(old);
+  }
+  for (const auto& [id, job] : before)
+    text += fmt::format("netagg-switchd: SIGHUP: job {}: removed, slots [{}, {}) cleared\n", id,
+                        job.slot_base, job.slot_base + job.slot_count);
+  text += fmt::format("netagg-switchd: SIGHUP: done, {} jobs installed from {} files, {} removed\n",
+                      jobs.size(), opt.job_files.size(), before.size());
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 int open_socket(const Endpoint& listen, Endpoint& bound) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(Errc::kConfig, fmt::format("socket: {}", std::strerror(errno)));
@@ -246,11 +299,7 @@ int run(const Options& opt) {
       } catch (const Error& e) {
         throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
       }
-      if (!opt.quiet)
-        std::fprintf(
-            stderr, "netagg-switchd: job %u: %zu workers, slots [%u, %u), %u elements per packet\n",
-            unsigned{job.job_id}, job.workers.size(), unsigned{job.slot_base},
-            unsigned{job.slot_base} + job.slot_count, unsigned{job.elements_per_packet});
+      if (!opt.quiet) std::fprintf(stderr, "netagg-switchd: %s\n", describe(job).c_str());
     }
   DaemonCounters daemon;
   if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, model, daemon);
@@ -260,6 +309,7 @@ int run(const Options& opt) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGUSR1);
+  sigaddset(&signals, SIGHUP);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   const int sigfd = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd < 0) throw Error(Errc::kConfig, fmt::format("signalfd: {}", std::strerror(errno)));
@@ -296,6 +346,8 @@ int run(const Options& opt) {
         if (info.ssi_signo == SIGUSR1) {
           print_counters(model, daemon, "SIGUSR1");
           if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, model, daemon);
+        } else if (info.ssi_signo == SIGHUP) {
+          reload_jobs(opt, model);
         } else {
           stop = true;
         }

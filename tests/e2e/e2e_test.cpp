@@ -167,6 +167,26 @@ TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   EXPECT_THAT(s["problems"][2].get<std::string>(), HasSubstr("rank 2 killed by signal 9"));
 }
 
+TEST(EndToEnd, AWrongResultIsCaught) {
+  // Rank 1 all-reduces another tensor than the one every worker's reference assumes.
+  for (const std::string dtype : {"int32", "fp32"}) {
+    const ToolRun run =
+        run_tool(local4({"--dtype", dtype, "--count", "3000", "--wrong-input-rank", "1"}));
+    const json s = run.summary();
+    EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+    EXPECT_EQ(s["verification"], "mismatch");
+    ASSERT_TRUE(s.contains("mismatch")) << s.dump(2);
+    EXPECT_NE(s["mismatch"]["got"], s["mismatch"]["want"]);
+    EXPECT_GE(s["mismatch"]["index"].get<std::uint64_t>(), 0u);
+    for (const auto& r : s["ranks"]) EXPECT_EQ(r["verification"], "mismatch") << r.dump();
+  }
+  const ToolRun text =
+      run_tool({"--local", "2", "--dtype", "int32", "--count", "10", "--wrong-input-rank", "0"});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_THAT(text.out, AllOf(HasSubstr("verification: FAILED at index 0: got "),
+                              HasSubstr(", want "), HasSubstr("verification: FAILED")));
+}
+
 TEST(EndToEnd, TextOutputNamesTheFigures) {
   const ToolRun run = run_tool({"--local", "2", "--dtype", "fp32", "--count", "5000"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;

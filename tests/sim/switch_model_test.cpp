@@ -2,7 +2,9 @@
 // reduction, retransmission after completion, other set, both sets, slot reuse, ignored
 // retransmissions, retransmission from the previous set, foreign job, unknown source, slot out
 // of range), every malformed class, the exponent max, wrap-around adds, job isolation and job
-// validation.
+// validation; late copies told apart by the round's seq (overtaken retransmissions, stale and
+// ahead packets, a restart against old state, the seq wrap); and the whole protocol, with
+// unbounded reordering, loss and duplication, against the model.
 #include "switch_model.hpp"
 
 #include <gmock/gmock.h>
@@ -11,6 +13,8 @@
 #include <array>
 #include <climits>
 #include <functional>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -114,7 +118,7 @@ struct Snapshot {
   bool operator==(const Snapshot& o) const {
     return reg.bitmap == o.reg.bitmap && reg.remaining == o.reg.remaining &&
            reg.count == o.reg.count && reg.exponent == o.reg.exponent && reg.seq == o.reg.seq &&
-           values == o.values;
+           reg.has_round == o.reg.has_round && values == o.values;
   }
 };
 Snapshot snapshot(const SwitchModel& m, std::size_t slot, unsigned set) {
@@ -671,6 +675,369 @@ TEST_F(SwitchModelTest, AddJobClearsItsSlots) {
   EXPECT_EQ(model.registers(8, 0).remaining, 1u);
 }
 
+// ---- Late copies: the round's seq tells them from new rounds ------------------------------------
+
+// Every register of the pool, to prove that a packet left all of them alone.
+std::vector<Snapshot> snapshot_all(const SwitchModel& m) {
+  std::vector<Snapshot> all;
+  for (std::size_t s = 0; s < m.pool_slots(); ++s)
+    for (unsigned set = 0; set < 2; ++set) all.push_back(snapshot(m, s, set));
+  return all;
+}
+
+// Two ranks, W = 1: packet P goes to slot 8, set P % 2, seq P. Rank 0's retransmission of
+// packet 0 is overtaken by its packet 1, which clears its bit in set 0. Under SwitchML's rule
+// the late copy started a round on set 0 and corrupted packet 2; here it is recognised by its
+// seq as a copy of the completed round 0.
+TEST_F(SwitchModelTest, RetransmissionOvertakenByTheSendersNextPacket) {
+  install(2, /*base=*/8, /*count=*/1, /*epp=*/2);
+  send({kJob, 0, 8, 0, {1, 2}, 0, 0});
+  EXPECT_EQ(send({kJob, 1, 8, 0, {10, 20}, 0, 0}).action, Action::kCompleted);
+  ASSERT_EQ(take_results().size(), 2u);
+  EXPECT_EQ(send({kJob, 0, 8, 1, {3, 4}, 0, 1}).action, Action::kAggregated);
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0b10u);  // rank 0's bit in set 0 is cleared
+  const auto before = snapshot_all(model);
+
+  // The late copy of packet 0: answered with round 0's result, nothing else changes.
+  EXPECT_EQ(send({kJob, 0, 8, 0, {1, 2}, 0, 0}).action, Action::kResultResent);
+  auto results = take_results();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].destination, addr(kPort));
+  EXPECT_EQ(results[0].header.seq, 0u);
+  EXPECT_EQ(results[0].header.set, 0);
+  EXPECT_THAT(results[0].values, ElementsAre(11, 22));
+  EXPECT_EQ(snapshot_all(model), before);
+
+  // The next rounds complete with the right sums and seqs.
+  EXPECT_EQ(send({kJob, 1, 8, 1, {30, 40}, 0, 1}).action, Action::kCompleted);
+  results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.seq, 1u);
+    EXPECT_THAT(r.values, ElementsAre(33, 44));
+  }
+  EXPECT_EQ(send({kJob, 0, 8, 0, {5, 6}, 0, 2}).action, Action::kAggregated);
+  EXPECT_EQ(send({kJob, 1, 8, 0, {50, 60}, 0, 2}).action, Action::kCompleted);
+  results = take_results();
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.seq, 2u);
+    EXPECT_EQ(r.header.set, 0);
+    EXPECT_THAT(r.values, ElementsAre(55, 66));
+  }
+  EXPECT_EQ(model.counters().dropped_total(), 0u);
+  expect_balanced(model.counters());
+}
+
+// A copy older than the set's round (complete or in progress) is dropped as stale and touches
+// no register; a packet newer than a round still in progress is dropped as ahead.
+TEST_F(SwitchModelTest, StaleAndAheadPacketsTouchNothing) {
+  install(2, /*base=*/8, /*count=*/1, /*epp=*/2);
+  for (std::uint32_t p = 0; p < 3; ++p) {  // rounds 0 (set 0), 1 (set 1), 2 (set 0)
+    const auto set = static_cast<std::uint8_t>(p % 2);
+    send({kJob, 0, 8, set, {1, 1}, 0, p});
+    ASSERT_EQ(send({kJob, 1, 8, set, {2, 2}, 0, p}).action, Action::kCompleted);
+  }
+  take_results();
+  auto before = snapshot_all(model);
+
+  // Packet 0 from both ranks, two rounds late: set 0 holds round 2 (complete).
+  EXPECT_EQ(send({kJob, 0, 8, 0, {7, 7}, 0, 0}), dropped(DropReason::kStale));
+  EXPECT_EQ(send({kJob, 1, 8, 0, {7, 7}, 0, 0}), dropped(DropReason::kStale));
+  EXPECT_EQ(snapshot_all(model), before);
+  EXPECT_TRUE(sink.packets.empty());
+
+  // Round 4 in progress on set 0 (after round 3 on set 1).
+  send({kJob, 0, 8, 1, {1, 1}, 0, 3});
+  send({kJob, 1, 8, 1, {2, 2}, 0, 3});
+  take_results();
+  EXPECT_EQ(send({kJob, 0, 8, 0, {4, 4}, 0, 4}).action, Action::kAggregated);
+  before = snapshot_all(model);
+  EXPECT_EQ(send({kJob, 1, 8, 0, {9, 9}, 0, 2}), dropped(DropReason::kStale));  // round 2's copy
+  EXPECT_EQ(send({kJob, 1, 8, 0, {9, 9}, 0, 0}), dropped(DropReason::kStale));
+  EXPECT_EQ(send({kJob, 1, 8, 0, {9, 9}, 0, 6}), dropped(DropReason::kAhead));
+  EXPECT_EQ(send({kJob, 0, 8, 0, {9, 9}, 0, 6}), dropped(DropReason::kAhead));
+  EXPECT_EQ(snapshot_all(model), before);
+  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_EQ(model.counters().drops(DropReason::kStale), 4u);
+  EXPECT_EQ(model.counters().drops(DropReason::kAhead), 2u);
+
+  // Round 4 still completes with rank 1's real packet.
+  EXPECT_EQ(send({kJob, 1, 8, 0, {40, 40}, 0, 4}).action, Action::kCompleted);
+  EXPECT_THAT(take_results()[0].values, ElementsAre(44, 44));
+  expect_balanced(model.counters());
+}
+
+// A worker group started again from packet 0 against slots that hold a longer earlier run: every
+// packet is older than its set's round, so nothing is aggregated or answered and the workers
+// time out instead of receiving the old run's sums.
+TEST_F(SwitchModelTest, RestartFromZeroAgainstOldStateIsDroppedAsStale) {
+  constexpr std::uint16_t kW = 2;
+  install(2, /*base=*/8, kW, /*epp=*/1);
+  auto run = [&](std::uint32_t first, std::uint32_t packets, std::int32_t base_value) {
+    for (std::uint32_t p = first; p < first + packets; ++p) {
+      const auto slot = static_cast<std::uint16_t>(8 + p % kW);
+      const auto set = static_cast<std::uint8_t>((p / kW) % 2);
+      send({kJob, 0, slot, set, {base_value + std::int32_t(p)}, 0, p});
+      send({kJob, 1, slot, set, {base_value}, 0, p});
+    }
+  };
+  run(0, 6 * kW, 1000);                   // the old run: packets 0..11
+  send({kJob, 0, 8, 0, {1}, 0, 6 * kW});  // ... and packet 12 (slot 8, set 0) in progress
+  ASSERT_EQ(model.registers(8, 0).remaining, 1u);
+  ASSERT_EQ(model.registers(9, 0).remaining, 0u);  // packet 9, complete
+  take_results();
+  const auto before = snapshot_all(model);
+  const auto counters = model.counters();
+
+  run(0, kW, 0);  // the new run's first window, from both ranks
+  for (int retransmission = 0; retransmission < 2; ++retransmission) run(0, kW, 0);
+  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_EQ(snapshot_all(model), before);
+  EXPECT_EQ(model.counters().aggregated, counters.aggregated);
+  EXPECT_EQ(model.counters().drops(DropReason::kStale), 3u * 2 * kW);
+  expect_balanced(model.counters());
+}
+
+// Installing the job again clears its slots: then a run from packet 0 works.
+TEST_F(SwitchModelTest, ReinstalledJobStartsAfresh) {
+  install(2, /*base=*/8, /*count=*/1, /*epp=*/1);
+  for (std::uint32_t p = 0; p < 7; ++p) {
+    send({kJob, 0, 8, std::uint8_t(p % 2), {1}, 0, p});
+    send({kJob, 1, 8, std::uint8_t(p % 2), {1}, 0, p});
+  }
+  send({kJob, 0, 8, 1, {1}, 0, 7});  // round 7 in progress
+  take_results();
+  EXPECT_EQ(send({kJob, 0, 8, 0, {5}, 0, 0}), dropped(DropReason::kStale));
+
+  auto restart = [&] {
+    for (std::uint32_t p = 0; p < 4; ++p) {
+      EXPECT_EQ(send({kJob, 0, 8, std::uint8_t(p % 2), {std::int32_t(p)}, 0, p}).action,
+                Action::kAggregated)
+          << p;
+      EXPECT_EQ(send({kJob, 1, 8, std::uint8_t(p % 2), {100}, 0, p}).action, Action::kCompleted)
+          << p;
+      const auto results = take_results();
+      ASSERT_EQ(results.size(), 2u);
+      EXPECT_EQ(results[0].header.seq, p);
+      EXPECT_THAT(results[0].values, ElementsAre(100 + std::int32_t(p)));
+    }
+  };
+  model.remove_job(kJob);
+  install(2, 8, 1, 1);
+  EXPECT_FALSE(model.registers(8, 0).has_round);
+  EXPECT_FALSE(model.registers(8, 1).has_round);
+  restart();
+
+  // replace_jobs with the same description does the same.
+  model.replace_jobs(std::vector<JobSpec>{*model.find_job(kJob)});
+  EXPECT_FALSE(model.registers(8, 0).has_round);
+  restart();
+  expect_balanced(model.counters());
+}
+
+// Seqs compare in serial-number arithmetic: across the 2^32 wrap a round's successor is newer
+// and its predecessor older. W = 1, packets 2^32 - 2 .. 2^32 + 1.
+TEST_F(SwitchModelTest, SeqWrapsAround) {
+  install(2, /*base=*/8, /*count=*/1, /*epp=*/1);
+  constexpr std::uint64_t kFirst = (std::uint64_t{1} << 32) - 2;
+  for (std::uint64_t p = kFirst; p < kFirst + 4; ++p) {
+    const auto set = static_cast<std::uint8_t>(p % 2);
+    const auto seq = static_cast<std::uint32_t>(p);
+    EXPECT_EQ(send({kJob, 0, 8, set, {std::int32_t(p % 1000)}, 0, seq}).action, Action::kAggregated)
+        << p;
+    if (p >= kFirst + 2) {
+      // The copy of the set's previous round (2 packets back, across the wrap) is stale; the
+      // copy of the other set's round, complete, gets its result again.
+      const auto old = static_cast<std::uint32_t>(p - 2);
+      EXPECT_EQ(send({kJob, 1, 8, set, {0}, 0, old}), dropped(DropReason::kStale)) << p;
+      EXPECT_EQ(send({kJob, 1, 8, std::uint8_t(set ^ 1), {0}, 0, old + 1}).action,
+                Action::kResultResent)
+          << p;
+      EXPECT_EQ(take_results().at(0).header.seq, old + 1);
+    }
+    EXPECT_EQ(send({kJob, 1, 8, set, {1}, 0, seq}).action, Action::kCompleted) << p;
+    const auto results = take_results();
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].header.seq, seq);
+    EXPECT_THAT(results[0].values, ElementsAre(std::int32_t(p % 1000) + 1));
+  }
+  EXPECT_EQ(model.registers(8, 0).seq, 0u);
+  EXPECT_EQ(model.registers(8, 1).seq, 1u);
+  // Half the seq space ahead of a complete round is newer; further is older.
+  EXPECT_EQ(send({kJob, 0, 8, 0, {1}, 0, 0x80000000u}), dropped(DropReason::kStale));
+  EXPECT_EQ(send({kJob, 0, 8, 0, {1}, 0, 0x7FFFFFFFu}).action, Action::kAggregated);
+  EXPECT_EQ(model.registers(8, 0).seq, 0x7FFFFFFFu);
+  expect_balanced(model.counters());
+}
+
+// ---- The whole protocol against the model ------------------------------------------------------
+//
+// n workers run the engine's protocol through a window of W slots: packet P goes to slot
+// base + P mod W, set (P / W) mod 2, with seq = P mod 2^32, and is sent only after the result of
+// P - W arrived. The network delivers any packet in flight next (unbounded reordering), loses
+// and duplicates some, and workers retransmit what is unanswered at random moments, so late
+// copies of every age reach the switch. Each worker checks every result it accepts against the
+// exact sum; at the end every round must have been aggregated exactly once per worker.
+struct ProtocolCase {
+  const char* name;
+  std::uint16_t workers;
+  std::uint16_t window;
+  std::uint64_t first_packet;  // global index of the first packet (near 2^32: seq wraps)
+  std::uint64_t packets;
+  double loss;
+  double duplicate;
+  double retransmit;  // per step: a random worker retransmits everything unanswered
+  std::uint64_t seed;
+  friend void PrintTo(const ProtocolCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class SwitchProtocolTest : public ::testing::TestWithParam<ProtocolCase> {};
+
+// What worker `rank` contributes in packet P: a count that changes from packet to packet (as
+// the fp32 preamble's zero-count packets do) and values whose sums wrap.
+std::vector<std::int32_t> protocol_values(std::uint64_t p, std::uint16_t rank) {
+  std::vector<std::int32_t> v(p % 3 + 1);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(p * 2654435761u) +
+                                     0x9E3779B9u * (rank + 1) + static_cast<std::uint32_t>(i));
+  return v;
+}
+std::int16_t protocol_exponent(std::uint64_t p, std::uint16_t rank) {
+  return static_cast<std::int16_t>(static_cast<int>((p + 7 * rank) % 41) - 20);
+}
+
+TEST_P(SwitchProtocolTest, EveryRoundOnceAndEveryResultExact) {
+  const ProtocolCase& pc = GetParam();
+  constexpr std::uint16_t kJob = 9, kBase = 5, kPort = 42000;
+  SwitchModel model(64, 4);
+  model.add_job(make_job(kJob, pc.workers, kBase, pc.window, 4, kPort));
+
+  struct Packet {
+    bool to_switch;
+    std::uint16_t rank;  // the sender (to the switch) or the destination (to a worker)
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Packet> network;
+  std::mt19937_64 rng(pc.seed);
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  const std::uint64_t end = pc.first_packet + pc.packets;
+
+  struct Worker {
+    std::vector<std::optional<std::uint64_t>> in_flight;  // by slot index: the packet awaited
+    std::uint64_t answered = 0;
+  };
+  std::vector<Worker> workers(pc.workers);
+  auto contribution_of = [&](std::uint16_t rank, std::uint64_t p) {
+    return encode({kJob, rank, static_cast<std::uint16_t>(kBase + p % pc.window),
+                   static_cast<std::uint8_t>((p / pc.window) % 2), protocol_values(p, rank),
+                   protocol_exponent(p, rank), static_cast<std::uint32_t>(p)});
+  };
+  auto send = [&](std::uint16_t rank, std::uint64_t p) {
+    network.push_back({true, rank, contribution_of(rank, p)});
+  };
+  for (std::uint16_t r = 0; r < pc.workers; ++r) {
+    workers[r].in_flight.resize(pc.window);
+    for (std::uint64_t p = pc.first_packet; p < std::min(end, pc.first_packet + pc.window); ++p) {
+      workers[r].in_flight[p % pc.window] = p;
+      send(r, p);
+    }
+  }
+  auto retransmit = [&](std::uint16_t r) {
+    for (const auto& p : workers[r].in_flight)
+      if (p) send(r, *p);
+  };
+  auto all_done = [&] {
+    for (const auto& w : workers)
+      if (w.answered != pc.packets) return false;
+    return true;
+  };
+
+  CollectingSink out;
+  std::uint64_t steps = 0;
+  while (!all_done()) {
+    ASSERT_LT(++steps, 2'000'000u) << "no progress";
+    if (network.empty() || coin(rng) < pc.retransmit) {  // a retransmission timer fires
+      if (network.empty())
+        for (std::uint16_t r = 0; r < pc.workers; ++r) retransmit(r);
+      else
+        retransmit(static_cast<std::uint16_t>(rng() % pc.workers));
+      continue;
+    }
+    const std::size_t pick = rng() % network.size();
+    Packet packet = network[pick];
+    if (coin(rng) >= pc.duplicate) {  // else a copy stays in flight
+      network[pick] = std::move(network.back());
+      network.pop_back();
+    }
+    if (coin(rng) < pc.loss) continue;
+    if (packet.to_switch) {
+      model.process(addr(kPort + packet.rank), packet.bytes, out);
+      for (auto& result : out.packets) {
+        const auto d = wire::decode(result.bytes);
+        ASSERT_TRUE(d);
+        ASSERT_EQ(result.destination, addr(kPort + d.header.rank));
+        network.push_back({false, d.header.rank, std::move(result.bytes)});
+      }
+      out.packets.clear();
+      continue;
+    }
+    // A result at its worker: accepted only for the packet awaited on that slot and set (as the
+    // engine does); an accepted result must be exactly right.
+    const Result res = decode_result({addr(kPort + packet.rank), packet.bytes});
+    Worker& w = workers[packet.rank];
+    const std::size_t idx = res.header.slot - kBase;
+    ASSERT_LT(idx, pc.window);
+    const std::optional<std::uint64_t> awaited = w.in_flight[idx];
+    if (!awaited || res.header.seq != static_cast<std::uint32_t>(*awaited) ||
+        res.header.set != (*awaited / pc.window) % 2)
+      continue;
+    const std::uint64_t p = *awaited;
+    std::vector<std::int32_t> sum = protocol_values(p, 0);
+    std::int16_t exponent = protocol_exponent(p, 0);
+    for (std::uint16_t r = 1; r < pc.workers; ++r) {
+      const auto v = protocol_values(p, r);
+      for (std::size_t i = 0; i < sum.size(); ++i)
+        sum[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(sum[i]) +
+                                           static_cast<std::uint32_t>(v[i]));
+      exponent = std::max(exponent, protocol_exponent(p, r));
+    }
+    ASSERT_EQ(res.values, sum) << "rank " << packet.rank << " packet " << p;
+    ASSERT_EQ(res.header.exponent, exponent) << "rank " << packet.rank << " packet " << p;
+    ++w.answered;
+    w.in_flight[idx].reset();
+    if (p + pc.window < end) {
+      w.in_flight[idx] = p + pc.window;
+      send(packet.rank, p + pc.window);
+    }
+  }
+  // Whatever is still in flight reaches the switch late; none of it may start a round.
+  for (const Packet& packet : network)
+    if (packet.to_switch) model.process(addr(kPort + packet.rank), packet.bytes, out);
+
+  const SwitchCounters& c = model.counters();
+  EXPECT_EQ(c.completions, pc.packets);
+  EXPECT_EQ(c.aggregated, pc.packets * pc.workers);
+  EXPECT_EQ(c.results_multicast, pc.packets * pc.workers);
+  expect_balanced(c);
+  EXPECT_GT(c.results_unicast, 0u) << "no retransmission reached a completed round";
+  EXPECT_GT(c.drops(DropReason::kStale), 0u) << "no copy arrived after its round was over";
+  // Only copies of packets whose round is under way or over are dropped.
+  EXPECT_EQ(c.dropped_total(), c.drops(DropReason::kDuplicate) + c.drops(DropReason::kStale));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reordering, SwitchProtocolTest,
+    ::testing::Values(ProtocolCase{"two_workers_window_1", 2, 1, 0, 2000, 0.05, 0.05, 0.02, 1},
+                      ProtocolCase{"three_workers_window_4", 3, 4, 0, 3000, 0.10, 0.05, 0.02, 2},
+                      ProtocolCase{"eight_workers_window_3", 8, 3, 0, 1500, 0.05, 0.10, 0.05, 3},
+                      ProtocolCase{"seq_wraps", 3, 5, (std::uint64_t{1} << 32) - 1003, 2000, 0.05,
+                                   0.05, 0.02, 4},
+                      ProtocolCase{"one_worker_seq_wraps", 1, 2, (std::uint64_t{1} << 32) - 9, 200,
+                                   0.1, 0.1, 0.05, 5},
+                      ProtocolCase{"no_loss_heavy_duplicates", 4, 2, 0, 1500, 0.0, 0.3, 0.05, 6}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 void expect_config_error(const std::function<void()>& f, const std::string& text) {
   try {
     f();
@@ -729,6 +1096,48 @@ TEST(SwitchModelConfig, JobValidation) {
   ASSERT_NE(m.find_job(2), nullptr);
   EXPECT_EQ(m.find_job(2)->workers.size(), 32u);
   EXPECT_EQ(m.find_job(4), nullptr);
+}
+
+// replace_jobs is all or nothing: a bad set leaves the table and every register as they were.
+TEST(SwitchModelConfig, ReplaceJobs) {
+  SwitchModel m(32, 4);
+  CollectingSink sink;
+  m.add_job(make_job(1, 2, 0, 4, 4, 40000));
+  m.add_job(make_job(2, 1, 4, 4, 4, 41000));
+  m.process(addr(40000), encode({1, 0, 1, 0, {5}, 0, 1}), sink);  // a round in progress
+  m.process(addr(41000), encode({2, 0, 5, 1, {6}, 0, 5}), sink);  // a completed round
+  const auto before = snapshot_all(m);
+
+  const std::vector<JobSpec> twice = {make_job(3, 1, 8, 2, 4, 42000),
+                                      make_job(3, 1, 10, 2, 4, 43000)};
+  expect_config_error([&] { m.replace_jobs(twice); }, "job 3 is listed twice");
+  const std::vector<JobSpec> overlapping = {make_job(1, 2, 0, 4, 4, 40000),
+                                            make_job(3, 1, 3, 2, 4, 42000)};
+  expect_config_error([&] { m.replace_jobs(overlapping); },
+                      "job 3: slots [3, 5) overlap slots [0, 4) of job 1");
+  const std::vector<JobSpec> too_big = {make_job(1, 2, 0, 4, 4, 40000),
+                                        make_job(4, 1, 30, 4, 4, 42000)};
+  expect_config_error([&] { m.replace_jobs(too_big); }, "job 4 uses slots [30, 34)");
+  EXPECT_THAT(m.job_ids(), ElementsAre(1, 2));
+  EXPECT_EQ(snapshot_all(m), before);
+
+  // Job 1 again (its slots cleared), job 2 gone (its slots cleared), job 3 new on job 2's slots.
+  const std::vector<JobSpec> next = {make_job(1, 2, 0, 4, 4, 40000),
+                                     make_job(3, 1, 4, 2, 4, 42000)};
+  m.replace_jobs(next);
+  EXPECT_THAT(m.job_ids(), ElementsAre(1, 3));
+  for (std::size_t slot = 0; slot < m.pool_slots(); ++slot)
+    for (unsigned set = 0; set < 2; ++set) {
+      EXPECT_FALSE(m.registers(slot, set).has_round) << slot << " " << set;
+      EXPECT_EQ(m.registers(slot, set).bitmap, 0u);
+      EXPECT_THAT(m.values(slot, set), ::testing::Each(0));
+    }
+  EXPECT_EQ(m.process(addr(41000), encode({2, 0, 5, 1, {6}, 0, 5}), sink),
+            dropped(DropReason::kUnknownJob));
+  EXPECT_EQ(m.process(addr(42000), encode({3, 0, 5, 1, {6}, 0, 5}), sink).action,
+            Action::kCompleted);
+  m.replace_jobs({});
+  EXPECT_TRUE(m.job_ids().empty());
 }
 
 TEST(SwitchModelConfig, CounterNamesAreUniqueAndComplete) {

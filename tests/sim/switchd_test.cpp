@@ -225,6 +225,23 @@ class Daemon {
     return c;
   }
 
+  // Sends SIGHUP and returns the daemon's report, up to its "done" or "failed" line.
+  std::string reload() {
+    const std::size_t reports = count_reload_reports(out_);
+    const std::size_t from = out_.size();
+    kill(pid_, SIGHUP);
+    EXPECT_TRUE(read_until([&](const std::string& s) { return count_reload_reports(s) > reports; }))
+        << "no SIGHUP report; stdout: " << out_;
+    return out_.substr(from);
+  }
+  static std::size_t count_reload_reports(const std::string& s) {
+    std::size_t n = 0;
+    for (const char* last_line : {"netagg-switchd: SIGHUP: done", "netagg-switchd: SIGHUP: failed"})
+      for (auto at = s.find(last_line); at != std::string::npos; at = s.find(last_line, at + 1))
+        if (s.find('\n', at) != std::string::npos) ++n;
+    return n;
+  }
+
   // Sends `signal`, waits for exit and returns the exit code (-1 if killed by a signal).
   int stop(int signal) {
     kill(pid_, signal);
@@ -446,6 +463,8 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"dropped_count_too_large_for_job", 1},
       {"dropped_count_mismatch", 1},
       {"dropped_duplicate", 1},
+      {"dropped_stale", 0},
+      {"dropped_ahead", 0},
       {"malformed_truncated", 2},
       {"malformed_bad_version", 1},
       {"malformed_bad_type", 1},
@@ -505,6 +524,104 @@ TEST_F(SwitchdTest, SeveralJobFiles) {
   EXPECT_EQ(c.at("datagrams_sent"), 3u);
   EXPECT_THAT(d.stderr_text(), HasSubstr("job 1: 2 workers, slots [0, 4)"));
   EXPECT_THAT(d.stderr_text(), HasSubstr("job 2: 1 workers, slots [4, 8)"));
+}
+
+// A job started again from packet 0 finds the slots of its previous run: its packets are stale
+// and go unanswered. SIGHUP installs the jobs of the job files afresh and the restart works; a
+// reload that fails leaves every job and its slot state alone.
+TEST_F(SwitchdTest, SighupReinstallsTheJobsOfTheJobFiles) {
+  UdpSocket w0, w1, other;
+  const std::string job1 = fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
+      "elements_per_packet": 2, "workers": [{}, {}]}})",
+                                       worker_json(0, w0.local()), worker_json(1, w1.local()));
+  const std::string job2 = fmt::format(R"({{"job_id": 2, "slots": {{"base": 1, "count": 1}},
+      "elements_per_packet": 1, "workers": [{}]}})",
+                                       worker_json(0, other.local()));
+  const fs::path file = write("jobs.json", job1);
+  Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", file.string(), "--slots", "4", "--quiet"});
+  const Endpoint sw = d.wait_listening();
+  std::uint64_t sent = 0;
+
+  // W = 1: packet P to slot 0, set P % 2, seq P. Rank r sends {P, r}.
+  auto round = [&](std::uint32_t p) {
+    const auto set = static_cast<std::uint8_t>(p % 2);
+    w0.send_to(sw, contribution(1, 0, 0, set, p, {std::int32_t(p), 0}));
+    w1.send_to(sw, contribution(1, 1, 0, set, p, {std::int32_t(p), 1}));
+    sent += 2;
+    for (UdpSocket* w : {&w0, &w1}) {
+      const auto bytes = w->receive();
+      ASSERT_TRUE(bytes) << "no result for packet " << p;
+      const Result res = parse_result(*bytes);
+      EXPECT_EQ(res.header.seq, p);
+      EXPECT_THAT(res.values, ElementsAre(2 * std::int32_t(p), 1));
+    }
+  };
+  for (std::uint32_t p = 0; p < 3; ++p) round(p);
+
+  // The restarted job's packet 0: older than round 2 on set 0, dropped, unanswered.
+  w0.send_to(sw, contribution(1, 0, 0, 0, 0, {0, 0}));
+  w1.send_to(sw, contribution(1, 1, 0, 0, 0, {0, 1}));
+  sent += 2;
+  Counters c = d.wait_for_packets_in(sent);
+  EXPECT_EQ(c["dropped_stale"], 2u);
+  EXPECT_FALSE(w0.has_pending());
+  EXPECT_FALSE(w1.has_pending());
+
+  std::string report = d.reload();
+  EXPECT_THAT(report, HasSubstr("netagg-switchd: SIGHUP: job 1: 2 workers, slots [0, 1), 2 "
+                                "elements per packet (re-installed, slots cleared)"));
+  EXPECT_THAT(report, HasSubstr("netagg-switchd: SIGHUP: done, 1 jobs installed from 1 files, "
+                                "0 removed"));
+  for (std::uint32_t p = 0; p < 2; ++p) round(p);  // the restart works
+
+  // A reload that fails: packet 2's round, half done, survives it.
+  w0.send_to(sw, contribution(1, 0, 0, 0, 2, {2, 0}));
+  ++sent;
+  d.wait_for_packets_in(sent);
+  write("jobs.json", R"({"job_id": 1, "slots": )");
+  report = d.reload();
+  EXPECT_THAT(report, HasSubstr("netagg-switchd: SIGHUP: failed, jobs unchanged: "));
+  EXPECT_THAT(report, HasSubstr("not valid JSON"));
+  EXPECT_THAT(d.stderr_text(), HasSubstr("SIGHUP: failed, jobs unchanged"));
+  write("jobs.json", fmt::format(R"({{"jobs": [{}, {{"job_id": 2, "slots": {{"base": 8,
+      "count": 1}}, "elements_per_packet": 1, "workers": [{}]}}]}})",
+                                 job1, worker_json(0, other.local())));
+  report = d.reload();
+  EXPECT_THAT(report, HasSubstr("failed, jobs unchanged: job 2 uses slots [8, 9) but the switch "
+                                "pool has 4 slots"));
+  w1.send_to(sw, contribution(1, 1, 0, 0, 2, {2, 1}));
+  ++sent;
+  for (UdpSocket* w : {&w0, &w1}) {
+    const auto bytes = w->receive();
+    ASSERT_TRUE(bytes);
+    EXPECT_THAT(parse_result(*bytes).values, ElementsAre(4, 1));
+  }
+
+  // The file now holds job 2 only: job 1 is removed, job 2 serves.
+  write("jobs.json", job2);
+  report = d.reload();
+  EXPECT_THAT(report, HasSubstr("job 2: 1 workers, slots [1, 2), 1 elements per packet (new, "
+                                "slots cleared)"));
+  EXPECT_THAT(report, HasSubstr("job 1: removed, slots [0, 1) cleared"));
+  EXPECT_THAT(report, HasSubstr("done, 1 jobs installed from 1 files, 1 removed"));
+  w0.send_to(sw, contribution(1, 0, 0, 1, 3, {3, 0}));
+  other.send_to(sw, contribution(2, 0, 1, 0, 0, {42}));
+  sent += 2;
+  const auto bytes = other.receive();
+  ASSERT_TRUE(bytes);
+  EXPECT_THAT(parse_result(*bytes).values, ElementsAre(42));
+  c = d.wait_for_packets_in(sent);
+  EXPECT_EQ(c["dropped_unknown_job"], 1u);
+  EXPECT_FALSE(w0.has_pending());
+
+  // A job whose description changed is reported as such.
+  write("jobs.json", fmt::format(R"({{"job_id": 2, "slots": {{"base": 1, "count": 2}},
+      "elements_per_packet": 1, "workers": [{}]}})",
+                                 worker_json(0, other.local())));
+  EXPECT_THAT(d.reload(), HasSubstr("job 2: 1 workers, slots [1, 3), 1 elements per packet "
+                                    "(changed, slots cleared)"));
+
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
 }
 
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.

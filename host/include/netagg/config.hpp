@@ -29,10 +29,11 @@ struct Config {
 
   // JSON file (docs/configuration.md). Relative job_file paths resolve against the file's folder.
   static Config from_file(const std::filesystem::path& file);
-  // The environment: NETAGG_CONFIG names a file read first; then NETAGG_JOB_FILE,
-  // NETAGG_RANK (else OMPI_COMM_WORLD_RANK, PMI_RANK, RANK), NETAGG_WORLD_SIZE (else
-  // OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must match the job), NETAGG_AGGREGATOR,
-  // NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED.
+  // The environment: NETAGG_CONFIG names a file read first; then NETAGG_JOB_FILE (with
+  // NETAGG_JOB_ID to pick from a multi-job file), NETAGG_RANK (else OMPI_COMM_WORLD_RANK,
+  // PMI_RANK, RANK), NETAGG_WORLD_SIZE (else OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must
+  // match the job), NETAGG_AGGREGATOR, NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS,
+  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED. Validated before returning.
   static Config from_env();
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).
   void validate() const;
