@@ -531,3 +531,40 @@ TEST(CommunicatorTest, ConstructorRejectsBadConfigs) {
 
 }  // namespace
 }  // namespace netagg
+
+namespace netagg {
+namespace {
+
+TEST(CommunicatorTest, AnExponentNoWorkerCanSendFailsTheCallLoudly) {
+  // An aggregator that echoes each contribution with the exponent field set to 500 (outside
+  // [kMinExponent, kMaxExponent] and not one of the two markers): the call fails with a
+  // transport error naming the exponent, and the caller's buffer is not overwritten with garbage.
+  const JobSpec job = test_job(1);
+  InprocNetwork net(
+      [&](const Endpoint&, std::span<const std::byte> packet, const InprocNetwork::SendFn& send) {
+        auto d = wire::decode(packet);
+        ASSERT_TRUE(d);
+        wire::Header h = d.header;
+        h.type = wire::MsgType::kResult;
+        h.exponent = 500;
+        std::vector<std::byte> out(packet.begin(), packet.end());
+        ASSERT_TRUE(wire::encode_header(h, out));
+        send(job.workers[0].address, out);
+      });
+  expect_no_errors(run_ranks(
+      net, job, [&](int r) { return test_config(job, r); },
+      [&](int, Communicator& comm) {
+        std::vector<float> data(3 * kPerPacket, 0.5f);
+        try {
+          comm.allreduce(std::span<float>(data));
+          ADD_FAILURE() << "completed with an impossible exponent";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTransport);
+          EXPECT_THAT(e.what(), HasSubstr("block exponent 500"));
+        }
+        EXPECT_EQ(data, std::vector<float>(3 * kPerPacket, 0.5f));
+      }));
+}
+
+}  // namespace
+}  // namespace netagg
