@@ -27,9 +27,18 @@ test: build
 test-long: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# 4 workers all-reduce a 16M-element fp32 tensor through the switch model on loopback.
+# 4 workers all-reduce a 16M-element fp32 tensor through the switch model on loopback, then a
+# 4M-element one through the FPGA aggregator's RTL in Verilator (fp32 adds on the wire; the
+# simulated RTL runs some 10^5 cycles a second, so the tensor is smaller).
 demo: build
 	$(BUILD)/host/tools/netagg-allreduce --local 4 --target switch-sim --dtype fp32 --count 16777216
+	$(BUILD)/host/tools/netagg-allreduce --local 4 --target fpga-sim --dtype fp32 --count 4194304
+
+# The RTL testbench: a scripted scenario through the Verilated aggregator, checked step by
+# step, with an FST waveform for GTKWave (the path is printed at the end).
+sim: configure
+	cmake --build $(BUILD) -j $(JOBS) --target netagg-fpga-scenario
+	$(BUILD)/sim/fpga/netagg-fpga-scenario --model rtl --trace $(BUILD)/netagg_aggregator.fst
 
 # Benchmarks: JSON in $(BUILD)/bench/, summary on stdout.
 bench: build

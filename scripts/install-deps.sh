@@ -11,6 +11,7 @@ packages=(
   libgloo-dev
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
   python3
+  verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
 )
 
 missing=()

@@ -4,11 +4,12 @@
 //   netagg-allreduce --rank R --job FILE [--target IP:PORT] ...   one worker (or rank/job from
 //                                                                  the environment, NETAGG_*)
 //   netagg-allreduce --local N ...                                  N workers on loopback and
-//                                                                  the switch daemon
+//                                                                  the aggregator's daemon
 //
-// In --local mode this process is a launcher: it writes a loopback job file, starts
-// netagg-switchd, runs N copies of itself as workers (--json, so it can read their results),
-// stops the daemon and prints a summary. Exit status: 0 ok, 1 wrong result, 2 usage or
+// In --local mode this process is a launcher: it writes a loopback job file, starts the daemon
+// of the target (netagg-switchd for switch-sim, netagg-fpgad for fpga-sim), runs N copies of
+// itself as workers (--json, so it can read their results), stops the daemon and prints a
+// summary. Exit status: 0 ok, 1 wrong result, 2 usage or
 // configuration error, 3 an all-reduce failed (timeout, transport) or a worker died.
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -65,6 +66,8 @@ struct Options {
   // launcher
   int local = 0;
   std::string switchd;
+  std::string fpgad;
+  std::string fpga_model = "rtl";
   int port_base = 0;
   int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
   std::int64_t kill_after_packets = -1;
@@ -78,7 +81,7 @@ struct Options {
   std::uint64_t seed = 1;
   double timeout_s = 10.0;
   int iterations = 1;
-  int elements_per_packet = 1024;  // loopback: no 1500-byte MTU to respect
+  int elements_per_packet = 1024;  // loopback: no 1500-byte MTU to respect (fpga-sim: below)
   int window = 128;
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden, worker side of --kill-rank
@@ -201,13 +204,28 @@ class DyingTransport final : public netagg::Transport {
 
 bool is_address(const std::string& target) { return target.find(':') != std::string::npos; }
 
-// What the target needs on the wire; throws for targets not built.
+// The FPGA aggregator's defaults (docs/fpga-aggregator.md, "Parameters"): a slot holds
+// MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
+constexpr int kFpgaMaxElementsPerPacket = 256;
+constexpr int kFpgaSlots = 64;
+// The Verilated RTL simulates some 10^5 cycles a second: with a window of 64 the frames in
+// flight take longer than the workers' first retransmission timeout (20 ms) and every packet is
+// sent twice. 16 keeps all ports busy without that.
+constexpr int kFpgaSimWindow = 16;
+
 void check_target(const Options& o) {
-  if (o.target == "switch-sim" || is_address(o.target)) return;
-  if (o.target == "fpga-sim")
-    throw Error(Errc::kUnsupported,
-                "--target fpga-sim: not built yet: issue 3 (the FPGA aggregator's simulation)");
+  if (o.target == "switch-sim" || o.target == "fpga-sim" || is_address(o.target)) return;
   usage_error(fmt::format("--target: '{}' is not switch-sim, fpga-sim or IP:PORT", o.target));
+}
+
+// What the target takes when the command line does not say: fp32 as is for the FPGA aggregator
+// (it adds floats), packets and a window that fit its slots. `given` says which options the
+// command line set.
+void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
+  if (o.target != "fpga-sim") return;
+  if (o.float_wire.empty()) o.float_wire = "fp32";
+  if (!elements_given) o.elements_per_packet = kFpgaMaxElementsPerPacket;
+  if (!window_given) o.window = kFpgaSimWindow;
 }
 
 netagg::FloatWire float_wire_of(const Options& o) {
@@ -572,34 +590,62 @@ std::vector<std::string> worker_args(const fs::path& self, const Options& o, int
   return a;
 }
 
-// Starts netagg-switchd and waits for its "listening on" line; returns the address it serves.
-Endpoint start_switchd(Child& daemon, const fs::path& binary, const Options& o, const fs::path& job,
-                       const fs::path& counters, std::uint16_t port) {
-  if (!fs::exists(binary))
-    throw Error(Errc::kConfig, fmt::format("netagg-switchd not found at {} (build it, or pass "
-                                           "--switchd PATH)",
-                                           binary.string()));
-  daemon =
-      spawn({binary.string(), "--listen", fmt::format("127.0.0.1:{}", port), "--job", job.string(),
-             "--slots", std::to_string(o.window), "--counters-json", counters.string()},
-            /*merge_stderr=*/true);
-  constexpr std::string_view kReady = "netagg-switchd: listening on ";
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+// The daemon that serves --target: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim).
+struct DaemonCommand {
+  std::string name;
+  fs::path binary;
+  std::vector<std::string> args;  // after the binary
+};
+
+DaemonCommand daemon_command(const fs::path& self, const Options& o, const fs::path& job,
+                             const fs::path& counters, std::uint16_t port) {
+  const fs::path build = self.parent_path() / ".." / "..";
+  std::vector<std::string> args{"--listen", fmt::format("127.0.0.1:{}", port), "--job",
+                                job.string(), "--counters-json", counters.string()};
+  if (o.target == "fpga-sim") {
+    args.insert(args.end(), {"--model", o.fpga_model});
+    return {"netagg-fpgad",
+            o.fpgad.empty() ? build / "sim" / "fpga" / "netagg-fpgad" : fs::path(o.fpgad), args};
+  }
+  args.insert(args.end(), {"--slots", std::to_string(o.window)});
+  return {"netagg-switchd",
+          o.switchd.empty() ? build / "sim" / "switch" / "netagg-switchd" : fs::path(o.switchd),
+          args};
+}
+
+// Starts the daemon and waits for its "listening on" line; returns the address it serves.
+Endpoint start_daemon(Child& daemon, const DaemonCommand& cmd) {
+  const std::string& name = cmd.name;
+  if (!fs::exists(cmd.binary))
+    throw Error(Errc::kConfig,
+                fmt::format("{} not found at {} (build it, or pass --{} PATH)", name,
+                            cmd.binary.string(), name.substr(name.find('-') + 1)));
+  std::vector<std::string> argv{cmd.binary.string()};
+  argv.insert(argv.end(), cmd.args.begin(), cmd.args.end());
+  daemon = spawn(argv, /*merge_stderr=*/true);
+  const std::string ready = name + ": listening on ";
+  // The RTL model builds its job table through simulated CSR accesses before it is ready.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (;;) {
-    if (auto at = daemon.output.find(kReady); at != std::string::npos) {
+    if (auto at = daemon.output.find(ready); at != std::string::npos) {
       const auto eol = daemon.output.find('\n', at);
       if (eol != std::string::npos) {
-        const auto begin = at + kReady.size();
-        return Endpoint::parse(daemon.output.substr(begin, eol - begin), "netagg-switchd address");
+        const auto begin = at + ready.size();
+        return Endpoint::parse(daemon.output.substr(begin, eol - begin), name + " address");
       }
     }
-    if (reap(daemon, false))
-      throw Error(Errc::kTransport, fmt::format("netagg-switchd {} before it was ready:\n{}",
-                                                describe_exit(daemon), daemon.output));
+    if (reap(daemon, false)) {
+      // Exit 2 is a configuration the daemon refused: the launcher's usage error too.
+      const bool config = WIFEXITED(daemon.status) && WEXITSTATUS(daemon.status) == kExitUsage;
+      throw Error(config ? Errc::kConfig : Errc::kTransport,
+                  fmt::format("{} {} before it was ready:\n{}", name, describe_exit(daemon),
+                              daemon.output));
+    }
     if (std::chrono::steady_clock::now() > give_up) {
       terminate(daemon, SIGKILL);
       reap(daemon, true);
-      throw Error(Errc::kTransport, "netagg-switchd did not report \"listening\" within 10 s");
+      throw Error(Errc::kTransport,
+                  fmt::format("{} did not report \"listening\" within 30 s", name));
     }
     if (g_stop_signal) throw Error(Errc::kTransport, "interrupted");
     poll_children({&daemon}, 100);
@@ -614,6 +660,14 @@ int run_local(const Options& o) {
   if (o.window < 1 || o.window > 0xFFFF) usage_error("--window: must be in 1..65535");
   if (o.elements_per_packet < 1 || o.elements_per_packet > netagg::wire::kMaxCount)
     usage_error(fmt::format("--elements-per-packet: must be in 1..{}", netagg::wire::kMaxCount));
+  if (o.target == "fpga-sim") {
+    if (o.elements_per_packet > kFpgaMaxElementsPerPacket)
+      usage_error(fmt::format("--elements-per-packet: the FPGA aggregator's slots hold at most {} "
+                              "elements (MAX_BEATS * LANES)",
+                              kFpgaMaxElementsPerPacket));
+    if (o.window > kFpgaSlots)
+      usage_error(fmt::format("--window: the FPGA aggregator has {} slots", kFpgaSlots));
+  }
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -623,7 +677,7 @@ int run_local(const Options& o) {
   const fs::path self = self_executable();
   const TempDir tmp;
   const fs::path job_path = tmp.path() / "job.json";
-  const fs::path counters_path = tmp.path() / "switch-counters.json";
+  const fs::path counters_path = tmp.path() / "aggregator-counters.json";
 
   // Ports: consecutive from --port-base (switch first), or whatever the kernel says is free.
   std::vector<std::uint16_t> ports;
@@ -648,10 +702,7 @@ int run_local(const Options& o) {
   const bool own_daemon = !is_address(o.target);
   if (own_daemon) {
     std::ofstream(job_path) << netagg::to_json(job) << "\n";
-    const fs::path binary =
-        o.switchd.empty() ? self.parent_path() / ".." / ".." / "sim" / "switch" / "netagg-switchd"
-                          : fs::path(o.switchd);
-    aggregator = start_switchd(daemon, binary, o, job_path, counters_path, ports[0]);
+    aggregator = start_daemon(daemon, daemon_command(self, o, job_path, counters_path, ports[0]));
   } else {
     aggregator = Endpoint::parse(o.target, "--target");
   }
@@ -708,7 +759,9 @@ int run_local(const Options& o) {
         reap(daemon, true);
       }
     } else {
-      daemon_status = fmt::format("netagg-switchd {} while the workers ran", describe_exit(daemon));
+      daemon_status = fmt::format("{} {} while the workers ran",
+                                  o.target == "fpga-sim" ? "netagg-fpgad" : "netagg-switchd",
+                                  describe_exit(daemon));
     }
     if (o.verbose) std::fprintf(stderr, "%s", daemon.output.c_str());
     std::ifstream in(counters_path);
@@ -807,7 +860,7 @@ int run_local(const Options& o) {
         {"injected_drops", injected_drops},
         {"ranks", ranks},
         {"problems", problems},
-        {"switch_counters", switch_counters}};
+        {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", switch_counters}};
     if (first_mismatch) {
       summary["mismatch"] = first_mismatch->second;
       summary["mismatch"]["rank"] = first_mismatch->first;
@@ -848,16 +901,19 @@ int main(int argc, char** argv) {
   CLI::App app{
       "netagg-allreduce: all-reduce a test tensor through an in-network aggregator and verify "
       "the result.\nOne worker: --rank R --job FILE (or NETAGG_* variables). Locally: --local N."};
-  app.add_option("--local", o.local, "launch N workers and the switch daemon on loopback");
+  app.add_option("--local", o.local, "launch N workers and the aggregator's daemon on loopback");
   app.add_option("--rank", o.rank, "this worker's rank (one-worker mode)");
   app.add_option("--job", o.job_file, "job description file (one-worker mode)");
   app.add_option("--target", o.target,
-                 "switch-sim, fpga-sim (not built yet), or an aggregator IP:PORT")
+                 "switch-sim (the switch model), fpga-sim (the FPGA aggregator's RTL in "
+                 "Verilator), or an aggregator IP:PORT")
       ->capture_default_str();
   app.add_option("--dtype", o.dtype, "element type")
       ->check(CLI::IsMember({"fp32", "int32"}))
       ->capture_default_str();
-  app.add_option("--float-wire", o.float_wire, "how fp32 travels; default: what the target needs")
+  app.add_option("--float-wire", o.float_wire,
+                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
+                 "int32-bfp)")
       ->check(CLI::IsMember({"int32-bfp", "fp32"}));
   app.add_option("--count", o.count, "elements in the tensor")
       ->check(CLI::Range(1ull, 1ull << 31))
@@ -873,14 +929,23 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  app.add_option("--elements-per-packet", o.elements_per_packet,
-                 "elements per packet (--local; otherwise the job's)")
-      ->capture_default_str();
-  app.add_option("--window", o.window, "slots per worker (--local; otherwise the job's)")
-      ->capture_default_str();
+  auto* elements_option =
+      app.add_option("--elements-per-packet", o.elements_per_packet,
+                     "elements per packet (--local; otherwise the job's); fpga-sim: 256 and at "
+                     "most that")
+          ->capture_default_str();
+  auto* window_option =
+      app.add_option("--window", o.window,
+                     "slots per worker (--local; otherwise the job's); fpga-sim: 16, at most 64")
+          ->capture_default_str();
   app.add_option("--port-base", o.port_base,
                  "--local: switch at this UDP port, workers above it (default: free ports)");
   app.add_option("--switchd", o.switchd, "path of netagg-switchd (default: next to this build)");
+  app.add_option("--fpgad", o.fpgad, "path of netagg-fpgad (default: next to this build)");
+  app.add_option("--fpga-model", o.fpga_model,
+                 "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
+      ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
   app.add_flag("--json", o.json, "machine-readable result on stdout");
   app.add_flag("--verbose", o.verbose, "--local: show the daemon's output");
   // Test hooks, hidden from --help.
@@ -893,6 +958,7 @@ int main(int argc, char** argv) {
 
   try {
     check_target(o);
+    apply_target_defaults(o, elements_option->count() > 0, window_option->count() > 0);
     if (o.local > 0) {
       if (o.rank >= 0 || !o.job_file.empty())
         usage_error("--local launches its own workers: leave out --rank and --job");

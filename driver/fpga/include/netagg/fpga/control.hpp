@@ -1,0 +1,84 @@
+// Control plane of the FPGA aggregator: job table, aggregator address and counters through its
+// CSRs (hw/csr/csr_map.json, generated view netagg/fpga_csr.hpp). Device-independent: it sees
+// the device only as a CsrBus (the Verilator harness, the HLS C model, later a card over XRT).
+//
+// The job table is written indirectly: select an entry (JOB_INDEX) and a rank (WORKER_INDEX),
+// write the fields, then COMMIT a command with a new sequence number; the design acts once per
+// sequence change. program_job() first removes the entry, then stores every worker, then the
+// job with its valid bit, so the device never holds a valid job with missing workers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "netagg/fpga/csr_bus.hpp"
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::fpga {
+
+inline constexpr unsigned kLanes = 16;  // 32-bit lanes per 512-bit beat (fixed by the design)
+
+// What the device reports in VERSION and FEATURES.
+struct DeviceInfo {
+  unsigned design_version = 0;
+  unsigned wire_version = 0;
+  unsigned num_ports = 0;
+  unsigned max_jobs = 0;
+  unsigned slots = 0;
+  unsigned max_beats = 0;
+  unsigned max_workers = 32;  // the worker bitmap's width (not in FEATURES: fixed by the design)
+  // Largest count of a 32-bit (int32, fp32) packet a slot holds; bf16 packets may be twice this.
+  unsigned max_elements() const { return kLanes * max_beats; }
+};
+
+// Reads VERSION and FEATURES. Throws Error(kUnsupported) if the device speaks another wire
+// format version than this build, Error(kTransport) if it reports nonsense (no ports, no slots).
+DeviceInfo read_device_info(CsrBus& bus);
+
+struct AggregatorAddress {
+  wire::Mac mac{0x02, 0x6e, 0x61, 0x67, 0x00, 0x01};  // locally administered ("nag")
+  std::uint32_t ip = 0x7F000001;                      // host order
+  std::uint16_t udp_port = wire::kUdpPort;
+};
+
+// AGG_MAC, AGG_IP and AGG_UDP_PORT: the source of result frames; AGG_UDP_PORT is also the UDP
+// destination port ingress frames must carry.
+void set_aggregator_address(CsrBus& bus, const AggregatorAddress& address);
+
+// The port a worker's frames arrive on and its results leave on: the job's switch_port if given,
+// else rank mod num_ports.
+unsigned worker_port(const WorkerSpec& worker, unsigned num_ports);
+// The job's MAC for the worker, or one derived from its address (locally administered, unique
+// per ip:port with overwhelming probability; the aggregator checks IP and port, not the MAC).
+wire::Mac worker_mac(const WorkerSpec& worker);
+
+// Throws Error(kConfig) naming the first reason the job cannot go into entry job_index: index
+// beyond MAX_JOBS, more workers than the bitmap, slots outside the pool, elements per packet
+// beyond what a slot holds, a switch_port beyond NUM_PORTS.
+void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index);
+// The same for a whole job table (entry i = jobs[i]): also distinct ids, disjoint slot ranges.
+void check_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs);
+
+// Installs the job in entry job_index (replacing what was there; the entry's slots are cleared)
+// and sets the aggregator address. Checks the job first (check_job). Waits until the device is
+// no longer busy clearing slots; throws Error(kTransport) if it stays busy.
+void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
+                 const AggregatorAddress& aggregator);
+// Removes entry job_index and clears its slots.
+void remove_job(CsrBus& bus, unsigned job_index);
+
+// CONTROL: soft reset (slots, job table and counters cleared) and clearing the counters.
+void soft_reset(CsrBus& bus);
+void clear_counters(CsrBus& bus);
+
+struct Counter {
+  std::string_view name;  // as in hw/csr/csr_map.json, e.g. "dropped_foreign_source"
+  std::uint64_t value = 0;
+};
+// Every counter of the map, in its order (each read as COUNTER_INDEX, COUNTER_LO, COUNTER_HI).
+std::vector<Counter> read_counters(CsrBus& bus);
+
+}  // namespace netagg::fpga

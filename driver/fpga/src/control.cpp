@@ -1,0 +1,191 @@
+#include "netagg/fpga/control.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "netagg/error.hpp"
+#include "netagg/fpga_csr.hpp"
+
+namespace netagg::fpga {
+namespace {
+
+namespace reg = netagg::fpga::csr;
+
+// COMMIT commands (bits 1:0).
+constexpr std::uint32_t kStoreJob = 1, kStoreWorker = 2, kRemoveJob = 3;
+// CONTROL bits.
+constexpr std::uint32_t kSoftReset = 1u << 0, kClearCounters = 1u << 1;
+constexpr std::uint32_t kJobValid = 1u << 31;
+constexpr std::uint32_t kStatusBusy = 1u << 0;
+// A slot clear takes a few cycles per slot; a device busy for this many polls is broken.
+constexpr int kBusyPolls = 1 << 20;
+
+std::uint32_t mac_lo(const wire::Mac& m) {
+  return (std::uint32_t(m[2]) << 24) | (std::uint32_t(m[3]) << 16) | (std::uint32_t(m[4]) << 8) |
+         std::uint32_t(m[5]);
+}
+std::uint32_t mac_hi(const wire::Mac& m) { return (std::uint32_t(m[0]) << 8) | m[1]; }
+
+void wait_not_busy(CsrBus& bus, std::string_view what) {
+  for (int i = 0; i < kBusyPolls; ++i)
+    if ((bus.read32(reg::kStatus) & kStatusBusy) == 0) return;
+  throw Error(Errc::kTransport, fmt::format("FPGA aggregator still busy after {} STATUS reads ({})",
+                                            kBusyPolls, what));
+}
+
+// Registers that act once per change of their sequence field (bits 31:16): the next sequence
+// is the one read back plus one.
+void issue(CsrBus& bus, std::uint32_t address, std::uint32_t command, std::string_view what) {
+  const std::uint32_t sequence = ((bus.read32(address) >> 16) + 1) & 0xFFFF;
+  bus.write32(address, (sequence << 16) | command);
+  wait_not_busy(bus, what);
+}
+
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+DeviceInfo read_device_info(CsrBus& bus) {
+  const std::uint32_t version = bus.read32(reg::kVersion);
+  const std::uint32_t features = bus.read32(reg::kFeatures);
+  DeviceInfo info;
+  info.design_version = version >> 16;
+  info.wire_version = version & 0xFF;
+  info.num_ports = features & 0xF;
+  info.max_jobs = (features >> 8) & 0xFF;
+  const unsigned log2_slots = (features >> 16) & 0xFF;
+  info.slots = log2_slots < 17 ? 1u << log2_slots : 0;
+  info.max_beats = features >> 24;
+  if (info.wire_version != wire::kVersion)
+    throw Error(Errc::kUnsupported,
+                fmt::format("FPGA aggregator speaks wire format version {}, this build {}",
+                            info.wire_version, wire::kVersion));
+  if (info.num_ports == 0 || info.max_jobs == 0 || info.slots == 0 || info.max_beats == 0)
+    throw Error(Errc::kTransport,
+                fmt::format("FPGA aggregator reports FEATURES 0x{:08x}: no ports, jobs, slots or "
+                            "beats; is it there?",
+                            features));
+  return info;
+}
+
+void set_aggregator_address(CsrBus& bus, const AggregatorAddress& a) {
+  bus.write32(reg::kAggMacLo, mac_lo(a.mac));
+  bus.write32(reg::kAggMacHi, mac_hi(a.mac));
+  bus.write32(reg::kAggIp, a.ip);
+  bus.write32(reg::kAggUdpPort, a.udp_port);
+}
+
+unsigned worker_port(const WorkerSpec& worker, unsigned num_ports) {
+  if (worker.switch_port) return *worker.switch_port;
+  return num_ports == 0 ? 0 : worker.rank % num_ports;
+}
+
+wire::Mac worker_mac(const WorkerSpec& worker) {
+  if (worker.mac) return *worker.mac;
+  const std::uint64_t h =
+      mix((std::uint64_t(worker.address.ip) << 16) | worker.address.port | (1ull << 63));
+  return {0x02,
+          std::uint8_t(h >> 32),
+          std::uint8_t(h >> 24),
+          std::uint8_t(h >> 16),
+          std::uint8_t(h >> 8),
+          std::uint8_t(h)};
+}
+
+void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index) {
+  const auto fail = [&](const std::string& why) {
+    throw Error(Errc::kConfig, fmt::format("job {}: {}", job.job_id, why));
+  };
+  if (job_index >= info.max_jobs)
+    fail(fmt::format("job table entry {} does not exist: the FPGA aggregator holds {} jobs",
+                     job_index, info.max_jobs));
+  if (job.workers.empty() || job.workers.size() > info.max_workers)
+    fail(fmt::format("{} workers; the worker bitmap allows 1 to {}", job.workers.size(),
+                     info.max_workers));
+  if (job.slot_count == 0 || job.slot_base + job.slot_count > info.slots)
+    fail(fmt::format("uses slots [{}, {}) but the FPGA aggregator has {} slots", job.slot_base,
+                     job.slot_base + job.slot_count, info.slots));
+  // bf16 packets may carry twice what a slot holds in 32-bit elements; the device drops fp32 and
+  // int32 packets above max_elements() (count_too_large_for_job).
+  const unsigned limit = std::min<unsigned>(2 * info.max_elements(), wire::kMaxCount);
+  if (job.elements_per_packet == 0 || job.elements_per_packet > limit)
+    fail(
+        fmt::format("elements_per_packet {} is out of range [1, {}] (a slot holds {} 32-bit or "
+                    "{} bf16 elements)",
+                    job.elements_per_packet, limit, info.max_elements(), 2 * info.max_elements()));
+  for (const WorkerSpec& w : job.workers)
+    if (w.switch_port && *w.switch_port >= info.num_ports)
+      fail(fmt::format("rank {}: switch_port {} but the FPGA aggregator has ports 0..{}", w.rank,
+                       *w.switch_port, info.num_ports - 1));
+}
+
+void check_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs) {
+  if (jobs.size() > info.max_jobs)
+    throw Error(Errc::kConfig, fmt::format("{} jobs; the FPGA aggregator's job table holds {}",
+                                           jobs.size(), info.max_jobs));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    check_job(info, jobs[i], static_cast<unsigned>(i));
+    for (std::size_t k = 0; k < i; ++k) {
+      const JobSpec& a = jobs[k];
+      const JobSpec& b = jobs[i];
+      if (a.job_id == b.job_id)
+        throw Error(Errc::kConfig, fmt::format("job {} is described twice", b.job_id));
+      if (b.slot_base < a.slot_base + a.slot_count && a.slot_base < b.slot_base + b.slot_count)
+        throw Error(Errc::kConfig,
+                    fmt::format("job {}: slots [{}, {}) overlap slots [{}, {}) of job {}", b.job_id,
+                                b.slot_base, b.slot_base + b.slot_count, a.slot_base,
+                                a.slot_base + a.slot_count, a.job_id));
+    }
+  }
+}
+
+void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
+                 const AggregatorAddress& aggregator) {
+  const DeviceInfo info = read_device_info(bus);
+  check_job(info, job, job_index);
+  set_aggregator_address(bus, aggregator);
+  bus.write32(reg::kJobIndex, job_index);
+  issue(bus, reg::kCommit, kRemoveJob, "removing the old job");
+  for (const WorkerSpec& w : job.workers) {
+    const wire::Mac mac = worker_mac(w);
+    bus.write32(reg::kWorkerIndex, w.rank);
+    bus.write32(reg::kWorkerIp, w.address.ip);
+    bus.write32(reg::kWorkerUdpPort,
+                (std::uint32_t(worker_port(w, info.num_ports)) << 16) | w.address.port);
+    bus.write32(reg::kWorkerMacLo, mac_lo(mac));
+    bus.write32(reg::kWorkerMacHi, mac_hi(mac));
+    issue(bus, reg::kCommit, kStoreWorker, "storing a worker");
+  }
+  bus.write32(reg::kJobId, kJobValid | job.job_id);
+  bus.write32(reg::kJobWorkers, static_cast<std::uint32_t>(job.workers.size()));
+  bus.write32(reg::kJobSlots, (std::uint32_t(job.slot_count) << 16) | job.slot_base);
+  bus.write32(reg::kJobElements, job.elements_per_packet);
+  issue(bus, reg::kCommit, kStoreJob, "clearing the job's slots");
+}
+
+void remove_job(CsrBus& bus, unsigned job_index) {
+  bus.write32(reg::kJobIndex, job_index);
+  issue(bus, reg::kCommit, kRemoveJob, "removing a job");
+}
+
+void soft_reset(CsrBus& bus) { issue(bus, reg::kControl, kSoftReset, "soft reset"); }
+void clear_counters(CsrBus& bus) { issue(bus, reg::kControl, kClearCounters, "clearing counters"); }
+
+std::vector<Counter> read_counters(CsrBus& bus) {
+  std::vector<Counter> out;
+  for (std::uint32_t i = 0; i < reg::kCounterNames.size(); ++i) {
+    bus.write32(reg::kCounterIndex, i);
+    const std::uint64_t lo = bus.read32(reg::kCounterLo);
+    const std::uint64_t hi = bus.read32(reg::kCounterHi);
+    out.push_back({reg::kCounterNames[i], (hi << 32) | lo});
+  }
+  return out;
+}
+
+}  // namespace netagg::fpga

@@ -1,0 +1,27 @@
+// The 64-bit event counters of the CSR map (netagg_csr_pkg::CNT_*), each incremented by up to
+// 2^INC_W - 1 a cycle (several ports count the same event in one cycle), cleared together.
+module netagg_counters #(
+    parameter int unsigned INC_W = 4,  // increment bits per counter and cycle
+    // derived, do not change
+    parameter int unsigned NC = netagg_csr_pkg::NUM_COUNTERS,
+    parameter int unsigned IDX_W = netagg_csr_pkg::COUNTER_INDEX_BITS
+) (
+    input  logic              clk_i,
+    input  logic              rst_ni,
+    input  logic              clear_i,
+    input  logic [NC*INC_W-1:0] inc_i,  // counter c at [c*INC_W +: INC_W]
+    input  logic [IDX_W-1:0]  index_i,
+    output logic [63:0]       value_o
+);
+  logic [63:0] count_q[NC];
+
+  for (genvar c = 0; c < NC; c++) begin : gen_counter
+    always_ff @(posedge clk_i) begin
+      if (!rst_ni || clear_i) count_q[c] <= '0;
+      else count_q[c] <= count_q[c] + 64'(inc_i[c*INC_W+:INC_W]);
+    end
+  end
+
+  assign value_o = (32'(index_i) < NC) ? count_q[index_i] : '0;
+
+endmodule

@@ -1,0 +1,220 @@
+// Ingress buffer of one port: stores whole frames and checks them before anything else sees
+// them (docs/fpga-aggregator.md, "Checks"). Beat 0 (all headers) is kept in registers, payload
+// beats go to a buffer of IN_FRAMES frames of MAX_BEATS beats. When the last beat arrives the
+// frame-level and packet-level checks of wire::decode_frame are evaluated (except the UDP port,
+// a CSR, which the head check adds) and the frame becomes the port's head in arrival order.
+//
+// The consumer pops the head once it has decided about it. A dropped frame is freed at once; a
+// frame whose payload is added to a slot stays stored (hold) until the adder stage has read its
+// last beat and frees it. TREADY is high while the frame being received has a free buffer
+// entry, so with IN_FRAMES = 2 a port takes a frame while the previous one is summed.
+module netagg_ingress #(
+    parameter int unsigned MAX_BEATS = 16,  // payload beats a frame may carry
+    parameter int unsigned IN_FRAMES = 2,   // frames the buffer holds (>= 2)
+    // derived, do not change
+    parameter int unsigned FI_W = (IN_FRAMES > 1) ? $clog2(IN_FRAMES) : 1,
+    parameter int unsigned BI_W = (MAX_BEATS > 1) ? $clog2(MAX_BEATS) : 1
+) (
+    input  logic                                clk_i,
+    input  logic                                rst_ni,
+    // AXI4-Stream ingress
+    input  logic [netagg_agg_pkg::BEAT_W-1:0]   s_tdata_i,
+    input  logic [netagg_agg_pkg::KEEP_W-1:0]   s_tkeep_i,
+    input  logic                                s_tlast_i,
+    input  logic                                s_tvalid_i,
+    output logic                                s_tready_o,
+    output logic                                frame_in_o,    // a last beat was taken
+    // the oldest stored frame
+    output logic                                head_valid_o,
+    output logic [netagg_agg_pkg::DESC_W-1:0]   head_desc_o,
+    output logic [FI_W-1:0]                     head_frame_o,  // its buffer entry
+    input  logic                                head_pop_i,    // decided: next frame is head
+    input  logic                                head_hold_i,   // with pop: payload read later
+    // payload reads (data one cycle after rd_en_i)
+    input  logic                                rd_en_i,
+    input  logic [FI_W-1:0]                     rd_frame_i,
+    input  logic [BI_W-1:0]                     rd_beat_i,
+    output logic [netagg_agg_pkg::BEAT_W-1:0]   rd_data_o,
+    input  logic                                free_i,        // entry free_frame_i is read
+    input  logic [FI_W-1:0]                     free_frame_i
+);
+  localparam int unsigned BEAT_W = netagg_agg_pkg::BEAT_W;
+  localparam int unsigned KEEP_W = netagg_agg_pkg::KEEP_W;
+  localparam int unsigned DEPTH = IN_FRAMES * MAX_BEATS;
+  localparam int unsigned BEATCNT_W = 11;  // beats of a frame, saturating (2047 * 64 bytes)
+
+  if (IN_FRAMES < 2) begin : gen_bad_frames
+    $error("netagg_ingress: IN_FRAMES must be at least 2");
+  end
+  if (MAX_BEATS < 1 || MAX_BEATS > 64) begin : gen_bad_beats
+    $error("netagg_ingress: MAX_BEATS must be in 1..64");
+  end
+
+  logic [BEAT_W-1:0] mem_q[DEPTH];
+  logic [BEAT_W-1:0] hdr_q;  // beat 0 of the frame being received
+  logic [netagg_agg_pkg::DESC_W-1:0] desc_q[IN_FRAMES];
+  logic [IN_FRAMES-1:0] busy_q;   // entry holds a frame (received, not yet freed)
+  logic [IN_FRAMES-1:0] ready_q;  // entry holds a frame not yet popped
+  logic [FI_W-1:0] wr_q, rd_q;
+  logic [BEATCNT_W-1:0] beats_q;  // beats of the current frame taken so far
+
+  logic take, first_beat;
+  logic [BEAT_W-1:0] hdr_now, keep_mask;
+  logic [6:0] last_bytes;
+  logic [16:0] frame_len;
+  logic overlong;
+  netagg_agg_pkg::desc_t desc_now;
+
+  assign s_tready_o = !busy_q[wr_q];
+  assign take = s_tvalid_i && s_tready_o;
+  assign first_beat = (beats_q == '0);
+  assign hdr_now = first_beat ? s_tdata_i : hdr_q;
+  assign frame_in_o = take && s_tlast_i;
+
+  function automatic logic [FI_W-1:0] next_frame(input logic [FI_W-1:0] f);
+    if (f == FI_W'(IN_FRAMES - 1)) next_frame = '0;
+    else next_frame = f + 1'b1;
+  endfunction
+
+  // Bytes of the last beat (TKEEP contiguous from byte 0) and the frame length.
+  always_comb begin
+    last_bytes = '0;
+    for (int k = 0; k < KEEP_W; k++) last_bytes = last_bytes + {6'd0, s_tkeep_i[k]};
+    for (int k = 0; k < KEEP_W; k++) keep_mask[8*k+:8] = {8{s_tkeep_i[k]}};
+    frame_len = {beats_q, 6'd0} + {10'd0, last_bytes};
+    if (beats_q == '1) frame_len = '1;  // saturated: longer than any IPv4 length allows
+    overlong = beats_q > BEATCNT_W'(MAX_BEATS);  // beats_q = index of this last beat
+  end
+
+  // Counter indices of the drop reasons checked here.
+  localparam int unsigned RW = netagg_agg_pkg::REASON_W;
+  localparam logic [RW-1:0] R_TRUNCATED = RW'(netagg_csr_pkg::CNT_MALFORMED_TRUNCATED);
+  localparam logic [RW-1:0] R_NOT_IPV4 = RW'(netagg_csr_pkg::CNT_MALFORMED_NOT_IPV4);
+  localparam logic [RW-1:0] R_BAD_IP_HEADER = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_IP_HEADER);
+  localparam logic [RW-1:0] R_NOT_UDP = RW'(netagg_csr_pkg::CNT_MALFORMED_NOT_UDP);
+  localparam logic [RW-1:0] R_IP_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_IP_LENGTH_MISMATCH);
+  localparam logic [RW-1:0] R_UDP_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_UDP_LENGTH_MISMATCH);
+  localparam logic [RW-1:0] R_BAD_VERSION = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_VERSION);
+  localparam logic [RW-1:0] R_BAD_TYPE = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_TYPE);
+  localparam logic [RW-1:0] R_BAD_DTYPE = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_DTYPE);
+  localparam logic [RW-1:0] R_BAD_FLAGS = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_FLAGS);
+  localparam logic [RW-1:0] R_RESERVED = RW'(netagg_csr_pkg::CNT_MALFORMED_RESERVED_NONZERO);
+  localparam logic [RW-1:0] R_COUNT = RW'(netagg_csr_pkg::CNT_MALFORMED_COUNT_TOO_LARGE);
+  localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
+
+  logic [19:0] ip_sum;
+  logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len;
+  logic [7:0] ver_ihl, proto, version, msg_type, dtype, flags;
+  logic [31:0] reserved;
+  logic ip_header_ok;
+
+  // The checks of wire::decode_frame and wire::decode, on the frame ending with this beat.
+  always_comb begin
+    ethertype = netagg_agg_pkg::be16(hdr_now, 12);
+    ver_ihl = netagg_agg_pkg::beat_byte(hdr_now, 14);
+    ip_len = netagg_agg_pkg::be16(hdr_now, 16);
+    proto = netagg_agg_pkg::beat_byte(hdr_now, 23);
+    udp_len = netagg_agg_pkg::be16(hdr_now, 38);
+    ip_sum = '0;
+    for (int w = 0; w < 10; w++)
+      ip_sum = ip_sum + {4'd0, netagg_agg_pkg::be16(hdr_now, 14 + 2 * w)};
+    ip_header_ok = (ver_ihl == 8'h45) && ((netagg_agg_pkg::be16(hdr_now, 20) & 16'h3FFF) == 0) &&
+                   (netagg_agg_pkg::fold16(ip_sum) == 16'hFFFF);
+    version = netagg_agg_pkg::beat_byte(hdr_now, 42);
+    msg_type = netagg_agg_pkg::beat_byte(hdr_now, 43);
+    dtype = netagg_agg_pkg::beat_byte(hdr_now, 44);
+    flags = netagg_agg_pkg::beat_byte(hdr_now, 45);
+    count = netagg_agg_pkg::be16(hdr_now, 52);
+    reserved = netagg_agg_pkg::be32(hdr_now, 60);
+    packet_len = ip_len - 16'd28;  // UDP payload bytes (when ip_len >= 28)
+    want_len = 16'd22 + ((dtype == 8'd2) ? {count[14:0], 1'b0} : {count[13:0], 2'b00});
+
+    desc_now = '0;
+    // frame level, up to the UDP length (in the order of wire::decode_frame)
+    desc_now.pre_bad = 1'b1;
+    if (frame_len < 17'd42) desc_now.pre_reason = R_TRUNCATED;
+    else if (ethertype != 16'h0800) desc_now.pre_reason = R_NOT_IPV4;
+    else if (!ip_header_ok) desc_now.pre_reason = R_BAD_IP_HEADER;
+    else if (proto != 8'd17) desc_now.pre_reason = R_NOT_UDP;
+    else if (ip_len < 16'd28 || {1'b0, ip_len} + 17'd14 > frame_len)
+      desc_now.pre_reason = R_IP_LENGTH;
+    else if (udp_len != ip_len - 16'd20) desc_now.pre_reason = R_UDP_LENGTH;
+    else desc_now.pre_bad = 1'b0;
+    // packet level (wire::decode on the UDP payload), then the buffer's own limit
+    desc_now.post_bad = 1'b1;
+    if (packet_len < 16'd22) desc_now.post_reason = R_TRUNCATED;
+    else if (version != 8'd1) desc_now.post_reason = R_BAD_VERSION;
+    else if (msg_type != 8'd1 && msg_type != 8'd2) desc_now.post_reason = R_BAD_TYPE;
+    else if (dtype > 8'd2) desc_now.post_reason = R_BAD_DTYPE;
+    else if (flags[7:1] != 7'd0) desc_now.post_reason = R_BAD_FLAGS;
+    else if (reserved != 32'd0) desc_now.post_reason = R_RESERVED;
+    else if (count > 16'd1024) desc_now.post_reason = R_COUNT;
+    else if (packet_len != want_len) desc_now.post_reason = R_LENGTH;
+    // padding past the beats a port stores (a longer packet fails count_too_large_for_job)
+    else if (overlong && frame_len != {1'b0, ip_len} + 17'd14) desc_now.post_reason = R_LENGTH;
+    else desc_now.post_bad = 1'b0;
+
+    desc_now.dst_port = netagg_agg_pkg::be16(hdr_now, 36);
+    desc_now.src_ip = netagg_agg_pkg::be32(hdr_now, 26);
+    desc_now.src_port = netagg_agg_pkg::be16(hdr_now, 34);
+    desc_now.ecn = hdr_now[8*15+:2];  // TOS bits 1:0
+    desc_now.contribution = (msg_type == 8'd1);
+    desc_now.dtype = dtype[1:0];
+    desc_now.set_bit = flags[0];
+    desc_now.job_id = netagg_agg_pkg::be16(hdr_now, 46);
+    desc_now.rank = netagg_agg_pkg::be16(hdr_now, 48);
+    desc_now.slot = netagg_agg_pkg::be16(hdr_now, 50);
+    desc_now.count = count;
+    desc_now.exponent = netagg_agg_pkg::be16(hdr_now, 54);
+    desc_now.seq = netagg_agg_pkg::be32(hdr_now, 56);
+  end
+
+  // Frame reception.
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      busy_q <= '0;
+      ready_q <= '0;
+      wr_q <= '0;
+      rd_q <= '0;
+      beats_q <= '0;
+    end else begin
+      if (take) begin
+        if (s_tlast_i) begin
+          busy_q[wr_q] <= 1'b1;
+          ready_q[wr_q] <= 1'b1;
+          wr_q <= next_frame(wr_q);
+          beats_q <= '0;
+        end else if (beats_q != '1) begin
+          beats_q <= beats_q + 1'b1;
+        end
+      end
+      if (head_pop_i) begin
+        ready_q[rd_q] <= 1'b0;
+        if (!head_hold_i) busy_q[rd_q] <= 1'b0;
+        rd_q <= next_frame(rd_q);
+      end
+      if (free_i) busy_q[free_frame_i] <= 1'b0;
+    end
+  end
+
+  // Headers and descriptors: no reset needed (valid bits above).
+  always_ff @(posedge clk_i) begin
+    if (take && first_beat) hdr_q <= s_tdata_i;
+    if (take && s_tlast_i) desc_q[wr_q] <= desc_now;
+  end
+
+  // Payload buffer: beat b (1..MAX_BEATS) of entry f at f * MAX_BEATS + b - 1. Bytes past the
+  // frame's end are stored as zero.
+  logic [BEATCNT_W-1:0] wr_beat;
+  assign wr_beat = beats_q - 1'b1;
+  always_ff @(posedge clk_i) begin
+    if (take && !first_beat && beats_q <= BEATCNT_W'(MAX_BEATS))
+      mem_q[32'(wr_q) * MAX_BEATS + 32'(wr_beat)] <= s_tdata_i & (s_tlast_i ? keep_mask : '1);
+    if (rd_en_i) rd_data_o <= mem_q[32'(rd_frame_i) * MAX_BEATS + 32'(rd_beat_i)];
+  end
+
+  assign head_valid_o = ready_q[rd_q];
+  assign head_desc_o = desc_q[rd_q];
+  assign head_frame_o = rd_q;
+
+endmodule

@@ -1,0 +1,342 @@
+// The replication stage: a queue of results (pushed when a group completes a round or asks for
+// resends, released when that group's token has left the adder pipeline) and the engine that
+// turns each into result frames, one for every rank in its destination bitmap, on that rank's
+// egress port (docs/fpga-aggregator.md, "Results").
+//
+// Frames leave in waves: in one wave every egress port sends one frame, to the lowest rank still
+// due on that port, so workers on different ports get their copies in the same cycles and
+// workers sharing a port get them one after the other in rank order. A wave is a header step
+// (the Ethernet/IPv4/UDP/netagg headers, rebuilt per port with the IPv4 checksum) and the payload
+// steps (one accumulator read each; bf16 takes two reads a wire beat, rounded to bf16). Each step
+// pushes one beat into the egress FIFO of every port of the wave, so it waits until all of them
+// have room: a port held by TREADY low stalls the others after its FIFO, nothing is lost or sent
+// twice.
+//
+// A queued result keeps its (slot, set) locked (lock_*): netagg_round starts no new round there
+// until the result's last accumulator read, so a result always carries the round it announces.
+// flush_i (soft reset) finishes the wave in progress, then drops the rest.
+module netagg_replicate #(
+    parameter int unsigned NUM_PORTS = 4,
+    parameter int unsigned SLOTS = 64,
+    parameter int unsigned MAX_BEATS = 16,
+    parameter int unsigned JOB_W = 3,      // job table entry bits
+    parameter int unsigned RQ_DEPTH = 8,   // results queued
+    parameter int unsigned OUT_DEPTH = 4,  // egress FIFO beats per port (power of two)
+    // derived, do not change
+    parameter int unsigned SLOT_W = $clog2(SLOTS),
+    parameter int unsigned KEY_W = SLOT_W + 1,
+    parameter int unsigned MA_W = $clog2(2 * SLOTS * MAX_BEATS),
+    parameter int unsigned LOCK_N = RQ_DEPTH + 1
+) (
+    input  logic                                         clk_i,
+    input  logic                                         rst_ni,
+    // queue
+    input  logic                                         push_i,
+    input  logic [netagg_agg_pkg::RESULT_W-1:0]          push_data_i,
+    output logic                                         space_o,
+    input  logic                                         release_i,
+    output logic [LOCK_N-1:0]                            lock_valid_o,
+    output logic [LOCK_N*KEY_W-1:0]                      lock_key_o,
+    input  logic                                         flush_i,
+    output logic                                         idle_o,   // nothing queued or sending
+    // job table
+    output logic [JOB_W-1:0]                             pm_entry_o,
+    input  logic [NUM_PORTS*netagg_agg_pkg::MAX_WORKERS-1:0] pm_port_ranks_i,
+    output logic [JOB_W-1:0]                             rp_entry_o,
+    output logic [NUM_PORTS*netagg_agg_pkg::RANK_W-1:0]  rp_rank_o,
+    input  logic [NUM_PORTS*48-1:0]                      rp_mac_i,
+    input  logic [NUM_PORTS*32-1:0]                      rp_ip_i,
+    input  logic [NUM_PORTS*16-1:0]                      rp_udp_i,
+    // configuration
+    input  logic [47:0]                                  agg_mac_i,
+    input  logic [31:0]                                  agg_ip_i,
+    input  logic [15:0]                                  agg_udp_port_i,
+    // accumulators
+    output logic                                         mem_re_o,
+    output logic [MA_W-1:0]                              mem_raddr_o,
+    input  logic [netagg_agg_pkg::BEAT_W-1:0]            mem_rdata_i,
+    // egress AXI4-Stream, port p at [p*W +: W]
+    output logic [NUM_PORTS*netagg_agg_pkg::BEAT_W-1:0]  m_tdata_o,
+    output logic [NUM_PORTS*netagg_agg_pkg::KEEP_W-1:0]  m_tkeep_o,
+    output logic [NUM_PORTS-1:0]                         m_tlast_o,
+    output logic [NUM_PORTS-1:0]                         m_tvalid_o,
+    input  logic [NUM_PORTS-1:0]                         m_tready_i,
+    output logic [NUM_PORTS-1:0]                         frame_out_o  // a last beat left
+);
+  localparam int unsigned NP = NUM_PORTS;
+  localparam int unsigned W = netagg_agg_pkg::BEAT_W;
+  localparam int unsigned KW = netagg_agg_pkg::KEEP_W;
+  localparam int unsigned MW = netagg_agg_pkg::MAX_WORKERS;
+  localparam int unsigned RW = netagg_agg_pkg::RANK_W;
+  localparam int unsigned RES_W = netagg_agg_pkg::RESULT_W;
+  localparam int unsigned Q_W = (RQ_DEPTH > 1) ? $clog2(RQ_DEPTH) : 1;
+  localparam int unsigned FW = W + KW + 1;  // FIFO entry: TLAST, TKEEP, TDATA
+  localparam int unsigned OC_W = $clog2(OUT_DEPTH) + 1;
+  localparam int unsigned ST_W = $clog2(2 * MAX_BEATS + 2);
+
+  if (OUT_DEPTH < 2) begin : gen_bad_out
+    $error("netagg_replicate: OUT_DEPTH must be at least 2");
+  end
+
+  // ---- the queue -----------------------------------------------------------------------------
+  logic [RES_W-1:0] q_data[RQ_DEPTH];
+  logic [RQ_DEPTH-1:0] q_valid;
+  logic [Q_W-1:0] q_head, q_tail;
+  logic [Q_W:0] q_count, q_released;
+  logic pop, load, clear_queue;
+
+  function automatic logic [Q_W-1:0] q_next(input logic [Q_W-1:0] i);
+    if (i == Q_W'(RQ_DEPTH - 1)) q_next = '0;
+    else q_next = i + 1'b1;
+  endfunction
+
+  assign space_o = q_count < (Q_W + 1)'(RQ_DEPTH);
+
+  // ---- the engine ----------------------------------------------------------------------------
+  logic busy_q;
+  logic [RES_W-1:0] cur_q;
+  logic [NP*MW-1:0] rem_q;     // ranks still due, per port
+  logic [ST_W-1:0] st_q;       // step of the wave: 0 header, then one per accumulator beat
+  logic [NP-1:0] act_q;        // ports of the wave in progress
+  logic [NP*RW-1:0] rank_q;    // their ranks
+  netagg_agg_pkg::result_t cur, head;
+  logic is_bf16;
+  logic [15:0] wire_beats, steps;
+  logic [NP-1:0] act_now, has_room;
+  logic [NP*RW-1:0] rank_now;
+  logic [NP*MW-1:0] rem_after;
+  logic step, last_step, wave_start, done_now;
+  logic [OC_W-1:0] fifo_count[NP];
+
+  assign cur = cur_q;
+  assign head = q_data[q_head];
+  assign is_bf16 = (cur.dtype == netagg_agg_pkg::DT_BF16);
+  assign wire_beats = is_bf16 ? ((cur.count + 16'd31) >> 5) : ((cur.count + 16'd15) >> 4);
+  assign steps = 16'd1 + (is_bf16 ? {wire_beats[14:0], 1'b0} : wire_beats);
+  assign wave_start = (st_q == '0);
+
+  always_comb begin
+    for (int p = 0; p < NP; p++) begin
+      act_now[p] = wave_start ? (rem_q[p*MW+:MW] != '0) : act_q[p];
+      rank_now[p*RW+:RW] = rank_q[p*RW+:RW];
+      if (wave_start) begin
+        for (int r = MW - 1; r >= 0; r--) if (rem_q[p*MW+r]) rank_now[p*RW+:RW] = RW'(r);
+      end
+      has_room[p] = !act_now[p] || fifo_count[p] <= OC_W'(OUT_DEPTH - 2);
+      rem_after[p*MW+:MW] = rem_q[p*MW+:MW] &
+                            ~(act_now[p] ? (32'd1 << rank_now[p*RW+:RW]) : 32'd0);
+    end
+  end
+
+  // A flush lets the wave in progress finish and starts no other.
+  assign step = busy_q && (&has_room) && !(flush_i && wave_start);
+  assign last_step = (16'(st_q) == steps - 16'd1);
+  assign done_now = step && last_step && (rem_after == '0 || flush_i);
+  assign load = !flush_i && (!busy_q || done_now) && q_count != '0 && q_released != '0;
+  assign pop = load;
+  assign clear_queue = flush_i && !busy_q;
+  assign pm_entry_o = JOB_W'(head.entry);
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      busy_q <= 1'b0;
+      st_q <= '0;
+    end else begin
+      if (step) st_q <= last_step ? '0 : st_q + 1'b1;
+      if (load) busy_q <= 1'b1;
+      else if (done_now || (flush_i && wave_start)) busy_q <= 1'b0;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (load) begin
+      cur_q <= head;
+      for (int p = 0; p < NP; p++) rem_q[p*MW+:MW] <= head.dest & pm_port_ranks_i[p*MW+:MW];
+    end else if (step && last_step) begin
+      rem_q <= rem_after;
+    end
+    if (step && wave_start) begin
+      act_q <= act_now;
+      rank_q <= rank_now;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      q_head <= '0;
+      q_tail <= '0;
+      q_count <= '0;
+      q_released <= '0;
+      q_valid <= '0;
+    end else if (clear_queue) begin
+      q_head <= '0;
+      q_tail <= '0;
+      q_count <= '0;
+      q_released <= '0;
+      q_valid <= '0;
+    end else begin
+      if (push_i) begin
+        q_tail <= q_next(q_tail);
+        q_valid[q_tail] <= 1'b1;
+      end
+      if (pop) begin
+        q_head <= q_next(q_head);
+        q_valid[q_head] <= 1'b0;
+      end
+      q_count <= q_count + (Q_W + 1)'(push_i) - (Q_W + 1)'(pop);
+      q_released <= q_released + (Q_W + 1)'(release_i) - (Q_W + 1)'(pop);
+    end
+  end
+  always_ff @(posedge clk_i) if (push_i) q_data[q_tail] <= push_data_i;
+
+  // Locks: every queued result and the one being sent.
+  netagg_agg_pkg::result_t lock_r;
+  always_comb begin
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      lock_r = q_data[i];
+      lock_valid_o[i] = q_valid[i];
+      lock_key_o[i*KEY_W+:KEY_W] = {lock_r.slot[SLOT_W-1:0], lock_r.set_bit};
+    end
+    lock_valid_o[RQ_DEPTH] = busy_q;
+    lock_key_o[RQ_DEPTH*KEY_W+:KEY_W] = {cur.slot[SLOT_W-1:0], cur.set_bit};
+  end
+
+  // Accumulator read of a payload step: beat st_q - 1 of the slot and set.
+  logic [15:0] acc_beat;
+  assign acc_beat = (16'(st_q) - 16'd1 >= 16'(MAX_BEATS)) ? 16'(MAX_BEATS - 1) : 16'(st_q) - 16'd1;
+  assign mem_re_o = step && !wave_start;
+  assign mem_raddr_o = MA_W'((32'(cur.slot[SLOT_W-1:0]) * 2 + 32'(cur.set_bit)) * MAX_BEATS +
+                             32'(acc_beat));
+
+  // ---- output stage (the cycle after a step: accumulator data is there) -----------------------
+  logic o_valid_q, o_header_q, o_push_q, o_last_q;
+  logic [ST_W-1:0] o_st_q;
+  logic [NP-1:0] o_act_q;
+  logic [NP*RW-1:0] o_rank_q;
+  logic [RES_W-1:0] o_cur_q;
+  logic [W-1:0] half_q;  // bf16: the even accumulator beat of the wire beat being built
+  netagg_agg_pkg::result_t oc;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) o_valid_q <= 1'b0;
+    else o_valid_q <= step;
+  end
+  always_ff @(posedge clk_i) begin
+    if (step) begin
+      o_header_q <= wave_start;
+      o_push_q <= wave_start || !is_bf16 || !st_q[0];  // bf16: odd steps hold half a beat
+      o_last_q <= last_step;
+      o_st_q <= st_q;
+      o_act_q <= act_now;
+      o_rank_q <= rank_now;
+      o_cur_q <= cur_q;
+    end
+    if (o_valid_q && !o_header_q && !o_push_q) half_q <= mem_rdata_i;
+  end
+
+  assign oc = o_cur_q;
+  assign rp_entry_o = JOB_W'(oc.entry);
+  assign rp_rank_o = o_rank_q;
+
+  // The payload beat: 32-bit lanes big-endian, or 32 bf16 elements from two accumulator beats;
+  // bytes past the payload's end are zero and not in TKEEP.
+  logic o_bf16;
+  logic [15:0] o_wire_beat, payload_bytes, bytes_before, rest;
+  logic [6:0] beat_bytes;
+  logic [KW-1:0] payload_keep;
+  logic [W-1:0] payload, keep_mask, bf16_src;
+  logic [15:0] bf16_lane[2*netagg_agg_pkg::LANES];
+
+  assign o_bf16 = (oc.dtype == netagg_agg_pkg::DT_BF16);
+  assign o_wire_beat = o_bf16 ? (16'(o_st_q) >> 1) : 16'(o_st_q);
+  assign payload_bytes = o_bf16 ? {oc.count[14:0], 1'b0} : {oc.count[13:0], 2'b00};
+  assign bytes_before = (o_wire_beat - 16'd1) << 6;
+  assign rest = payload_bytes - bytes_before;
+  assign beat_bytes = (rest >= 16'd64) ? 7'd64 : rest[6:0];
+
+  for (genvar i = 0; i < netagg_agg_pkg::LANES; i++) begin : gen_bf16
+    netagg_fp32_to_bf16 u_even (
+        .fp32_i(half_q[32*i+:32]),
+        .bf16_o(bf16_lane[i])
+    );
+    netagg_fp32_to_bf16 u_odd (
+        .fp32_i(mem_rdata_i[32*i+:32]),
+        .bf16_o(bf16_lane[netagg_agg_pkg::LANES+i])
+    );
+  end
+
+  always_comb begin
+    for (int k = 0; k < KW; k++) payload_keep[k] = (7'(k) < beat_bytes);
+    for (int k = 0; k < KW; k++) keep_mask[8*k+:8] = {8{payload_keep[k]}};
+    for (int i = 0; i < netagg_agg_pkg::LANES; i++)
+      bf16_src[32*i+:32] = {bf16_lane[2*i+1][7:0], bf16_lane[2*i+1][15:8],
+                            bf16_lane[2*i][7:0], bf16_lane[2*i][15:8]};
+    for (int i = 0; i < netagg_agg_pkg::LANES; i++)
+      payload[32*i+:32] = netagg_agg_pkg::bswap32(mem_rdata_i[32*i+:32]);
+    if (o_bf16) payload = bf16_src;
+    payload = payload & keep_mask;
+  end
+
+  // The header beat of port p (wire::encode_frame's layout, netagg result header).
+  logic [15:0] ip_total, udp_total;
+  assign ip_total = 16'd50 + payload_bytes;
+  assign udp_total = 16'd30 + payload_bytes;
+
+  logic [NP*W-1:0] header;
+  for (genvar p = 0; p < NP; p++) begin : gen_header
+    logic [47:0] dst_mac;
+    logic [31:0] dst_ip;
+    logic [19:0] sum;
+    logic [15:0] checksum;
+    logic [RW-1:0] rank;
+    logic [8*64-1:0] bytes;  // byte 0 first (most significant)
+    assign dst_mac = rp_mac_i[p*48+:48];
+    assign dst_ip = rp_ip_i[p*32+:32];
+    assign rank = o_rank_q[p*RW+:RW];
+    assign sum = 20'h04500 + {18'd0, oc.ecn} + {4'd0, ip_total} + 20'h04000 + 20'h04011 +
+                 {4'd0, agg_ip_i[31:16]} + {4'd0, agg_ip_i[15:0]} + {4'd0, dst_ip[31:16]} +
+                 {4'd0, dst_ip[15:0]};
+    assign checksum = ~netagg_agg_pkg::fold16(sum);
+    assign bytes = {dst_mac, agg_mac_i, 16'h0800,  // Ethernet
+                    8'h45, {6'd0, oc.ecn}, ip_total, 16'h0000, 16'h4000, 8'd64, 8'd17, checksum,
+                    agg_ip_i, dst_ip,  // IPv4
+                    agg_udp_port_i, rp_udp_i[p*16+:16], udp_total, 16'h0000,  // UDP
+                    8'd1, 8'd2, {6'd0, oc.dtype}, {7'd0, oc.set_bit}, oc.job_id, {11'd0, rank},
+                    oc.slot, oc.count, oc.exponent, oc.seq, 32'd0};  // netagg result
+    for (genvar k = 0; k < 64; k++) begin : gen_byte
+      assign header[p*W+8*k+:8] = bytes[8*(63-k)+:8];
+    end
+  end
+
+  // ---- egress FIFOs --------------------------------------------------------------------------
+  for (genvar p = 0; p < NP; p++) begin : gen_out
+    logic push;
+    logic [FW-1:0] entry, head_entry;
+    assign push = o_valid_q && o_push_q && o_act_q[p];
+    assign entry = o_header_q ? {o_last_q, {KW{1'b1}}, header[p*W+:W]}
+                              : {o_last_q, payload_keep, payload};
+    netagg_axis_fifo #(
+        .DEPTH(OUT_DEPTH),
+        .DW   (FW)
+    ) u_fifo (
+        .clk_i  (clk_i),
+        .rst_ni (rst_ni),
+        .push_i (push),
+        .data_i (entry),
+        .data_o (head_entry),
+        .valid_o(m_tvalid_o[p]),
+        .ready_i(m_tready_i[p]),
+        .count_o(fifo_count[p])
+    );
+    assign m_tdata_o[p*W+:W] = head_entry[W-1:0];
+    assign m_tkeep_o[p*KW+:KW] = head_entry[W+:KW];
+    assign m_tlast_o[p] = head_entry[W+KW];
+    assign frame_out_o[p] = m_tvalid_o[p] && m_tready_i[p] && head_entry[W+KW];
+  end
+
+  assign idle_o = !busy_q && q_count == '0 && !o_valid_q;
+
+  logic unused;
+  assign unused = ^{cur, head, oc, lock_r, wire_beats};
+
+endmodule

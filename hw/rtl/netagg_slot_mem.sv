@@ -1,0 +1,30 @@
+// The accumulators: MAX_BEATS beats of 16 x 32 bits per slot and set, at
+// ((slot * 2 + set) * MAX_BEATS + beat). One write port and two registered read ports (the adder
+// pipeline's read-modify-write and the replication stage). A read in the cycle of a write to
+// the same address returns the old value; netagg_accum's hazard window accounts for that.
+module netagg_slot_mem #(
+    parameter int unsigned DEPTH = 2048,  // beats (2 * SLOTS * MAX_BEATS)
+    parameter int unsigned W = 512,       // bits a beat
+    // derived, do not change
+    parameter int unsigned A_W = $clog2(DEPTH)
+) (
+    input  logic           clk_i,
+    input  logic           we_i,
+    input  logic [A_W-1:0] waddr_i,
+    input  logic [W-1:0]   wdata_i,
+    input  logic           re_a_i,
+    input  logic [A_W-1:0] raddr_a_i,
+    output logic [W-1:0]   rdata_a_o,
+    input  logic           re_b_i,
+    input  logic [A_W-1:0] raddr_b_i,
+    output logic [W-1:0]   rdata_b_o
+);
+  logic [W-1:0] mem_q[DEPTH];
+
+  always_ff @(posedge clk_i) begin
+    if (we_i) mem_q[waddr_i] <= wdata_i;
+    if (re_a_i) rdata_a_o <= mem_q[raddr_a_i];
+    if (re_b_i) rdata_b_o <= mem_q[raddr_b_i];
+  end
+
+endmodule

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Generates the C++ and SystemVerilog views of the FPGA aggregator's CSR map.
+
+hw/csr/csr_map.json is the one definition of the registers and counters. This script checks it
+(unique names, unique 4-aligned offsets inside the address space, known access modes, unique
+counter names) and writes
+
+  <out-hpp>  netagg/fpga_csr.hpp: namespace netagg::fpga::csr, one constexpr offset per
+             register (VERSION -> kVersion), the Counter enum, a register table, name arrays
+  <out-sv>   netagg_csr_pkg.sv: package netagg_csr_pkg, CSR_<NAME> offsets and CNT_<NAME>
+             counter indices as localparams
+
+Usage: gen_csr.py --json hw/csr/csr_map.json --hpp OUT/netagg/fpga_csr.hpp --sv OUT/netagg_csr_pkg.sv
+A file is rewritten only when its text changes, so consumers do not rebuild needlessly.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import textwrap
+
+ACCESS = {"ro": "kReadOnly", "rw": "kReadWrite", "wo": "kWriteOnly"}
+REGISTER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+COUNTER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class MapError(Exception):
+    pass
+
+
+def parse_int(value, what):
+    if isinstance(value, bool):
+        raise MapError(f"{what}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            pass
+    raise MapError(f"{what}: expected an integer or a \"0x...\" string, got {value!r}")
+
+
+def load_map(path):
+    """Reads and validates the JSON; returns (addr_bits, registers, counters, raw)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise MapError(f"cannot read {path}: {e}") from e
+
+    for key in ("name", "addr_bits", "registers", "counters"):
+        if key not in raw:
+            raise MapError(f"missing top-level key \"{key}\"")
+    addr_bits = parse_int(raw["addr_bits"], "addr_bits")
+    if not 3 <= addr_bits <= 32:
+        raise MapError(f"addr_bits {addr_bits} outside 3..32")
+
+    registers = []
+    names, offsets = {}, {}
+    for i, reg in enumerate(raw["registers"]):
+        where = f"registers[{i}]"
+        for key in ("name", "offset", "access"):
+            if key not in reg:
+                raise MapError(f"{where}: missing \"{key}\"")
+        name = reg["name"]
+        where = f"register {name}"
+        if not isinstance(name, str) or not REGISTER_NAME.match(name):
+            raise MapError(f"{where}: name must match {REGISTER_NAME.pattern}")
+        if name in names:
+            raise MapError(f"{where}: name used twice")
+        offset = parse_int(reg["offset"], f"{where}: offset")
+        if offset % 4:
+            raise MapError(f"{where}: offset {offset:#x} is not 4-byte aligned")
+        if not 0 <= offset < (1 << addr_bits):
+            raise MapError(f"{where}: offset {offset:#x} outside the {addr_bits}-bit address space")
+        if offset in offsets:
+            raise MapError(f"{where}: offset {offset:#x} already used by {offsets[offset]}")
+        if reg["access"] not in ACCESS:
+            raise MapError(f"{where}: access must be one of {sorted(ACCESS)}")
+        reset = parse_int(reg.get("reset", 0), f"{where}: reset")
+        if not 0 <= reset < (1 << 32):
+            raise MapError(f"{where}: reset value does not fit 32 bits")
+        names[name] = True
+        offsets[offset] = name
+        registers.append({
+            "name": name,
+            "offset": offset,
+            "access": reg["access"],
+            "reset": reset,
+            "has_reset": "reset" in reg,
+            "description": str(reg.get("description", "")),
+        })
+
+    counters = []
+    for i, name in enumerate(raw["counters"]):
+        if not isinstance(name, str) or not COUNTER_NAME.match(name):
+            raise MapError(f"counters[{i}]: name must match {COUNTER_NAME.pattern}")
+        if name in counters:
+            raise MapError(f"counter {name}: name used twice")
+        counters.append(name)
+    if not counters:
+        raise MapError("no counters")
+    return addr_bits, registers, counters, raw
+
+
+def camel(name):
+    """AGG_MAC_LO -> AggMacLo, frames_in -> FramesIn."""
+    return "".join(part[:1].upper() + part[1:].lower() for part in name.split("_") if part)
+
+
+def one_line(text):
+    return " ".join(text.split())
+
+
+def comment(text, indent, width=100):
+    """The text as // comment lines of at most `width` columns."""
+    prefix = " " * indent + "// "
+    return textwrap.wrap(one_line(text), width=width, initial_indent=prefix,
+                         subsequent_indent=prefix) or [prefix.rstrip()]
+
+
+def cpp_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_hpp(addr_bits, registers, counters, raw, source):
+    out = []
+    w = out.append
+    w(f"// Generated by scripts/gen_csr.py from {source}. Do not edit: change the JSON.")
+    out.extend(comment(raw.get("description", ""), 0))
+    w("#pragma once")
+    w("")
+    w("#include <array>")
+    w("#include <cstddef>")
+    w("#include <cstdint>")
+    w("#include <string_view>")
+    w("")
+    w("namespace netagg::fpga::csr {")
+    w("")
+    w(f"inline constexpr unsigned kAddrBits = {addr_bits};  // AXI4-Lite byte address width")
+    w("")
+    w("// Register byte offsets.")
+    for r in registers:
+        out.extend(comment(f"{r['access']}: {r['description']}", 0))
+        w(f"inline constexpr std::uint32_t k{camel(r['name'])} = 0x{r['offset']:03X};")
+    w("")
+    w("// Reset values other than 0.")
+    for r in registers:
+        if r["has_reset"]:
+            w(f"inline constexpr std::uint32_t k{camel(r['name'])}Reset = {r['reset']};")
+    w("")
+    w("enum class Access : std::uint8_t { kReadOnly, kReadWrite, kWriteOnly };")
+    w("")
+    w("struct Register {")
+    w("  std::string_view name;  // as in the JSON, e.g. \"AGG_MAC_LO\"")
+    w("  std::uint32_t offset;")
+    w("  Access access;")
+    w("  std::uint32_t reset;")
+    w("};")
+    w("")
+    w(f"inline constexpr std::size_t kRegisterCount = {len(registers)};")
+    w("inline constexpr std::array<Register, kRegisterCount> kRegisters = {{")
+    for r in registers:
+        reset = f"k{camel(r['name'])}Reset" if r["has_reset"] else "0"
+        w(f"    {{\"{r['name']}\", k{camel(r['name'])}, Access::{ACCESS[r['access']]}, {reset}}},")
+    w("}};")
+    w("")
+    w("// Counters, read through COUNTER_INDEX / COUNTER_LO / COUNTER_HI. 64 bits each.")
+    w("enum class Counter : std::uint32_t {")
+    for i, c in enumerate(counters):
+        w(f"  k{camel(c)} = {i},")
+    w("};")
+    w(f"inline constexpr std::size_t kCounterCount = {len(counters)};")
+    w("inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {")
+    for c in counters:
+        w(f"    {cpp_string(c)},")
+    w("};")
+    w("")
+    w("constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }")
+    w("constexpr std::string_view name(Counter c) { return kCounterNames[index(c)]; }")
+    w("")
+    w("}  // namespace netagg::fpga::csr")
+    return "\n".join(out) + "\n"
+
+
+def render_sv(addr_bits, registers, counters, raw, source):
+    out = []
+    w = out.append
+    w(f"// Generated by scripts/gen_csr.py from {source}. Do not edit: change the JSON.")
+    out.extend(comment(raw.get("description", ""), 0))
+    w("//")
+    w("//  offset  access  register")
+    for r in registers:
+        w(f"//  0x{r['offset']:03X}   {r['access']:<6}  {r['name']}")
+    w("")
+    w("package netagg_csr_pkg;")
+    w("")
+    w("  // A design uses some of these constants, never all of them.")
+    w("  /* verilator lint_off UNUSEDPARAM */")
+    w("")
+    w(f"  localparam int unsigned CSR_ADDR_BITS = {addr_bits};")
+    w("  typedef logic [CSR_ADDR_BITS-1:0] csr_addr_t;")
+    w("")
+    w("  // Register byte offsets.")
+    for r in registers:
+        out.extend(comment(f"{r['access']}: {r['description']}", 2))
+        w(f"  localparam logic [CSR_ADDR_BITS-1:0] CSR_{r['name']} = {addr_bits}'h{r['offset']:03X};")
+    w("")
+    w("  // Reset values other than 0.")
+    for r in registers:
+        if r["has_reset"]:
+            w(f"  localparam logic [31:0] CSR_{r['name']}_RESET = 32'd{r['reset']};")
+    w("")
+    w("  // Counter indices (COUNTER_INDEX), 64-bit counters.")
+    count_bits = max(1, (len(counters) - 1).bit_length())
+    w(f"  localparam int unsigned NUM_COUNTERS = {len(counters)};")
+    w(f"  localparam int unsigned COUNTER_INDEX_BITS = {count_bits};")
+    cwidth = max(len(c) for c in counters)
+    for i, c in enumerate(counters):
+        pad = " " * (cwidth - len(c))
+        w(f"  localparam int unsigned CNT_{c.upper()}{pad} = {i};")
+    w("")
+    w("  /* verilator lint_on UNUSEDPARAM */")
+    w("")
+    w("endpackage")
+    return "\n".join(out) + "\n"
+
+
+def write_if_changed(path, text):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", required=True, help="the CSR map (hw/csr/csr_map.json)")
+    parser.add_argument("--hpp", help="C++ header to write (…/netagg/fpga_csr.hpp)")
+    parser.add_argument("--sv", help="SystemVerilog package to write (…/netagg_csr_pkg.sv)")
+    args = parser.parse_args()
+    if not args.hpp and not args.sv:
+        parser.error("nothing to write: give --hpp and/or --sv")
+    try:
+        addr_bits, registers, counters, raw = load_map(args.json)
+    except MapError as e:
+        print(f"gen_csr.py: {args.json}: {e}", file=sys.stderr)
+        return 1
+    source = "hw/csr/csr_map.json"
+    if args.hpp:
+        write_if_changed(args.hpp, render_hpp(addr_bits, registers, counters, raw, source))
+    if args.sv:
+        write_if_changed(args.sv, render_sv(addr_bits, registers, counters, raw, source))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

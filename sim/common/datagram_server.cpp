@@ -1,0 +1,265 @@
+#include "datagram_server.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "netagg/error.hpp"
+
+namespace netagg::sim {
+namespace {
+
+constexpr int kSocketBufferBytes = 8 << 20;
+constexpr std::size_t kBatchesPerPoll = 16;       // then look at signals again
+constexpr std::size_t kMaxDrainAtExit = 1 << 20;  // datagrams processed after SIGTERM
+constexpr std::size_t kControlSize = CMSG_SPACE(sizeof(in_pktinfo));
+
+sockaddr_in to_sockaddr(const Endpoint& e) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(e.ip);
+  sa.sin_port = htons(e.port);
+  return sa;
+}
+
+}  // namespace
+
+Endpoint parse_listen_address(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos)
+    throw Error(Errc::kConfig, fmt::format("--listen: '{}' is not \"a.b.c.d:port\"", text));
+  in_addr a{};
+  const std::string ip(text.substr(0, colon));
+  if (inet_pton(AF_INET, ip.c_str(), &a) != 1)
+    throw Error(Errc::kConfig, fmt::format("--listen: '{}' is not an IPv4 address", ip));
+  unsigned port = 0;
+  const char* first = text.data() + colon + 1;
+  const char* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, port);
+  if (first == last || ec != std::errc() || ptr != last || port > 0xFFFF)
+    throw Error(Errc::kConfig,
+                fmt::format("--listen: '{}' is not a port in 0..65535", std::string(first, last)));
+  return Endpoint{ntohl(a.s_addr), static_cast<std::uint16_t>(port)};
+}
+
+namespace {
+sigset_t daemon_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (const int s : {SIGINT, SIGTERM, SIGUSR1, SIGHUP}) sigaddset(&signals, s);
+  return signals;
+}
+}  // namespace
+
+void block_daemon_signals() {
+  const sigset_t signals = daemon_signals();
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
+}
+
+DatagramServer::DatagramServer(const Endpoint& listen)
+    : recv_buffers_(kRecvBatch * kRecvBufferSize),
+      recv_iov_(kRecvBatch),
+      recv_addrs_(kRecvBatch),
+      recv_msgs_(kRecvBatch),
+      recv_control_(kRecvBatch * kControlSize),
+      send_buffers_(kSendBatch * kMaxSendSize),
+      send_iov_(kSendBatch),
+      send_addrs_(kSendBatch),
+      send_msgs_(kSendBatch),
+      send_control_(kSendBatch * kControlSize) {
+  block_daemon_signals();
+  const sigset_t signals = daemon_signals();
+  signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) throw Error(Errc::kConfig, fmt::format("signalfd: {}", std::strerror(errno)));
+
+  fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    const int err = errno;
+    close(signal_fd_);
+    throw Error(Errc::kConfig, fmt::format("socket: {}", std::strerror(err)));
+  }
+  // Best effort: the kernel caps these at net.core.{r,w}mem_max.
+  setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  const int on = 1;
+  setsockopt(fd_, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+  const sockaddr_in sa = to_sockaddr(listen);
+  if (bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    const int err = errno;
+    close(fd_);
+    close(signal_fd_);
+    throw Error(Errc::kConfig,
+                fmt::format("cannot listen on {}: {}", listen.to_string(), std::strerror(err)));
+  }
+  sockaddr_in actual{};
+  socklen_t len = sizeof(actual);
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&actual), &len);
+  bound_ = Endpoint{ntohl(actual.sin_addr.s_addr), ntohs(actual.sin_port)};
+
+  for (std::size_t i = 0; i < kRecvBatch; ++i) {
+    recv_iov_[i].iov_base = recv_buffers_.data() + i * kRecvBufferSize;
+    recv_iov_[i].iov_len = kRecvBufferSize;
+    recv_msgs_[i].msg_hdr.msg_iov = &recv_iov_[i];
+    recv_msgs_[i].msg_hdr.msg_iovlen = 1;
+    recv_msgs_[i].msg_hdr.msg_name = &recv_addrs_[i];
+  }
+  for (std::size_t i = 0; i < kSendBatch; ++i) {
+    send_iov_[i].iov_base = send_buffers_.data() + i * kMaxSendSize;
+    send_msgs_[i].msg_hdr.msg_iov = &send_iov_[i];
+    send_msgs_[i].msg_hdr.msg_iovlen = 1;
+    send_msgs_[i].msg_hdr.msg_name = &send_addrs_[i];
+    send_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+  }
+  batch_.reserve(kRecvBatch);
+}
+
+DatagramServer::~DatagramServer() {
+  close(fd_);
+  close(signal_fd_);
+}
+
+void DatagramServer::announce(std::string_view daemon) const {
+  std::printf("%.*s: listening on %s\n", static_cast<int>(daemon.size()), daemon.data(),
+              bound_.to_string().c_str());
+  std::fflush(stdout);
+}
+
+void DatagramServer::send(const Endpoint& to, std::span<const std::byte> bytes,
+                          std::uint32_t source_ip) {
+  if (bytes.size() > kMaxSendSize)
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("datagram of {} bytes exceeds {}", bytes.size(), kMaxSendSize));
+  if (pending_ == kSendBatch) flush();
+  std::memcpy(send_iov_[pending_].iov_base, bytes.data(), bytes.size());
+  send_iov_[pending_].iov_len = bytes.size();
+  send_addrs_[pending_] = to_sockaddr(to);
+  msghdr& h = send_msgs_[pending_].msg_hdr;
+  if (source_ip == 0) {
+    h.msg_control = nullptr;
+    h.msg_controllen = 0;
+  } else {
+    h.msg_control = send_control_.data() + pending_ * kControlSize;
+    h.msg_controllen = kControlSize;
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_PKTINFO;
+    c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+    in_pktinfo info{};
+    info.ipi_spec_dst.s_addr = htonl(source_ip);
+    std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+  }
+  ++pending_;
+}
+
+void DatagramServer::flush() {
+  std::size_t done = 0;
+  while (done < pending_) {
+    const int n =
+        sendmmsg(fd_, send_msgs_.data() + done, static_cast<unsigned>(pending_ - done), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // The first unsent datagram failed (e.g. unreachable destination): skip it, keep going.
+      ++counters_.send_errors;
+      ++done;
+      continue;
+    }
+    done += static_cast<std::size_t>(n);
+    counters_.datagrams_sent += static_cast<std::uint64_t>(n);
+  }
+  pending_ = 0;
+}
+
+std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
+  for (std::size_t i = 0; i < kRecvBatch; ++i) {
+    recv_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    recv_msgs_[i].msg_hdr.msg_control = recv_control_.data() + i * kControlSize;
+    recv_msgs_[i].msg_hdr.msg_controllen = kControlSize;
+  }
+  const int n = recvmmsg(fd_, recv_msgs_.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
+  if (n < 0) {
+    // ECONNREFUSED: an ICMP error for an earlier send; it concerns no queued datagram.
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNREFUSED)
+      return 0;
+    throw Error(Errc::kTransport, fmt::format("recvmmsg: {}", std::strerror(errno)));
+  }
+  batch_.clear();
+  for (int i = 0; i < n; ++i) {
+    msghdr& h = recv_msgs_[i].msg_hdr;
+    Datagram d;
+    d.source = Endpoint{ntohl(recv_addrs_[i].sin_addr.s_addr), ntohs(recv_addrs_[i].sin_port)};
+    d.destination = bound_;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c))
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+        in_pktinfo info;
+        std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+        d.destination.ip = ntohl(info.ipi_addr.s_addr);
+      }
+    d.bytes = {recv_buffers_.data() + i * kRecvBufferSize, recv_msgs_[i].msg_len};
+    batch_.push_back(d);
+  }
+  handler(batch_);
+  flush();
+  return static_cast<std::size_t>(n);
+}
+
+void DatagramServer::serve(const Hooks& hooks) {
+  using Clock = std::chrono::steady_clock;
+  const bool ticking = hooks.tick_seconds > 0 && hooks.on_tick;
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(hooks.tick_seconds));
+  auto next_tick = Clock::now() + interval;
+
+  for (;;) {
+    int timeout_ms = -1;
+    if (ticking) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - Clock::now());
+      timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
+    }
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR)
+      throw Error(Errc::kTransport, fmt::format("poll: {}", std::strerror(errno)));
+
+    bool stop = false;
+    signalfd_siginfo info{};
+    while (read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+      const int signo = static_cast<int>(info.ssi_signo);
+      if (signo == SIGINT || signo == SIGTERM)
+        stop = true;
+      else if (hooks.on_signal)
+        hooks.on_signal(signo);
+    }
+    if (stop) {
+      // What was queued before the signal is counted.
+      for (std::size_t drained = 0; drained < kMaxDrainAtExit;) {
+        const std::size_t n = receive_batch(hooks.on_batch);
+        if (n == 0) break;
+        drained += n;
+      }
+      return;
+    }
+    if (fds[0].revents & POLLIN)
+      for (std::size_t b = 0; b < kBatchesPerPoll; ++b)
+        if (receive_batch(hooks.on_batch) < kRecvBatch) break;
+
+    if (ticking && Clock::now() >= next_tick) {
+      hooks.on_tick();
+      next_tick += interval;
+      if (next_tick < Clock::now()) next_tick = Clock::now() + interval;
+    }
+  }
+}
+
+}  // namespace netagg::sim

@@ -1,0 +1,117 @@
+// The UDP side of the aggregator daemons (netagg-switchd, netagg-fpgad): one socket, batched
+// with recvmmsg/sendmmsg, one thread, and the signals that steer a daemon (SIGINT/SIGTERM stop
+// it, SIGUSR1/SIGHUP are handed to it) read from a signalfd, so no datagram is lost to EINTR.
+//
+// A daemon constructs the server after its configuration checks (errors there exit 2 before any
+// "listening" line), prints the line with announce(), then calls serve(). Each received batch
+// goes to the daemon whole, so a daemon that runs a model per batch (netagg-fpgad) can first take
+// every datagram and then run; whatever it send()s during a batch leaves in sendmmsg batches
+// when the handler returns.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::sim {
+
+// "a.b.c.d:port" like Endpoint::parse, but port 0 (the kernel picks one) and address 0.0.0.0
+// (every local address) are allowed. Throws Error(kConfig) with a message starting "--listen: ".
+Endpoint parse_listen_address(std::string_view text);
+
+// Blocks SIGINT, SIGTERM, SIGUSR1 and SIGHUP in the calling thread, so that they wait for the
+// server's signalfd. DatagramServer's constructor does this; a daemon whose libraries start
+// threads (the Verilator runtime does) must call it first, before any thread exists, because
+// threads inherit the mask and a process-directed signal goes to any thread not blocking it.
+void block_daemon_signals();
+
+struct Datagram {
+  Endpoint source;       // the sender
+  Endpoint destination;  // the local address it was sent to (from IP_PKTINFO)
+  std::span<const std::byte> bytes;
+};
+
+struct ServerCounters {
+  std::uint64_t datagrams_sent = 0;
+  std::uint64_t send_errors = 0;  // datagrams sendmmsg refused (e.g. unreachable destination)
+};
+
+class DatagramServer {
+ public:
+  static constexpr std::size_t kRecvBatch = 64;
+  static constexpr std::size_t kSendBatch = 256;
+  // Room for one byte more than the largest valid netagg packet: a larger datagram arrives cut to
+  // this size and fails decoding as a length mismatch instead of passing as a shorter one.
+  static constexpr std::size_t kRecvBufferSize = wire::kMaxPacketSize + 1;
+  static constexpr std::size_t kMaxSendSize = wire::kMaxPacketSize;
+
+  using BatchHandler = std::function<void(std::span<const Datagram>)>;
+
+  struct Hooks {
+    BatchHandler on_batch;                      // every received batch, whole
+    std::function<void(int signal)> on_signal;  // SIGUSR1 and SIGHUP
+    std::function<void()> on_tick;              // every tick_seconds, if > 0
+    double tick_seconds = 0;
+  };
+
+  // Blocks the daemon signals (block_daemon_signals: they are read from a signalfd from now on,
+  // so a launcher that signals right after the "listening" line is served), then binds the
+  // socket.
+  // Throws Error(kConfig) naming the problem, e.g. "cannot listen on 127.0.0.1:20033: ...".
+  explicit DatagramServer(const Endpoint& listen);
+  ~DatagramServer();
+  DatagramServer(const DatagramServer&) = delete;
+  DatagramServer& operator=(const DatagramServer&) = delete;
+
+  const Endpoint& address() const { return bound_; }  // the bound address (the real port)
+
+  // Prints "<daemon>: listening on IP:PORT" on stdout and flushes: launchers wait for it.
+  void announce(std::string_view daemon) const;
+
+  // Queues a datagram (at most kMaxSendSize bytes); a full queue is sent at once. source_ip != 0
+  // chooses the local address it leaves from (for a server listening on 0.0.0.0); 0 lets the
+  // kernel choose.
+  void send(const Endpoint& to, std::span<const std::byte> bytes, std::uint32_t source_ip = 0);
+  void flush();
+  const ServerCounters& counters() const { return counters_; }
+
+  // One batch of what is queued on the socket, without waiting: the handler gets it whole, then
+  // the queued sends are flushed. Returns the number of datagrams; 0 when nothing was queued.
+  // Throws Error(kTransport) if the socket fails.
+  std::size_t receive_batch(const BatchHandler& handler);
+
+  // Serves until SIGINT or SIGTERM; then processes what was queued on the socket before it and
+  // returns. Throws Error(kTransport) if the socket fails (or what a hook throws).
+  void serve(const Hooks& hooks);
+
+ private:
+  int fd_ = -1;
+  int signal_fd_ = -1;
+  Endpoint bound_;
+  ServerCounters counters_;
+
+  std::vector<std::byte> recv_buffers_;
+  std::vector<iovec> recv_iov_;
+  std::vector<sockaddr_in> recv_addrs_;
+  std::vector<mmsghdr> recv_msgs_;
+  std::vector<std::byte> recv_control_;
+  std::vector<Datagram> batch_;
+
+  std::vector<std::byte> send_buffers_;
+  std::vector<iovec> send_iov_;
+  std::vector<sockaddr_in> send_addrs_;
+  std::vector<mmsghdr> send_msgs_;
+  std::vector<std::byte> send_control_;
+  std::size_t pending_ = 0;
+};
+
+}  // namespace netagg::sim

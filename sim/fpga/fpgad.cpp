@@ -1,0 +1,313 @@
+// netagg-fpgad: serves the FPGA aggregator's simulation on UDP (the Verilated RTL by default, or
+// the HLS C model), so workers (netagg-allreduce --target fpga-sim, the end-to-end tests)
+// all-reduce through the RTL on one machine.
+//
+// Each datagram (a netagg packet) becomes a whole Ethernet/IPv4/UDP frame (wire::encode_frame)
+// on the ingress port of its worker (the job's switch_port, else rank mod NUM_PORTS; a source
+// that is no job's worker goes to port 0, where the device drops it as foreign). A received batch
+// is pushed whole, then the model runs until idle; every egress frame's netagg packet goes out as
+// a datagram to the worker address in its IPv4/UDP header. Jobs are programmed and counters read
+// through the CSRs (driver/fpga), as on a card.
+//
+// stdout: "netagg-fpgad: listening on IP:PORT" once ready (launchers wait for it), then the
+// counters on SIGUSR1, every --stats-interval seconds and at exit. Exit: 0 after SIGINT/SIGTERM,
+// 2 on bad configuration, 1 if the socket or the model fails while running.
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "datagram_server.hpp"
+#include "harness.hpp"
+#include "netagg/error.hpp"
+#include "netagg/fpga/control.hpp"
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+namespace {
+
+using netagg::Endpoint;
+using netagg::Errc;
+using netagg::Error;
+namespace fpga = netagg::fpga;
+namespace sim = netagg::sim;
+namespace wire = netagg::wire;
+
+constexpr int kExitConfig = 2;
+constexpr int kExitRuntime = 1;
+// A batch that keeps the model busy this long is a hung model, not traffic: a full batch (64
+// frames of 17 beats, their results) takes a few thousand cycles; the RTL simulates about 10^5
+// cycles a second.
+constexpr std::uint64_t kMaxCyclesPerBatch = 2'000'000;
+
+struct Options {
+  std::string listen = fmt::format("127.0.0.1:{}", wire::kUdpPort);
+  std::vector<std::string> job_files;
+  std::string model = "rtl";
+  std::string trace;
+  std::string counters_json;
+  std::uint64_t idle_cycles = 0;  // 0: the model's default
+  double stats_interval = 0;
+  bool quiet = false;
+};
+
+// What the daemon itself counts; the device's counters come from its CSRs.
+struct DaemonCounters {
+  std::uint64_t datagrams_in = 0;
+  std::uint64_t egress_frames = 0;
+  std::uint64_t egress_undecodable = 0;  // egress frames that are no valid netagg frame
+};
+
+struct Route {
+  unsigned port = 0;
+  wire::Mac mac{};
+};
+
+std::uint64_t endpoint_key(const Endpoint& e) { return (std::uint64_t(e.ip) << 16) | e.port; }
+
+std::string describe(const netagg::JobSpec& job, unsigned num_ports) {
+  std::string ports;
+  for (const auto& w : job.workers)
+    ports += fmt::format("{}{}", ports.empty() ? "" : " ", fpga::worker_port(w, num_ports));
+  return fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet, ports by rank {}",
+                     job.job_id, job.workers.size(), job.slot_base, job.slot_base + job.slot_count,
+                     job.elements_per_packet, ports);
+}
+
+class Daemon {
+ public:
+  Daemon(const Options& opt, std::unique_ptr<sim::FpgaModel> model)
+      : opt_(opt), model_(std::move(model)) {
+    quiet_cycles_ = opt.idle_cycles ? opt.idle_cycles : model_->default_quiet_cycles();
+  }
+
+  // Configuration: everything that can be wrong about the jobs is found here (exit 2).
+  void load_jobs() {
+    for (const auto& file : opt_.job_files)
+      for (auto& job : netagg::load_jobs(file)) jobs_.push_back(std::move(job));
+    info_ = fpga::read_device_info(*model_);
+    fpga::check_jobs(info_, jobs_);
+    for (const auto& job : jobs_)
+      for (const auto& w : job.workers)
+        routes_[endpoint_key(w.address)] = {fpga::worker_port(w, info_.num_ports),
+                                            fpga::worker_mac(w)};
+  }
+
+  // Programs the device once the UDP port is known (results come from it).
+  void program(const Endpoint& bound) {
+    aggregator_.udp_port = bound.port;
+    aggregator_.ip = bound.ip;
+    if (aggregator_.ip == 0) {
+      // Listening on every address: results say they come from the first job's aggregator
+      // address if a job file names one, else loopback.
+      aggregator_.ip = 0x7F000001;
+      for (const auto& job : jobs_)
+        if (job.aggregator) {
+          aggregator_.ip = job.aggregator->ip;
+          break;
+        }
+      reply_from_ = aggregator_.ip;
+    }
+    fpga::set_aggregator_address(*model_, aggregator_);
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      fpga::program_job(*model_, jobs_[i], static_cast<unsigned>(i), aggregator_);
+      if (!opt_.quiet)
+        std::fprintf(stderr, "netagg-fpgad: %s\n", describe(jobs_[i], info_.num_ports).c_str());
+    }
+    if (!opt_.quiet)
+      std::fprintf(stderr,
+                   "netagg-fpgad: %s model, %u ports, %u slots, %u jobs, %u elements per packet "
+                   "(32-bit)\n",
+                   model_->name().c_str(), info_.num_ports, info_.slots, info_.max_jobs,
+                   info_.max_elements());
+  }
+
+  void process(std::span<const sim::Datagram> batch, sim::DatagramServer& server) {
+    for (const sim::Datagram& d : batch) {
+      ++counters_.datagrams_in;
+      const auto r = routes_.find(endpoint_key(d.source));
+      const Route route = r != routes_.end()
+                              ? r->second
+                              : Route{0, fpga::worker_mac(netagg::WorkerSpec{
+                                             0, d.source, std::nullopt, std::nullopt})};
+      wire::FrameAddress a;
+      a.src_mac = route.mac;
+      a.dst_mac = aggregator_.mac;
+      a.src_ip = d.source.ip;
+      a.src_port = d.source.port;
+      a.dst_ip = d.destination.ip;
+      a.dst_port = d.destination.port;
+      const std::size_t n = wire::encode_frame(a, d.bytes, frame_);
+      if (n == 0)  // cannot happen: the buffer holds the largest datagram the server takes
+        throw Error(Errc::kTransport, "a datagram does not fit a frame");
+      model_->push_frame(route.port, {frame_.data(), n});
+    }
+    if (!model_->run_until_idle(quiet_cycles_, kMaxCyclesPerBatch))
+      throw Error(Errc::kTransport, fmt::format("the {} model did not go idle within {} cycles",
+                                                model_->name(), kMaxCyclesPerBatch));
+    for (const sim::EgressFrame& f : model_->pop_egress()) {
+      ++counters_.egress_frames;
+      const wire::DecodedFrame d = wire::decode_frame(f.bytes, /*udp_port=*/0);
+      if (!d) {
+        if (counters_.egress_undecodable++ == 0)
+          std::fprintf(stderr,
+                       "netagg-fpgad: an egress frame on port %u is not a netagg frame "
+                       "(%s); such frames are counted, not sent\n",
+                       f.port, std::string(wire::to_string(d.error)).c_str());
+        continue;
+      }
+      const std::span<const std::byte> packet(f.bytes.data() + wire::kFrameOverhead,
+                                              d.packet.header.packet_size());
+      server.send(Endpoint{d.address.dst_ip, d.address.dst_port}, packet, reply_from_);
+    }
+  }
+
+  using CounterList = std::vector<std::pair<std::string, std::uint64_t>>;
+
+  // One snapshot: reading the device's counters takes (simulated) cycles, so the text and the
+  // JSON of one moment are made from the same reading.
+  CounterList counters(const sim::ServerCounters& server) {
+    CounterList all;
+    for (const auto& c : fpga::read_counters(*model_))
+      all.emplace_back(std::string(c.name), c.value);
+    all.emplace_back("datagrams_in", counters_.datagrams_in);
+    all.emplace_back("egress_frames", counters_.egress_frames);
+    all.emplace_back("egress_undecodable", counters_.egress_undecodable);
+    all.emplace_back("egress_protocol_errors", model_->egress_protocol_errors());
+    all.emplace_back("model_cycles", model_->cycles());
+    all.emplace_back("datagrams_sent", server.datagrams_sent);
+    all.emplace_back("send_errors", server.send_errors);
+    return all;
+  }
+
+  // The counters on stdout (if `print`) and in --counters-json (if `json`).
+  void report(const sim::ServerCounters& server, std::string_view when, bool print,
+              bool json = true) {
+    const CounterList all = counters(server);
+    if (print) {
+      std::string text = fmt::format("netagg-fpgad: counters ({}):\n", when);
+      for (const auto& [name, value] : all) text += fmt::format("  {:<34} {}\n", name, value);
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (json && !opt_.counters_json.empty()) write_counters_json(all);
+  }
+
+  // Written to a temporary name and renamed, so a reader never sees half a file.
+  void write_counters_json(const CounterList& all) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [name, value] : all) j[name] = value;
+    const std::string& file = opt_.counters_json;
+    const std::string tmp = file + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << j.dump(2) << '\n';
+      if (!out) throw Error(Errc::kConfig, fmt::format("--counters-json: cannot write {}", tmp));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, file, ec);
+    if (ec)
+      throw Error(Errc::kConfig,
+                  fmt::format("--counters-json: cannot write {}: {}", file, ec.message()));
+  }
+
+ private:
+  const Options& opt_;
+  std::unique_ptr<sim::FpgaModel> model_;
+  std::uint64_t quiet_cycles_ = 0;
+  std::vector<netagg::JobSpec> jobs_;
+  fpga::DeviceInfo info_;
+  fpga::AggregatorAddress aggregator_;
+  std::uint32_t reply_from_ = 0;  // the local address replies leave from (0: the kernel's choice)
+  std::map<std::uint64_t, Route> routes_;
+  DaemonCounters counters_;
+  std::array<std::byte, wire::kFrameOverhead + sim::DatagramServer::kRecvBufferSize> frame_{};
+};
+
+int run(const Options& opt) {
+  // Configuration first: every error here exits 2 before the "listening" line.
+  Daemon daemon(opt, sim::make_fpga_model(opt.model, opt.trace));
+  daemon.load_jobs();
+  sim::DatagramServer server(sim::parse_listen_address(opt.listen));
+  daemon.program(server.address());
+  daemon.report(server.counters(), "start", /*print=*/false);
+  server.announce("netagg-fpgad");
+
+  sim::DatagramServer::Hooks hooks;
+  hooks.on_batch = [&](std::span<const sim::Datagram> batch) { daemon.process(batch, server); };
+  hooks.on_signal = [&](int signo) {
+    if (signo == SIGUSR1) {
+      daemon.report(server.counters(), "SIGUSR1", /*print=*/true);
+    } else if (signo == SIGHUP) {
+      std::fputs("netagg-fpgad: SIGHUP: ignored (restart the daemon to change its jobs)\n", stdout);
+      std::fflush(stdout);
+    }
+  };
+  hooks.tick_seconds = opt.stats_interval;
+  hooks.on_tick = [&] {
+    daemon.report(server.counters(), "periodic", /*print=*/true, /*json=*/false);
+  };
+
+  int exit_code = 0;
+  try {
+    server.serve(hooks);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
+    exit_code = kExitRuntime;
+  }
+  try {
+    daemon.report(server.counters(), "exit", /*print=*/!opt.quiet);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
+    exit_code = kExitRuntime;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);  // a launcher that closed our stdout must not kill us
+  // Before the Verilator runtime starts its threads: they inherit the mask.
+  sim::block_daemon_signals();
+  Options opt;
+  CLI::App app{
+      "netagg-fpgad: the FPGA aggregator's simulation (Verilated RTL or HLS C model) "
+      "served on UDP"};
+  app.add_option("--listen", opt.listen, "UDP address to serve, IP:PORT (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--job", opt.job_files, "job description file (docs/job-format.md); repeatable")
+      ->required();
+  app.add_option("--model", opt.model, "rtl (the Verilated SystemVerilog) or hls (the C model)")
+      ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
+  app.add_option("--trace", opt.trace, "write an FST waveform of the RTL to FILE (slow, large)");
+  app.add_option("--counters-json", opt.counters_json,
+                 "write the counters as JSON to FILE at start, on SIGUSR1 and at exit");
+  app.add_option("--idle-cycles", opt.idle_cycles,
+                 "cycles without egress activity after which a batch is done (default: the "
+                 "model's)");
+  app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitConfig;
+  }
+  try {
+    return run(opt);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
+    return e.code() == Errc::kConfig || e.code() == Errc::kUnsupported ? kExitConfig : kExitRuntime;
+  }
+}

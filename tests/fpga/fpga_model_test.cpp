@@ -1,0 +1,244 @@
+// The FpgaModel implementations (the Verilated RTL, the HLS C model) driven as netagg-fpgad
+// drives them: jobs programmed through driver/fpga over the model's CSRs, frames on the ports,
+// results off them, counters read back. Each test runs once per model the build has.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "harness.hpp"
+#include "netagg/error.hpp"
+#include "netagg/fpga/control.hpp"
+#include "netagg/fpga_csr.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::sim {
+namespace {
+
+using ::testing::ElementsAreArray;
+using Counters = std::map<std::string, std::uint64_t>;
+
+constexpr std::uint64_t kMaxCycles = 200000;  // a guard against a hung model, not a measure
+
+const fpga::AggregatorAddress kAgg{{0x02, 0x6e, 0x61, 0x67, 0x00, 0x01}, 0x0A0000FE, 20033};
+
+JobSpec make_job(std::uint16_t id, std::uint16_t base, std::uint16_t window, std::uint16_t workers,
+                 std::uint16_t elements) {
+  JobSpec job;
+  job.job_id = id;
+  job.slot_base = base;
+  job.slot_count = window;
+  job.elements_per_packet = elements;
+  for (std::uint16_t r = 0; r < workers; ++r)
+    job.workers.push_back({r,
+                           Endpoint{0x0A000001u + 16u * id + r, std::uint16_t(31000 + 16 * id + r)},
+                           std::nullopt, std::nullopt});
+  return job;
+}
+
+std::vector<std::byte> frame(const JobSpec& job, std::uint16_t rank, std::uint32_t seq,
+                             const std::vector<std::int32_t>& values) {
+  wire::Header h;
+  h.job_id = job.job_id;
+  h.rank = rank;
+  h.slot = static_cast<std::uint16_t>(job.slot_base + seq % job.slot_count);
+  h.set = static_cast<std::uint8_t>((seq / job.slot_count) % 2);
+  h.seq = seq;
+  h.count = static_cast<std::uint16_t>(values.size());
+  std::vector<std::byte> packet(h.packet_size());
+  wire::encode_header(h, packet);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    wire::store_be32(packet.data() + wire::kHeaderSize + 4 * i, std::uint32_t(values[i]));
+  const WorkerSpec& w = job.workers[rank];
+  wire::FrameAddress a;
+  a.src_mac = fpga::worker_mac(w);
+  a.dst_mac = kAgg.mac;
+  a.src_ip = w.address.ip;
+  a.src_port = w.address.port;
+  a.dst_ip = kAgg.ip;
+  a.dst_port = kAgg.udp_port;
+  std::vector<std::byte> out(wire::kFrameOverhead + packet.size());
+  out.resize(wire::encode_frame(a, packet, out));
+  return out;
+}
+
+struct Result {
+  unsigned port;
+  wire::FrameAddress address;
+  wire::Header header;
+  std::vector<std::int32_t> values;
+};
+
+std::vector<Result> decode_all(const std::vector<EgressFrame>& frames) {
+  std::vector<Result> out;
+  for (const EgressFrame& f : frames) {
+    const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
+    EXPECT_TRUE(d) << "egress frame on port " << f.port << ": " << wire::to_string(d.error);
+    if (!d) continue;
+    Result r{f.port, d.address, d.packet.header, {}};
+    for (std::size_t i = 0; i < d.packet.header.count; ++i)
+      r.values.push_back(std::int32_t(wire::load_be32(d.packet.payload.data() + 4 * i)));
+    out.push_back(r);
+  }
+  return out;
+}
+
+Counters counters(FpgaModel& m) {
+  Counters c;
+  for (const auto& k : fpga::read_counters(m)) c[std::string(k.name)] = k.value;
+  return c;
+}
+
+class FpgaModelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "rtl" && !rtl_model_available())
+      GTEST_SKIP() << "this build has no RTL model";
+    if (GetParam() == "hls" && !hls_model_available())
+      GTEST_SKIP() << "this build has no HLS model";
+    model_ = make_fpga_model(GetParam(), "");
+  }
+  FpgaModel& m() { return *model_; }
+  void run() { ASSERT_TRUE(m().run_until_idle(m().default_quiet_cycles(), kMaxCycles)); }
+
+  std::unique_ptr<FpgaModel> model_;
+};
+
+TEST_P(FpgaModelTest, ReportsTheSpecsParameters) {
+  const fpga::DeviceInfo info = fpga::read_device_info(m());
+  EXPECT_EQ(info.design_version, 1u);
+  EXPECT_EQ(info.num_ports, 4u);
+  EXPECT_EQ(m().num_ports(), 4u);
+  EXPECT_EQ(info.slots, 64u);
+  EXPECT_EQ(info.max_beats, 16u);
+  EXPECT_EQ(info.max_jobs, 8u);
+  EXPECT_EQ(m().read32(fpga::csr::kAggUdpPort), wire::kUdpPort) << "reset value";
+}
+
+// Four workers on four ports contribute to one round together; each gets the sum on its port,
+// addressed to it.
+TEST_P(FpgaModelTest, ReducesInt32FromFourPorts) {
+  const JobSpec job = make_job(3, 8, 4, 4, 40);
+  fpga::program_job(m(), job, 2, kAgg);
+  std::vector<std::int32_t> sum(40, 0);
+  for (std::uint16_t r = 0; r < 4; ++r) {
+    std::vector<std::int32_t> v(40);
+    for (int i = 0; i < 40; ++i)
+      v[i] = (r + 1) * 1000 + i * (r % 2 ? -7 : 13) + (i == 5 ? INT32_MAX : 0);
+    for (int i = 0; i < 40; ++i)
+      sum[i] = std::int32_t(std::uint32_t(sum[i]) + std::uint32_t(v[i]));  // wraps, as the device
+    m().push_frame(r, frame(job, r, 0, v));
+  }
+  run();
+  const std::vector<Result> results = decode_all(m().pop_egress());
+  ASSERT_EQ(results.size(), 4u);
+  std::set<unsigned> ports;
+  for (const Result& res : results) {
+    const std::uint16_t r = res.header.rank;
+    ASSERT_LT(r, 4);
+    ports.insert(res.port);
+    EXPECT_EQ(res.port, r) << "rank r's results leave on port r mod 4";
+    EXPECT_EQ(res.header.type, wire::MsgType::kResult);
+    EXPECT_EQ(res.header.job_id, 3);
+    EXPECT_EQ(res.header.slot, 8);
+    EXPECT_EQ(res.header.seq, 0u);
+    EXPECT_EQ(res.address.dst_ip, job.workers[r].address.ip);
+    EXPECT_EQ(res.address.dst_port, job.workers[r].address.port);
+    EXPECT_EQ(res.address.dst_mac, fpga::worker_mac(job.workers[r]));
+    EXPECT_EQ(res.address.src_ip, kAgg.ip);
+    EXPECT_EQ(res.address.src_port, kAgg.udp_port);
+    EXPECT_EQ(res.address.src_mac, kAgg.mac);
+    EXPECT_THAT(res.values, ElementsAreArray(sum));
+  }
+  EXPECT_EQ(ports.size(), 4u);
+  const Counters c = counters(m());
+  EXPECT_EQ(c.at("frames_in"), 4u);
+  EXPECT_EQ(c.at("aggregated"), 4u);
+  EXPECT_EQ(c.at("completions"), 1u);
+  EXPECT_EQ(c.at("frames_out"), 4u);
+  EXPECT_EQ(m().egress_protocol_errors(), 0u) << m().last_protocol_error();
+}
+
+// Workers that share a port (switch_port) get their results one after the other, in rank
+// order; packets arriving at different times are summed in the slot memory.
+TEST_P(FpgaModelTest, WorkersSharingAPortAndRoundsOverTime) {
+  JobSpec job = make_job(1, 0, 2, 3, 16);
+  for (auto& w : job.workers) w.switch_port = 2;
+  fpga::program_job(m(), job, 0, kAgg);
+  for (std::uint32_t p = 0; p < 6; ++p) {
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      m().push_frame(2, frame(job, r, p, std::vector<std::int32_t>(16, std::int32_t(p * 10 + r))));
+      run();  // one at a time: the later ones join the round in slot memory
+    }
+    const std::vector<Result> results = decode_all(m().pop_egress());
+    ASSERT_EQ(results.size(), 3u) << "packet " << p;
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      EXPECT_EQ(results[r].port, 2u);
+      EXPECT_EQ(results[r].header.rank, r) << "rank order";
+      EXPECT_EQ(results[r].header.seq, p);
+      EXPECT_THAT(results[r].values, ::testing::Each(std::int32_t(30 * p + 3)));
+    }
+  }
+  EXPECT_EQ(counters(m()).at("completions"), 6u);
+}
+
+// Egress backpressure holds results back without losing them.
+TEST_P(FpgaModelTest, BackpressureHoldsResults) {
+  const JobSpec job = make_job(1, 0, 4, 2, 32);
+  fpga::program_job(m(), job, 0, kAgg);
+  m().set_egress_ready(1, false);
+  for (std::uint32_t p = 0; p < 3; ++p)
+    for (std::uint16_t r = 0; r < 2; ++r)
+      m().push_frame(r, frame(job, r, p, std::vector<std::int32_t>(32, std::int32_t(p + 1))));
+  EXPECT_FALSE(m().run_until_idle(m().default_quiet_cycles(), 5000)) << "port 1 is stalled";
+  std::vector<Result> early = decode_all(m().pop_egress());
+  for (const Result& r : early) EXPECT_EQ(r.port, 0u);
+  m().set_egress_ready(1, true);
+  run();
+  std::vector<Result> late = decode_all(m().pop_egress());
+  early.insert(early.end(), late.begin(), late.end());
+  std::map<unsigned, std::vector<std::uint32_t>> seqs;
+  for (const Result& r : early) {
+    seqs[r.port].push_back(r.header.seq);
+    EXPECT_THAT(r.values, ::testing::Each(std::int32_t(2 * (r.header.seq + 1))));
+  }
+  EXPECT_THAT(seqs[0], ::testing::ElementsAre(0u, 1u, 2u));
+  EXPECT_THAT(seqs[1], ::testing::ElementsAre(0u, 1u, 2u));
+}
+
+// A removed job's packets are dropped as unknown; a soft reset clears jobs and counters; a
+// hardware reset in the middle of traffic leaves a model that works after re-programming.
+TEST_P(FpgaModelTest, RemoveSoftResetAndResetMidTraffic) {
+  const JobSpec job = make_job(4, 0, 1, 2, 16);
+  fpga::program_job(m(), job, 1, kAgg);
+  fpga::remove_job(m(), 1);
+  m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 1)));
+  run();
+  EXPECT_TRUE(m().pop_egress().empty());
+  Counters c = counters(m());
+  EXPECT_EQ(c.at("dropped_unknown_job"), 1u);
+  fpga::soft_reset(m());
+  c = counters(m());
+  for (const auto& [name, value] : c) EXPECT_EQ(value, 0u) << name << " after a soft reset";
+
+  fpga::program_job(m(), job, 1, kAgg);
+  for (int i = 0; i < 4; ++i) m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 1)));
+  m().step(10);
+  m().reset();
+  fpga::program_job(m(), job, 1, kAgg);
+  m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 5)));
+  m().push_frame(1, frame(job, 1, 0, std::vector<std::int32_t>(16, 6)));
+  run();
+  const std::vector<Result> results = decode_all(m().pop_egress());
+  ASSERT_EQ(results.size(), 2u);
+  for (const Result& r : results) EXPECT_THAT(r.values, ::testing::Each(11));
+  EXPECT_EQ(counters(m()).at("frames_in"), 2u) << "the reset cleared the counters";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FpgaModelTest, ::testing::Values("rtl", "hls"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace netagg::sim

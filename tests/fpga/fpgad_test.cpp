@@ -1,0 +1,679 @@
+// netagg-fpgad as a process, with each model it serves (the Verilated RTL, the HLS C model):
+// started on loopback with a job file, driven from UDP sockets bound to the workers' addresses,
+// stopped with signals. The counters come from the device's CSRs. Every port is picked by the
+// kernel, so tests running in parallel do not collide.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+extern char** environ;
+
+namespace netagg {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Counters = std::map<std::string, std::uint64_t>;
+
+// Guards against a hung daemon; they fail the test, they never measure speed.
+constexpr auto kGuard = std::chrono::seconds(30);
+constexpr int kReceiveGuardSeconds = 15;
+
+const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "fpga" / "netagg-fpgad";
+
+fs::path make_temp_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "fpgad_test.XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+class UdpSocket {
+ public:
+  UdpSocket() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
+      throw std::runtime_error("cannot bind a loopback UDP socket");
+    socklen_t len = sizeof(sa);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    local_ = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
+    timeval tv{kReceiveGuardSeconds, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~UdpSocket() { close(fd_); }
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  const Endpoint& local() const { return local_; }
+
+  void send_to(const Endpoint& to, const std::vector<std::byte>& bytes) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(to.ip);
+    sa.sin_port = htons(to.port);
+    ASSERT_EQ(
+        sendto(fd_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)),
+        static_cast<ssize_t>(bytes.size()));
+  }
+
+  // The next datagram and who sent it; nullopt if none came within the guard time.
+  std::optional<std::vector<std::byte>> receive(Endpoint* from = nullptr) {
+    std::vector<std::byte> buf(65536);
+    sockaddr_in sa{};
+    socklen_t len = sizeof(sa);
+    const ssize_t n =
+        recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&sa), &len);
+    if (n < 0) return std::nullopt;
+    if (from) *from = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
+    buf.resize(static_cast<std::size_t>(n));
+    return buf;
+  }
+
+  // True if a datagram is queued right now (used only after the daemon's counters proved that
+  // it has processed everything sent to it: it answers within the batch it received).
+  bool has_pending() {
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+  }
+
+ private:
+  int fd_ = -1;
+  Endpoint local_;
+};
+
+std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
+                                    std::uint8_t set, std::uint32_t seq,
+                                    const std::vector<std::int32_t>& values,
+                                    std::int16_t exponent = wire::kExponentNone,
+                                    wire::DataType dtype = wire::DataType::kInt32) {
+  wire::Header h;
+  h.job_id = job;
+  h.rank = rank;
+  h.slot = slot;
+  h.set = set;
+  h.seq = seq;
+  h.dtype = dtype;
+  h.count = static_cast<std::uint16_t>(values.size());
+  h.exponent = exponent;
+  std::vector<std::byte> bytes(h.packet_size());
+  wire::encode_header(h, bytes);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    wire::store_be32(bytes.data() + wire::kHeaderSize + 4 * i, std::uint32_t(values[i]));
+  return bytes;
+}
+
+struct Result {
+  wire::Header header;
+  std::vector<std::int32_t> values;
+};
+
+Result parse_result(const std::vector<std::byte>& bytes) {
+  const wire::Decoded d = wire::decode(bytes);
+  EXPECT_TRUE(d) << wire::to_string(d.error);
+  Result r{d.header, {}};
+  if (!d) return r;
+  for (std::size_t i = 0; i < d.header.count; ++i)
+    r.values.push_back(std::int32_t(wire::load_be32(d.payload.data() + 4 * i)));
+  return r;
+}
+
+// The daemon as a child process with stdout on a pipe and stderr in a file.
+class Daemon {
+ public:
+  Daemon(const fs::path& dir, const std::vector<std::string>& args) : stderr_file_(dir / "stderr") {
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv_strings = {kDaemon.string()};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(pipefd[1]);
+    stdout_fd_ = pipefd[0];
+    if (rc != 0) throw std::runtime_error(fmt::format("cannot start {}", kDaemon.string()));
+  }
+
+  ~Daemon() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(stdout_fd_);
+  }
+
+  template <typename Done>
+  bool read_until(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + kGuard;
+    while (!done(out_)) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{stdout_fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(stdout_fd_, buf, sizeof(buf));
+      if (n <= 0) return done(out_);
+      out_.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  Endpoint wait_listening() {
+    const std::string prefix = "netagg-fpgad: listening on ";
+    EXPECT_TRUE(read_until([&](const std::string& s) {
+      const auto at = s.find(prefix);
+      return at != std::string::npos && s.find('\n', at) != std::string::npos;
+    })) << "no listening line; stdout: "
+        << out_ << " stderr: " << stderr_text();
+    const auto at = out_.find(prefix);
+    if (at == std::string::npos) throw std::runtime_error("daemon did not start");
+    const auto end = out_.find('\n', at);
+    return Endpoint::parse(out_.substr(at + prefix.size(), end - at - prefix.size()));
+  }
+
+  // Sends SIGUSR1 and returns the counters block it printed.
+  Counters request_counters() {
+    const std::size_t blocks = complete_blocks(out_);
+    kill(pid_, SIGUSR1);
+    EXPECT_TRUE(read_until([&](const std::string& s) { return complete_blocks(s) > blocks; }));
+    return last_block(out_);
+  }
+
+  // Requests counters until datagrams_in reaches `n`: then the daemon has processed (and
+  // answered) every datagram sent to it.
+  Counters wait_for_datagrams(std::uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + kGuard;
+    Counters c;
+    do {
+      c = request_counters();
+      if (c["datagrams_in"] >= n) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(c["datagrams_in"], n);
+    return c;
+  }
+
+  int stop(int signal) {
+    kill(pid_, signal);
+    return wait_exit();
+  }
+  int wait_exit() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    read_until([](const std::string&) { return false; });  // the rest of stdout, to EOF
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  const std::string& stdout_text() const { return out_; }
+  std::string stderr_text() const {
+    std::ifstream in(stderr_file_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  // Blocks whose last line ("send_errors") has been printed.
+  static std::size_t complete_blocks(const std::string& s) {
+    std::size_t n = 0;
+    for (auto at = s.find("send_errors"); at != std::string::npos;
+         at = s.find("send_errors", at + 1))
+      if (s.find('\n', at) != std::string::npos) ++n;
+    return n;
+  }
+  static Counters last_block(const std::string& s) {
+    Counters c;
+    const auto at = s.rfind("netagg-fpgad: counters (");
+    if (at == std::string::npos) return c;
+    std::istringstream in(s.substr(s.find('\n', at) + 1));
+    std::string name;
+    std::uint64_t value;
+    while (in >> name >> value) c[name] = value;
+    return c;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  fs::path stderr_file_;
+  std::string out_;
+};
+
+Counters read_json_counters(const fs::path& file) {
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  Counters c;
+  for (const auto& [k, v] : j.items()) c[k] = v.get<std::uint64_t>();
+  return c;
+}
+
+std::string worker_json(std::uint16_t rank, const Endpoint& e, std::optional<int> port = {}) {
+  if (port)
+    return fmt::format(R"({{"rank": {}, "address": "{}", "switch_port": {}}})", rank, e.to_string(),
+                       *port);
+  return fmt::format(R"({{"rank": {}, "address": "{}"}})", rank, e.to_string());
+}
+
+class FpgadTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
+    if (model() == "rtl" && !sim::rtl_model_available())
+      GTEST_SKIP() << "this build has no RTL model (Verilator or hw/rtl/netagg_aggregator.sv "
+                      "missing at configure time)";
+    if (model() == "hls" && !sim::hls_model_available())
+      GTEST_SKIP() << "this build has no HLS C model";
+    dir_ = make_temp_dir();
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  const std::string& model() const { return GetParam(); }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::vector<std::string> args(std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--model", model()});
+    return extra;
+  }
+
+  fs::path dir_;
+};
+
+TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
+  constexpr std::uint16_t kJob = 5, kBase = 16, kWindow = 2, kOtherJob = 6;
+  UdpSocket workers[3];
+  UdpSocket other_job_worker, stranger;
+  // Two jobs in one file: ours (rank 2 on port 3 by its switch_port), and one whose worker we
+  // use to send into ours.
+  const fs::path job_file =
+      write("jobs.json",
+            fmt::format(R"({{"jobs": [
+  {{"job_id": {}, "slots": {{"base": {}, "count": {}}}, "elements_per_packet": 3,
+    "workers": [{}, {}, {}]}},
+  {{"job_id": {}, "slots": {{"base": 0, "count": 4}}, "elements_per_packet": 8,
+    "workers": [{}]}}
+]}})",
+                        kJob, kBase, kWindow, worker_json(0, workers[0].local()),
+                        worker_json(1, workers[1].local()), worker_json(2, workers[2].local(), 3),
+                        kOtherJob, worker_json(0, other_job_worker.local())));
+  const fs::path json = dir_ / "counters.json";
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", job_file.string(), "--counters-json",
+                       json.string()}));
+  const Endpoint agg = d.wait_listening();
+  EXPECT_EQ(agg.ip, 0x7F000001u);
+  EXPECT_NE(agg.port, 0);
+  EXPECT_THAT(d.stderr_text(), HasSubstr("job 5: 3 workers, slots [16, 18), 3 elements per "
+                                         "packet, ports by rank 0 1 3"));
+
+  // Eight packets per worker through a window of 2: slot base + P % 2, set (P / 2) % 2.
+  // Rank r sends {P + r, -P, 1000 * r}; the sum over 3 ranks is {3P + 3, -3P, 3000}.
+  constexpr std::uint32_t kPackets = 8;
+  for (std::uint32_t p = 0; p < kPackets; ++p) {
+    const auto slot = static_cast<std::uint16_t>(kBase + p % kWindow);
+    const auto set = static_cast<std::uint8_t>((p / kWindow) % 2);
+    for (std::uint16_t r = 0; r < 3; ++r)
+      workers[r].send_to(agg, contribution(kJob, r, slot, set, p,
+                                           {std::int32_t(p + r), -std::int32_t(p), 1000 * r},
+                                           std::int16_t(r - 5)));
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      Endpoint from;
+      const auto bytes = workers[r].receive(&from);
+      ASSERT_TRUE(bytes) << "no result for packet " << p << " at rank " << r;
+      EXPECT_EQ(from, agg) << "results come from the address the workers send to";
+      const Result res = parse_result(*bytes);
+      EXPECT_EQ(res.header.type, wire::MsgType::kResult);
+      EXPECT_EQ(res.header.job_id, kJob);
+      EXPECT_EQ(res.header.rank, r);
+      EXPECT_EQ(res.header.slot, slot);
+      EXPECT_EQ(res.header.set, set);
+      EXPECT_EQ(res.header.seq, p);
+      EXPECT_EQ(res.header.exponent, -3);
+      EXPECT_THAT(res.values, ElementsAre(std::int32_t(3 * p + 3), -3 * std::int32_t(p), 3000));
+    }
+  }
+  // Rank 1 retransmits the last packet: the stored result comes back to it alone.
+  const std::uint32_t last = kPackets - 1;
+  const auto last_slot = static_cast<std::uint16_t>(kBase + last % kWindow);
+  const auto last_set = static_cast<std::uint8_t>((last / kWindow) % 2);
+  workers[1].send_to(agg, contribution(kJob, 1, last_slot, last_set, last,
+                                       {std::int32_t(last + 1), -std::int32_t(last), 1000}));
+  {
+    const auto bytes = workers[1].receive();
+    ASSERT_TRUE(bytes);
+    const Result res = parse_result(*bytes);
+    EXPECT_EQ(res.header.rank, 1);
+    EXPECT_EQ(res.header.seq, last);
+    EXPECT_THAT(res.values, ElementsAre(3 * 7 + 3, -21, 3000));
+  }
+
+  const std::uint64_t result_rounds = 3 * kPackets + 1;
+  const std::uint64_t junk = 18, round = 4;
+  const std::uint64_t sent = result_rounds + junk + round;
+
+  // Junk, each kind once. None gets an answer; the device counts each by its reason.
+  auto good = contribution(kJob, 0, kBase, 0, 100, {1, 2, 3});
+  auto patched = [&](std::size_t at, std::uint8_t v) {
+    auto b = good;
+    b[at] = std::byte(v);
+    return b;
+  };
+  workers[0].send_to(agg, {});                                   // truncated
+  workers[0].send_to(agg, {good.begin(), good.begin() + 10});    // truncated
+  workers[0].send_to(agg, patched(wire::offset::kVersion, 9));   // bad version
+  workers[0].send_to(agg, patched(wire::offset::kType, 0));      // bad type
+  workers[0].send_to(agg, patched(wire::offset::kDtype, 7));     // bad dtype
+  workers[0].send_to(agg, patched(wire::offset::kFlags, 4));     // bad flags
+  workers[0].send_to(agg, patched(wire::offset::kReserved, 1));  // reserved
+  workers[0].send_to(agg, patched(wire::offset::kCount, 0x80));  // count too large
+  workers[0].send_to(agg, {good.begin(), good.end() - 1});       // length
+  {
+    // Longer than any valid packet: arrives cut to kMaxPacketSize + 1 bytes, a length mismatch
+    // (and a frame longer than the device stores).
+    auto oversized = good;
+    wire::store_be16(oversized.data() + wire::offset::kCount, wire::kMaxCount);
+    oversized.resize(wire::kMaxPacketSize + 100);
+    workers[0].send_to(agg, oversized);
+  }
+  stranger.send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3}));        // foreign
+  other_job_worker.send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1}));      // foreign
+  workers[0].send_to(agg, contribution(99, 0, kBase, 0, 100, {1}));              // unknown job
+  workers[0].send_to(agg, contribution(kJob, 3, kBase, 0, 100, {1}));            // rank
+  workers[0].send_to(agg, contribution(kJob, 0, kBase + kWindow, 0, 100, {1}));  // slot
+  workers[0].send_to(agg, contribution(kJob, 0, 0, 0, 100, {1}));  // the other job's slot
+  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3, 4}));  // count > 3
+  {
+    auto result = good;
+    result[wire::offset::kType] = std::byte(wire::MsgType::kResult);
+    workers[0].send_to(agg, result);  // not a contribution
+  }
+  // A round with a duplicate, a count and a dtype mismatch, left incomplete: slot kBase, set 0
+  // (P = 8). Rank 0's packet starts the round before the others arrive: the device takes the
+  // ports in parallel, so packets sent together on several ports reach the round in any order.
+  d.wait_for_datagrams(result_rounds + junk);
+  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));
+  d.wait_for_datagrams(result_rounds + junk + 1);
+  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));  // duplicate
+  workers[1].send_to(agg, contribution(kJob, 1, kBase, 0, 8, {1, 2}));     // count mismatch
+  workers[2].send_to(agg, contribution(kJob, 2, kBase, 0, 8, {1, 2, 3}, wire::kExponentNone,
+                                       wire::DataType::kFp32));  // dtype mismatch
+
+  const Counters mid = d.wait_for_datagrams(sent);
+  EXPECT_EQ(mid.at("results_resent"), 1u);
+  for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
+  EXPECT_FALSE(other_job_worker.has_pending());
+  EXPECT_FALSE(stranger.has_pending());
+
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+  EXPECT_THAT(d.stdout_text(), HasSubstr("netagg-fpgad: counters (exit):"));
+  const Counters exit_text = Daemon::last_block(d.stdout_text());
+  Counters exit_json = read_json_counters(json);
+  EXPECT_EQ(exit_text, exit_json);
+  EXPECT_GT(exit_json["model_cycles"], 0u);
+  exit_json.erase("model_cycles");
+
+  const Counters expected = {
+      {"frames_in", sent},
+      {"frames_out", 3 * kPackets + 1},
+      {"aggregated", 3 * kPackets + 1},
+      {"completions", kPackets},
+      {"results_resent", 1},
+      {"malformed_truncated", 2},
+      {"malformed_not_ipv4", 0},
+      {"malformed_bad_ip_header", 0},
+      {"malformed_not_udp", 0},
+      {"malformed_wrong_port", 0},
+      {"malformed_ip_length_mismatch", 0},
+      {"malformed_udp_length_mismatch", 0},
+      {"malformed_bad_version", 1},
+      {"malformed_bad_type", 1},
+      {"malformed_bad_dtype", 1},
+      {"malformed_bad_flags", 1},
+      {"malformed_reserved_nonzero", 1},
+      {"malformed_count_too_large", 1},
+      {"malformed_length_mismatch", 2},
+      {"dropped_not_contribution", 1},
+      {"dropped_unknown_job", 1},
+      {"dropped_rank_out_of_range", 1},
+      {"dropped_foreign_source", 2},
+      {"dropped_slot_out_of_range", 2},
+      {"dropped_count_too_large_for_job", 1},
+      {"dropped_count_mismatch", 1},
+      {"dropped_dtype_mismatch", 1},
+      {"dropped_duplicate", 1},
+      {"dropped_stale", 0},
+      {"dropped_ahead", 0},
+      {"datagrams_in", sent},
+      {"egress_frames", 3 * kPackets + 1},
+      {"egress_undecodable", 0},
+      {"egress_protocol_errors", 0},
+      {"datagrams_sent", 3 * kPackets + 1},
+      {"send_errors", 0},
+  };
+  for (const auto& [name, value] : expected) EXPECT_EQ(exit_json[name], value) << name;
+  EXPECT_EQ(exit_json.size(), expected.size()) << "counters not expected here";
+}
+
+TEST_P(FpgadTest, SigintStopsCleanlyAndQuietPrintsNoCounters) {
+  UdpSocket w;
+  const fs::path job = write("job.json", fmt::format(R"({{"job_id": 1, "slots": {{"base": 0,
+      "count": 1}}, "elements_per_packet": 1, "workers": [{}]}})",
+                                                     worker_json(0, w.local())));
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", job.string(), "--quiet"}));
+  const Endpoint agg = d.wait_listening();
+  w.send_to(agg, contribution(1, 0, 0, 0, 0, {41}));
+  const auto bytes = w.receive();
+  ASSERT_TRUE(bytes);
+  EXPECT_THAT(parse_result(*bytes).values, ElementsAre(41));
+  EXPECT_EQ(d.stop(SIGINT), 0) << d.stderr_text();
+  EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("counters")));
+  EXPECT_EQ(d.stderr_text(), "");
+}
+
+// Jobs on several files, isolated from each other; workers spread over the ports; fp32 adds.
+TEST_P(FpgadTest, SeveralJobsAndFloatingPoint) {
+  UdpSocket a0, a1, b0;
+  const fs::path ja =
+      write("a.json", fmt::format(R"({{"job_id": 1, "slots": {{"base": 0,
+      "count": 4}}, "elements_per_packet": 40, "workers": [{}, {}]}})",
+                                  worker_json(0, a0.local()), worker_json(1, a1.local())));
+  const fs::path jb = write("b.json", fmt::format(R"({{"job_id": 2, "slots": {{"base": 4,
+      "count": 4}}, "elements_per_packet": 2, "workers": [{}]}})",
+                                                  worker_json(0, b0.local(), 1)));
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", ja.string(), "--job", jb.string()}));
+  const Endpoint agg = d.wait_listening();
+  b0.send_to(agg, contribution(2, 0, 5, 1, 9, {7, 8}));
+  // 40 fp32 elements (three beats, the last one partial): i + 0.5 and 2^-30 * i; their sums are
+  // exact in fp32.
+  std::vector<std::int32_t> x(40), y(40);
+  for (int i = 0; i < 40; ++i) {
+    const float fx = float(i) + 0.5f, fy = std::ldexp(float(i), -30);
+    std::memcpy(&x[i], &fx, 4);
+    std::memcpy(&y[i], &fy, 4);
+  }
+  a0.send_to(agg, contribution(1, 0, 3, 0, 3, x, wire::kExponentNone, wire::DataType::kFp32));
+  a1.send_to(agg, contribution(1, 1, 3, 0, 3, y, wire::kExponentNone, wire::DataType::kFp32));
+  auto rb = b0.receive();
+  ASSERT_TRUE(rb);
+  EXPECT_THAT(parse_result(*rb).values, ElementsAre(7, 8));
+  for (UdpSocket* s : {&a0, &a1}) {
+    auto r = s->receive();
+    ASSERT_TRUE(r);
+    const Result res = parse_result(*r);
+    EXPECT_EQ(res.header.job_id, 1);
+    EXPECT_EQ(res.header.dtype, wire::DataType::kFp32);
+    ASSERT_EQ(res.values.size(), 40u);
+    for (int i = 0; i < 40; ++i) {
+      float got;
+      std::memcpy(&got, &res.values[i], 4);
+      EXPECT_EQ(got, (float(i) + 0.5f) + std::ldexp(float(i), -30)) << i;
+    }
+  }
+  EXPECT_EQ(d.stop(SIGTERM), 0);
+  const Counters c = Daemon::last_block(d.stdout_text());
+  EXPECT_EQ(c.at("completions"), 2u);
+  EXPECT_EQ(c.at("datagrams_sent"), 3u);
+  EXPECT_THAT(d.stderr_text(), HasSubstr("job 1: 2 workers, slots [0, 4), 40 elements per packet, "
+                                         "ports by rank 0 1"));
+  EXPECT_THAT(d.stderr_text(), HasSubstr("job 2: 1 workers, slots [4, 8), 2 elements per packet, "
+                                         "ports by rank 1"));
+}
+
+// Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.
+TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
+  UdpSocket w, busy;
+  const auto job_with = [&](int id, int base, int count, int elements, const std::string& workers) {
+    return fmt::format(R"({{"job_id": {}, "slots": {{"base": {}, "count": {}}},
+        "elements_per_packet": {}, "workers": [{}]}})",
+                       id, base, count, elements, workers);
+  };
+  const std::string one = worker_json(0, w.local());
+  std::string workers33;
+  for (int r = 0; r < 33; ++r)
+    workers33 += fmt::format("{}{}", r ? ", " : "",
+                             worker_json(r, Endpoint{0x7F000001, std::uint16_t(45000 + r)}));
+  std::string nine_jobs;
+  for (int j = 0; j < 9; ++j)
+    nine_jobs += fmt::format(
+        "{}{}", j ? ", " : "",
+        job_with(j, j, 1, 2, worker_json(0, Endpoint{0x7F000001, std::uint16_t(46000 + j)})));
+  const fs::path good = write("good.json", job_with(1, 0, 4, 2, one));
+  const fs::path too_many = write("33.json", job_with(3, 0, 4, 2, workers33));
+  const fs::path overlap = write("overlap.json", job_with(2, 3, 4, 2, one));
+  const fs::path big = write("big.json", job_with(4, 0, 4, 600, one));
+  const fs::path slots = write("slots.json", job_with(5, 60, 8, 2, one));
+  const fs::path port = write("port.json", job_with(6, 0, 4, 2, worker_json(0, w.local(), 4)));
+  const fs::path nine = write("nine.json", fmt::format(R"({{"jobs": [{}]}})", nine_jobs));
+  const fs::path broken = write("broken.json", R"({"job_id": 1, "slots": )");
+  const std::string busy_addr = busy.local().to_string();
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--job", (dir_ / "missing.json").string()},
+       (dir_ / "missing.json").string() + ": cannot open"},
+      {{"--job", broken.string()}, "not valid JSON"},
+      {{"--job", too_many.string()}, "33 workers; the worker bitmap allows 1 to 32"},
+      {{"--job", good.string(), "--job", overlap.string()}, "overlap slots [0, 4) of job 1"},
+      {{"--job", big.string()}, "elements_per_packet 600 is out of range [1, 512]"},
+      {{"--job", slots.string()}, "uses slots [60, 68) but the FPGA aggregator has 64 slots"},
+      {{"--job", port.string()}, "switch_port 4 but the FPGA aggregator has ports 0..3"},
+      {{"--job", nine.string()}, "9 jobs; the FPGA aggregator's job table holds 8"},
+      {{"--job", good.string(), "--listen", busy_addr}, "cannot listen on " + busy_addr},
+      {{"--job", good.string(), "--listen", "localhost:1"}, "is not an IPv4 address"},
+      {{"--job", good.string(), "--listen", "127.0.0.1:70000"}, "is not a port"},
+      {{"--listen", "127.0.0.1:0"}, "--job is required"},
+      {{"--job", good.string(), "--bogus"}, "bogus"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> a = args(c.args);
+    if (std::find(a.begin(), a.end(), "--listen") == a.end())
+      a.insert(a.end(), {"--listen", "127.0.0.1:0"});
+    Daemon d(dir_, a);
+    EXPECT_EQ(d.wait_exit(), 2) << fmt::format("{}", fmt::join(a, " "));
+    EXPECT_THAT(d.stderr_text() + d.stdout_text(), HasSubstr(c.message))
+        << fmt::format("{}", fmt::join(a, " "));
+    EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("listening")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FpgadTest, ::testing::Values("rtl", "hls"),
+                         [](const auto& info) { return info.param; });
+
+// Options that do not depend on a model.
+TEST(Fpgad, ModelOptionsAreChecked) {
+  if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
+  const fs::path dir = make_temp_dir();
+  UdpSocket w;
+  const fs::path job = dir / "job.json";
+  std::ofstream(job) << fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
+      "elements_per_packet": 1, "workers": [{}]}})",
+                                    worker_json(0, w.local()));
+  {
+    Daemon d(dir, {"--job", job.string(), "--listen", "127.0.0.1:0", "--model", "gpu"});
+    EXPECT_EQ(d.wait_exit(), 2);
+    EXPECT_THAT(d.stderr_text(), HasSubstr("--model"));
+  }
+  {
+    Daemon d(dir, {"--job", job.string(), "--listen", "127.0.0.1:0", "--model", "hls", "--trace",
+                   (dir / "t.fst").string()});
+    EXPECT_EQ(d.wait_exit(), 2);
+    EXPECT_THAT(d.stderr_text(), HasSubstr("the HLS C model has no waveform"));
+  }
+  if (!sim::rtl_model_available()) {
+    Daemon d(dir, {"--job", job.string(), "--listen", "127.0.0.1:0", "--model", "rtl"});
+    EXPECT_EQ(d.wait_exit(), 2);
+    EXPECT_THAT(d.stderr_text(), HasSubstr("this build has no RTL model"));
+  }
+  fs::remove_all(dir);
+}
+
+// The RTL's waveform: --trace writes an FST file that grows with the traffic.
+TEST(Fpgad, RtlTraceIsWritten) {
+  if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
+  if (!sim::rtl_model_available()) GTEST_SKIP() << "this build has no RTL model";
+  const fs::path dir = make_temp_dir();
+  UdpSocket w;
+  const fs::path job = dir / "job.json";
+  std::ofstream(job) << fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
+      "elements_per_packet": 16, "workers": [{}]}})",
+                                    worker_json(0, w.local()));
+  const fs::path trace = dir / "trace.fst";
+  Daemon d(dir, {"--job", job.string(), "--listen", "127.0.0.1:0", "--model", "rtl", "--trace",
+                 trace.string(), "--quiet"});
+  const Endpoint agg = d.wait_listening();
+  w.send_to(agg, contribution(1, 0, 0, 0, 0, std::vector<std::int32_t>(16, 3)));
+  const auto bytes = w.receive();
+  ASSERT_TRUE(bytes);
+  EXPECT_THAT(parse_result(*bytes).values, ::testing::Each(3));
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+  ASSERT_TRUE(fs::exists(trace));
+  EXPECT_GT(fs::file_size(trace), 1000u);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace netagg

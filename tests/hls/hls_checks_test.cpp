@@ -1,0 +1,345 @@
+// Every check of an ingress frame: the shared golden vectors (tests/vectors/wire) and one case
+// for every drop reason of the CSR map's counters that a single frame can trigger. A dropped
+// frame is counted once, under its reason, sends nothing and touches no slot.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hls_test_util.hpp"
+#include "vectors.hpp"
+
+namespace netagg::fpga {
+namespace {
+
+using namespace netagg::fpga::testing;  // NOLINT
+using netagg::testing::load_vectors;
+using netagg::testing::Vector;
+using netagg::testing::vectors_dir;
+
+// The golden vectors use slots up to 65535; a pool of 1024 holds all but max_count's.
+using VectorParams = Params<4, 1024, 16, 8, 32>;
+using VectorModel = ReferenceModel<VectorParams>;
+using Model = ReferenceModel<>;
+
+std::uint64_t counter_by_name(const VectorModel& m, const std::string& name) {
+  for (std::size_t i = 0; i < csr::kCounterCount; ++i)
+    if (csr::kCounterNames[i] == name) return m.counter(static_cast<unsigned>(i));
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+std::uint64_t total_counted(const VectorModel& m) {
+  std::uint64_t n = 0;
+  for (std::size_t i = csr::index(Counter::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    n += m.counter(static_cast<unsigned>(i));
+  return n;
+}
+
+std::uint32_t parse_ip(const std::string& s) { return Endpoint::parse(s + ":1").ip; }
+
+wire::Mac parse_mac(const std::string& s) {
+  wire::Mac m{};
+  for (int i = 0; i < 6; ++i)
+    m[i] = static_cast<std::uint8_t>(std::stoul(s.substr(3 * i, 2), nullptr, 16));
+  return m;
+}
+
+// A job that accepts the vector's contribution: its id, its rank's address (the frame's source
+// for frame vectors), a slot range around its slot, the largest count.
+Job job_for(const Vector& v) {
+  const auto rank = static_cast<unsigned>(v.integer("rank"));
+  const auto slot = static_cast<std::uint16_t>(v.integer("slot"));
+  const unsigned workers = std::min(std::max(rank + 1, 2u), 32u);  // the round stays open
+  Job job = make_job(static_cast<std::uint16_t>(v.integer("job_id")), workers,
+                     static_cast<std::uint16_t>(slot & ~7u), 8, 1024);
+  if (v.at("layer") == "frame") {
+    job.workers[rank].ip = parse_ip(v.at("frame.src_ip"));
+    job.workers[rank].udp_port = static_cast<std::uint16_t>(v.integer("frame.src_port"));
+    job.workers[rank].mac = parse_mac(v.at("frame.src_mac"));
+  }
+  return job;
+}
+
+class HlsOnVector : public ::testing::TestWithParam<Vector> {};
+
+TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
+  const Vector& v = GetParam();
+  VectorModel model;
+  CsrProgrammer<VectorModel> csr(model);
+  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+  const bool valid = v.at("expect") == "ok";
+  const Job job = valid ? job_for(v) : make_job(1, 4, 0, 8, 1024);
+  csr.install(0, job);
+
+  // Packet vectors travel in a frame from the sender's registered address.
+  std::vector<std::byte> frame = v.bytes;
+  if (v.at("layer") == "packet") {
+    const unsigned rank = valid ? static_cast<unsigned>(v.integer("rank")) : 0;
+    frame = frame_from(job.workers[rank], v.bytes);
+  }
+  const auto out = model.process_frame(1, frame);
+  EXPECT_EQ(model.counter(csr::index(Counter::kFramesIn)), 1u);
+  if (!valid) {
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(counter_by_name(model, "malformed_" + v.at("expect")), 1u);
+    EXPECT_EQ(total_counted(model), 1u);
+    return;
+  }
+  const auto rank = static_cast<std::uint16_t>(v.integer("rank"));
+  const auto slot = static_cast<int>(v.integer("slot"));
+  if (v.at("type") != "contribution") {
+    EXPECT_EQ(model.counter(csr::index(Counter::kDroppedNotContribution)), 1u);
+    EXPECT_EQ(total_counted(model), 1u);
+    return;
+  }
+  if (slot >= VectorParams::kSlots) {
+    EXPECT_EQ(model.counter(csr::index(Counter::kDroppedSlotOutOfRange)), 1u);
+    EXPECT_EQ(total_counted(model), 1u);
+    return;
+  }
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(model.counter(csr::index(Counter::kAggregated)), 1u);
+  const auto set = static_cast<int>(v.integer("set"));
+  const RoundState& round = model.core().round_state(slot, set);
+  EXPECT_TRUE(round.has_round);
+  EXPECT_EQ(round.seq, static_cast<std::uint32_t>(v.integer("seq")));
+  EXPECT_EQ(round.count, v.integer("count"));
+  EXPECT_EQ(round.exponent, v.integer("exponent"));
+
+  // The other workers add the identity (int32 0, fp32/bf16 -0: x + -0 = x for every x here); the
+  // result must then carry the vector's own fields and values, byte for byte.
+  const wire::DecodedFrame decoded = wire::decode_frame(frame);
+  ASSERT_TRUE(decoded);
+  const wire::Header& h = decoded.packet.header;
+  const std::uint32_t zero = h.dtype == wire::DataType::kInt32  ? 0u
+                             : h.dtype == wire::DataType::kFp32 ? 0x80000000u
+                                                                : 0x8000u;
+  const std::vector<std::uint32_t> identity(h.count, zero);
+  std::vector<TxFrame> results;
+  for (std::uint16_t r = 0; r < job.workers.size(); ++r) {
+    if (r == rank) continue;
+    wire::Header other = h;
+    other.rank = r;
+    other.exponent = wire::kExponentNone;
+    results = model.process_frame(0, frame_from(job.workers[r], encode_packet(other, identity)));
+  }
+  std::vector<std::uint32_t> values;
+  for (std::size_t i = 0; i < h.count; ++i)
+    values.push_back(h.dtype == wire::DataType::kBf16
+                         ? wire::load_be16(decoded.packet.payload.data() + 2 * i)
+                         : wire::load_be32(decoded.packet.payload.data() + 4 * i));
+  EXPECT_EQ(results, expected_multicast(job, h, values, decoded.address.ecn));
+}
+
+std::string vector_name(const ::testing::TestParamInfo<Vector>& info) {
+  return info.param.at("name");
+}
+
+INSTANTIATE_TEST_SUITE_P(Wire, HlsOnVector,
+                         ::testing::ValuesIn(load_vectors(vectors_dir() / "wire")), vector_name);
+
+// ---- One frame for every drop reason ----------------------------------------------------------
+
+void fix_ip_checksum(std::vector<std::byte>& f) {
+  f[24] = f[25] = std::byte{0};
+  wire::store_be16(f.data() + 24, wire::ipv4_checksum({f.data() + 14, 20}));
+}
+
+struct DropCase {
+  std::string name;
+  Counter reason;
+  std::function<std::vector<std::byte>(const Job&)> frame;
+};
+
+// Rank 1's contribution of 4 int32 to slot 5 (job 7, slots [4, 8), 16 elements per packet),
+// changed by `edit` on the header and `frame_edit` on the bytes.
+std::vector<std::byte> base_frame(const Job& job,
+                                  const std::function<void(wire::Header&)>& edit = {},
+                                  std::size_t payload_bytes = 16) {
+  wire::Header h = contribution_header(job, 1, 1, 4);
+  if (edit) edit(h);
+  std::vector<std::byte> packet(wire::kHeaderSize + payload_bytes);
+  wire::Header encodable = h;
+  encodable.count = std::min<std::uint16_t>(h.count, wire::kMaxCount);
+  EXPECT_TRUE(wire::encode_header(encodable, packet));
+  wire::store_be16(packet.data() + wire::offset::kCount, h.count);
+  for (std::size_t i = 0; i < payload_bytes; ++i) packet[wire::kHeaderSize + i] = std::byte(i + 1);
+  return frame_from(job.workers[1], packet);
+}
+
+std::vector<std::byte> edited(std::vector<std::byte> f, std::size_t at, std::uint8_t value,
+                              bool ip_checksum = false) {
+  f.at(at) = std::byte{value};
+  if (ip_checksum) fix_ip_checksum(f);
+  return f;
+}
+
+std::vector<DropCase> drop_cases() {
+  using H = wire::Header;
+  return {
+      {"truncated_frame", Counter::kMalformedTruncated,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         f.resize(41);
+         return f;
+       }},
+      {"truncated_packet", Counter::kMalformedTruncated,
+       [](const Job& j) {
+         std::vector<std::byte> packet(10, std::byte{1});
+         return frame_from(j.workers[1], packet);
+       }},
+      {"empty_frame", Counter::kMalformedTruncated,
+       [](const Job&) { return std::vector<std::byte>{}; }},
+      {"not_ipv4", Counter::kMalformedNotIpv4,
+       [](const Job& j) { return edited(base_frame(j), 12, 0x86); }},
+      {"bad_ip_checksum", Counter::kMalformedBadIpHeader,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         f[25] ^= std::byte{0x5A};
+         return f;
+       }},
+      {"bad_ip_ihl", Counter::kMalformedBadIpHeader,
+       [](const Job& j) { return edited(base_frame(j), 14, 0x46, true); }},
+      {"ip_fragment", Counter::kMalformedBadIpHeader,
+       [](const Job& j) { return edited(base_frame(j), 20, 0x60, true); }},  // DF + MF
+      {"not_udp", Counter::kMalformedNotUdp,
+       [](const Job& j) { return edited(base_frame(j), 23, 6, true); }},
+      {"wrong_port", Counter::kMalformedWrongPort,
+       [](const Job& j) {
+         return frame_from(
+             j.workers[1],
+             encode_packet(contribution_header(j, 1, 1, 1), std::vector<std::uint32_t>{1}), 0,
+             20034);
+       }},
+      {"ip_length_beyond_frame", Counter::kMalformedIpLengthMismatch,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         wire::store_be16(f.data() + 16, static_cast<std::uint16_t>(f.size() - 14 + 4));
+         fix_ip_checksum(f);
+         return f;
+       }},
+      {"ip_length_too_small", Counter::kMalformedIpLengthMismatch,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         wire::store_be16(f.data() + 16, 27);
+         fix_ip_checksum(f);
+         return f;
+       }},
+      {"udp_length_mismatch", Counter::kMalformedUdpLengthMismatch,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         wire::store_be16(f.data() + 38, static_cast<std::uint16_t>(f.size() - 34 - 2));
+         return f;
+       }},
+      {"bad_version", Counter::kMalformedBadVersion,
+       [](const Job& j) { return edited(base_frame(j), 42, 2); }},
+      {"bad_type", Counter::kMalformedBadType,
+       [](const Job& j) { return edited(base_frame(j), 43, 3); }},
+      {"bad_dtype", Counter::kMalformedBadDtype,
+       [](const Job& j) { return edited(base_frame(j), 44, 3); }},
+      {"bad_flags", Counter::kMalformedBadFlags,
+       [](const Job& j) { return edited(base_frame(j), 45, 0x03); }},
+      {"reserved_nonzero", Counter::kMalformedReservedNonzero,
+       [](const Job& j) { return edited(base_frame(j), 63, 1); }},
+      {"count_too_large", Counter::kMalformedCountTooLarge,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.count = 1025; }); }},
+      {"payload_short", Counter::kMalformedLengthMismatch,
+       [](const Job& j) { return base_frame(j, {}, 15); }},
+      {"payload_long", Counter::kMalformedLengthMismatch,
+       [](const Job& j) { return base_frame(j, {}, 20); }},
+      {"bf16_length", Counter::kMalformedLengthMismatch,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.dtype = wire::DataType::kBf16; }); }},
+      {"padded_past_the_stored_beats", Counter::kMalformedLengthMismatch,
+       [](const Job& j) {
+         auto f = base_frame(j);
+         f.resize(64 * 18 + 1, std::byte{0});  // fine padding for decode_frame, not for the FPGA
+         return f;
+       }},
+      {"not_contribution", Counter::kDroppedNotContribution,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.type = wire::MsgType::kResult; }); }},
+      {"unknown_job", Counter::kDroppedUnknownJob,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.job_id = 99; }); }},
+      {"rank_out_of_range", Counter::kDroppedRankOutOfRange,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 3; }); }},
+      {"rank_beyond_bitmap", Counter::kDroppedRankOutOfRange,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 40; }); }},
+      {"foreign_source_ip", Counter::kDroppedForeignSource,
+       [](const Job& j) {
+         auto f = edited(base_frame(j), 29, 77, true);
+         return f;
+       }},
+      {"foreign_source_port", Counter::kDroppedForeignSource,
+       [](const Job& j) { return edited(base_frame(j), 35, 0x99); }},
+      {"foreign_source_other_rank", Counter::kDroppedForeignSource,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 0; }); }},
+      {"slot_below_range", Counter::kDroppedSlotOutOfRange,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.slot = 3; }); }},
+      {"slot_above_range", Counter::kDroppedSlotOutOfRange,
+       [](const Job& j) { return base_frame(j, [](H& h) { h.slot = 8; }); }},
+      {"count_above_job", Counter::kDroppedCountTooLargeForJob,
+       [](const Job& j) {
+         return base_frame(
+             j, [](H& h) { h.count = 17; }, 68);
+       }},
+      {"count_above_slot_memory", Counter::kDroppedCountTooLargeForJob,
+       [](const Job& j) {
+         // A well-formed frame of 300 elements (20 beats, no padding) to job 8, which allows
+         // 1024 elements a packet: more than a slot holds (256), too large, not malformed.
+         return base_frame(
+             j,
+             [](H& h) {
+               h.job_id = 8;
+               h.count = 300;
+               h.slot = 9;
+             },
+             1200);
+       }},
+  };
+}
+
+class HlsDrops : public ::testing::TestWithParam<DropCase> {};
+
+TEST_P(HlsDrops, CountedUnderItsReasonAndTouchesNothing) {
+  Model model;
+  CsrProgrammer<Model> csr(model);
+  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+  Job job = make_job(7, 3, 4, 4, 16);
+  csr.install(0, job);
+  Job wide = make_job(8, 3, 8, 4, 1024);  // same worker addresses as job 7
+  wide.workers = job.workers;
+  csr.install(1, wide);
+  const auto frame = GetParam().frame(job);
+  EXPECT_TRUE(model.process_frame(2, frame).empty());
+  for (std::size_t i = 0; i < csr::kCounterCount; ++i) {
+    const bool expected = i == csr::index(Counter::kFramesIn) || i == csr::index(GetParam().reason);
+    EXPECT_EQ(model.counter(static_cast<unsigned>(i)), expected ? 1u : 0u) << csr::kCounterNames[i];
+  }
+  for (int slot = 0; slot < Model::Core::kSlots; ++slot)
+    for (int set = 0; set < 2; ++set) EXPECT_FALSE(model.core().round_state(slot, set).has_round);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reasons, HlsDrops, ::testing::ValuesIn(drop_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// A frame that passes is taken: the base of every case above is valid.
+TEST(HlsDropsBase, TheUneditedFrameIsAggregated) {
+  Model model;
+  CsrProgrammer<Model> csr(model);
+  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+  const Job job = make_job(7, 3, 4, 4, 16);
+  csr.install(0, job);
+  model.process_frame(2, base_frame(job));
+  EXPECT_EQ(model.counter(csr::index(Counter::kAggregated)), 1u);
+  EXPECT_TRUE(model.core().round_state(5, 0).has_round);
+  // And its padded variant within the stored beats too (decode_frame's padding rule).
+  auto padded = base_frame(job, [](wire::Header& h) { h.slot = 6; });
+  padded.resize(64 * 17, std::byte{0});
+  model.process_frame(2, padded);
+  EXPECT_EQ(model.counter(csr::index(Counter::kAggregated)), 2u);
+}
+
+}  // namespace
+}  // namespace netagg::fpga

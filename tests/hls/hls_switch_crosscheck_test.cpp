@@ -1,0 +1,234 @@
+// The HLS aggregator against the switch model (sim/switch) on the same random int32 traffic:
+// two jobs whose workers follow the protocol (a packet only after the result of the one W
+// before it), retransmit at random, get duplicated by the network, and now and then send what no
+// correct worker sends (packets ahead of the window, wrong counts, wrong ranks, foreign
+// addresses, unknown jobs, slots outside the job, oversized counts, results, malformed headers).
+// The switch takes UDP payloads, the FPGA model Ethernet frames of them. After every packet both
+// must have sent the same packets to the same addresses, and in the end every counter the two
+// share must agree.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <vector>
+
+#include "hls_test_util.hpp"
+#include "switch_model.hpp"
+
+namespace netagg::fpga {
+namespace {
+
+using namespace netagg::fpga::testing;  // NOLINT
+
+JobSpec to_spec(const Job& job) {
+  JobSpec spec;
+  spec.job_id = job.id;
+  spec.slot_base = job.slot_base;
+  spec.slot_count = job.slot_count;
+  spec.elements_per_packet = job.elements;
+  for (std::size_t r = 0; r < job.workers.size(); ++r)
+    spec.workers.push_back({static_cast<std::uint16_t>(r), job.workers[r].endpoint(), {}, {}});
+  return spec;
+}
+
+struct Sent {
+  Endpoint destination;
+  std::vector<std::byte> packet;
+  friend bool operator==(const Sent&, const Sent&) = default;
+};
+
+class Crosscheck {
+ public:
+  Crosscheck() : switch_(64, 256), csr_(fpga_) {
+    csr_.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      switch_.add_job(to_spec(jobs_[j]));
+      csr_.install(static_cast<unsigned>(j + 2), jobs_[j]);
+      progress_.emplace_back(jobs_[j].workers.size());
+    }
+  }
+
+  void run(int packets) {
+    for (int i = 0; i < packets; ++i) {
+      Endpoint source;
+      const std::vector<std::byte> packet = next_packet(source);
+      last_ = {source, packet};
+      deliver(source, packet);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  void check_counters() {
+    const sim::SwitchCounters& s = switch_.counters();
+    auto f = [&](Counter c) { return fpga_.counter(csr::index(c)); };
+    using sim::DropReason;
+    EXPECT_EQ(f(Counter::kFramesIn), s.packets_in);
+    EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
+    EXPECT_EQ(f(Counter::kCompletions), s.completions);
+    EXPECT_EQ(f(Counter::kResultsResent), s.results_unicast);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_unicast);
+    EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
+    EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
+    EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
+    EXPECT_EQ(f(Counter::kDroppedForeignSource), s.drops(DropReason::kForeignSource));
+    EXPECT_EQ(f(Counter::kDroppedSlotOutOfRange), s.drops(DropReason::kSlotOutOfRange));
+    EXPECT_EQ(f(Counter::kDroppedCountTooLargeForJob), s.drops(DropReason::kCountTooLargeForJob));
+    EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
+    EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
+    EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
+    EXPECT_EQ(f(Counter::kDroppedAhead), s.drops(DropReason::kAhead));
+    EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
+    EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
+    // Every kind of event happened, so the agreement above means something.
+    for (Counter c : {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
+                      Counter::kDroppedStale, Counter::kDroppedAhead,
+                      Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
+                      Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
+                      Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
+                      Counter::kDroppedNotContribution, Counter::kMalformedBadVersion})
+      EXPECT_GT(f(c), 0u) << csr::name(c);
+  }
+
+  std::uint64_t completions() const { return fpga_.counter(csr::index(Counter::kCompletions)); }
+
+ private:
+  struct WorkerProgress {
+    std::uint32_t next = 0;           // the next new packet
+    std::set<std::uint32_t> results;  // packets whose result arrived
+  };
+
+  void deliver(const Endpoint& source, const std::vector<std::byte>& packet) {
+    sim::CollectingSink sink;
+    switch_.process(source, packet, sink);
+    std::vector<Sent> expected;
+    for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
+
+    Worker from;
+    from.ip = source.ip;
+    from.udp_port = source.port;
+    from.mac = {0x02, 0, 0, 0, 0, 0x42};
+    const auto frames =
+        fpga_.process_frame(static_cast<unsigned>(rng_() % 4), frame_from(from, packet));
+    std::vector<Sent> got;
+    for (const TxFrame& f : frames) {
+      const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
+      ASSERT_TRUE(d);
+      const std::size_t udp_payload = wire::load_be16(f.bytes.data() + 38) - wire::kUdpHeaderSize;
+      got.push_back({{d.address.dst_ip, d.address.dst_port},
+                     {f.bytes.begin() + wire::kFrameOverhead,
+                      f.bytes.begin() + wire::kFrameOverhead + udp_payload}});
+    }
+    ASSERT_EQ(got, expected) << "after " << switch_.counters().packets_in << " packets";
+
+    // Workers take in their results.
+    for (const Sent& s : expected) {
+      const wire::Decoded d = wire::decode(s.packet);
+      for (std::size_t j = 0; j < jobs_.size(); ++j)
+        if (jobs_[j].id == d.header.job_id)
+          progress_[j][d.header.rank].results.insert(d.header.seq);
+    }
+  }
+
+  // The data of packet P of a rank: the same on every retransmission.
+  std::vector<std::uint32_t> values(std::size_t job, unsigned rank, std::uint32_t packet,
+                                    std::uint16_t count) const {
+    std::vector<std::uint32_t> v(count);
+    std::uint32_t x = static_cast<std::uint32_t>(job * 7919 + rank * 104729 + packet * 1299709);
+    for (auto& e : v) e = x = x * 1664525u + 1013904223u;
+    return v;
+  }
+
+  std::vector<std::byte> packet_of(std::size_t j, unsigned rank, std::uint32_t packet,
+                                   std::uint16_t count, Endpoint& source) {
+    const Job& job = jobs_[j];
+    wire::Header h = contribution_header(job, static_cast<std::uint16_t>(rank), packet, count);
+    h.exponent = static_cast<std::int16_t>((packet * 31 + rank * 7) % 200) - 100;
+    source = job.workers[rank].endpoint();
+    return encode_packet(h, values(j, rank, packet, count));
+  }
+
+  std::vector<std::byte> next_packet(Endpoint& source) {
+    const std::size_t j = rng_() % jobs_.size();
+    const Job& job = jobs_[j];
+    const unsigned rank = static_cast<unsigned>(rng_() % job.workers.size());
+    WorkerProgress& w = progress_[j][rank];
+    const std::uint32_t window = job.slot_count;
+    const std::uint16_t count = job.elements;
+    const int kind = static_cast<int>(rng_() % 100);
+    if (kind < 60) {  // the protocol: a new packet if allowed, else a retransmission
+      if (w.next < window || w.results.count(w.next - window))
+        return packet_of(j, rank, w.next++, count, source);
+      for (std::uint32_t p = w.next - window; p < w.next; ++p)
+        if (!w.results.count(p)) return packet_of(j, rank, p, count, source);
+    }
+    if (kind < 78 && w.next > 0) {  // a retransmission of something recent
+      const std::uint32_t back = 1 + static_cast<std::uint32_t>(rng_() % (2 * window + 1));
+      return packet_of(j, rank, w.next >= back ? w.next - back : 0, count, source);
+    }
+    if (kind < 86 && last_.packet.size()) {  // the network duplicates
+      source = last_.destination;
+      return last_.packet;
+    }
+    if (kind < 89) {  // ahead of a round in progress (never anywhere else: that would start a
+                      // round no correct worker joins, and the job would stall)
+      const std::uint32_t p = w.next + window + static_cast<std::uint32_t>(rng_() % window);
+      const auto& regs = switch_.registers(job.slot_base + p % window, (p / window) % 2);
+      if (regs.has_round && regs.remaining != 0 && static_cast<std::int32_t>(p - regs.seq) > 0)
+        return packet_of(j, rank, p, count, source);
+    }
+    if (kind < 91 && w.next > 0)  // a count that differs from the round's
+      return packet_of(j, rank, w.next - 1, static_cast<std::uint16_t>(count - 1), source);
+    // What no correct worker sends.
+    std::vector<std::byte> p = packet_of(j, rank, w.next, count, source);
+    switch (rng_() % 8) {
+      case 0:
+        wire::store_be16(p.data() + wire::offset::kRank,
+                         static_cast<std::uint16_t>(job.workers.size() + rng_() % 30));
+        break;
+      case 1:
+        source.port = static_cast<std::uint16_t>(source.port + 1);
+        break;
+      case 2:
+        source.ip ^= 0x100;
+        break;
+      case 3:
+        wire::store_be16(p.data() + wire::offset::kJobId, 77);
+        break;
+      case 4:
+        wire::store_be16(p.data() + wire::offset::kSlot,
+                         static_cast<std::uint16_t>(job.slot_base + job.slot_count + rng_() % 4));
+        break;
+      case 5: {
+        const auto big = static_cast<std::uint16_t>(job.elements + 1 + rng_() % 3);
+        p = packet_of(j, rank, w.next, big, source);
+        break;
+      }
+      case 6:
+        p[wire::offset::kType] = std::byte{2};
+        break;
+      default:
+        p[wire::offset::kVersion] = std::byte{9};
+        break;
+    }
+    if (rng_() % 16 == 0) p.pop_back();  // and now and then a malformed length
+    return p;
+  }
+
+  std::vector<Job> jobs_{make_job(3, 4, 0, 3, 37), make_job(9, 3, 10, 2, 256)};
+  sim::SwitchModel switch_;
+  ReferenceModel<> fpga_;
+  CsrProgrammer<ReferenceModel<>> csr_;
+  std::vector<std::vector<WorkerProgress>> progress_;
+  Sent last_;
+  std::mt19937 rng_{99};
+};
+
+TEST(HlsSwitchCrosscheck, SameResultsAndCountersOnRandomInt32Traffic) {
+  Crosscheck c;
+  c.run(20000);
+  c.check_counters();
+  EXPECT_GT(c.completions(), 1000u);
+}
+
+}  // namespace
+}  // namespace netagg::fpga

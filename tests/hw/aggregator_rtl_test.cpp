@@ -1,0 +1,1367 @@
+// The hand-written SystemVerilog aggregator (hw/rtl/, top netagg_aggregator) in Verilator,
+// against docs/fpga-aggregator.md and, bit for bit, against the HLS reference model (hls/): every
+// test replays the frames the RTL took, in the groups it took them, on the model and compares
+// egress frames and counters (settle_and_compare), on top of its own checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "aggregator_harness.hpp"
+#include "aggregator_test_util.hpp"
+#include "netagg/fpga_csr.hpp"
+#include "netagg/wire.hpp"
+#include "vectors.hpp"
+
+namespace netagg::rtltest {
+namespace {
+
+using C = csr::Counter;
+using wire::DataType;
+
+// ---- independent arithmetic (neither the RTL's nor the model's code) ------------------------
+
+bool is_nan(std::uint32_t x) { return (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu); }
+
+// fp32 a + b with the NaN rules of docs/fpga-aggregator.md (x86 addss).
+std::uint32_t fp32_add(std::uint32_t a, std::uint32_t b) {
+  if (is_nan(a)) return a | 0x400000u;
+  if (is_nan(b)) return b | 0x400000u;
+  if ((a & 0x7FFFFFFFu) == 0x7F800000u && (b & 0x7FFFFFFFu) == 0x7F800000u && a != b)
+    return 0xFFC00000u;
+  volatile float x = u2f(a), y = u2f(b);  // the FPU, round to nearest even, no flush to zero
+  return f2u(x + y);
+}
+
+std::uint32_t bf16_widen(std::uint32_t h) { return h << 16; }
+std::uint32_t bf16_round(std::uint32_t x) {
+  if (is_nan(x)) return (x >> 16) | 0x40u;
+  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+}
+
+std::vector<std::uint32_t> ints(std::initializer_list<std::int32_t> v) {
+  std::vector<std::uint32_t> out;
+  for (std::int32_t x : v) out.push_back(static_cast<std::uint32_t>(x));
+  return out;
+}
+
+// ---- fixture -------------------------------------------------------------------------------
+
+// A fresh RTL and reference model, both programmed the same way.
+class Rtl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Programmer<Harness>(tb).set_aggregator();
+    Programmer<Model>(model).set_aggregator();
+  }
+  void install(unsigned entry, const Job& job) {
+    Programmer<Harness>(tb).install(entry, job);
+    Programmer<Model>(model).install(entry, job);
+  }
+  std::uint64_t count(C c) { return tb.counter(counter_index(c)); }
+  // Every counter of the RTL equals the model's.
+  void expect_counters_match_model() {
+    for (unsigned i = 0; i < csr::kCounterCount; ++i)
+      EXPECT_EQ(tb.counter(i), model.counter(i)) << "counter " << csr::kCounterNames[i];
+  }
+  // frames_in = aggregated + results_resent + every drop (once nothing is in flight).
+  void expect_balanced() {
+    std::uint64_t drops = 0;
+    for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+      drops += tb.counter(i);
+    EXPECT_EQ(count(C::kFramesIn), count(C::kAggregated) + count(C::kResultsResent) + drops);
+  }
+  // Runs until idle, replays the RTL's decisions on the model and compares egress frames and
+  // counters. Returns the RTL's egress frames.
+  std::vector<EgressFrame> settle_and_compare() {
+    EXPECT_TRUE(tb.run_until_idle());
+    auto egress = tb.take_egress();
+    const auto expected = replay(model, tb.take_decisions());
+    EXPECT_EQ(egress_difference(as_pairs(egress), expected), "");
+    expect_counters_match_model();
+    EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+    return egress;
+  }
+  std::vector<Result> settle() {
+    std::vector<Result> out;
+    for (const auto& f : settle_and_compare()) out.push_back(decode_result(f));
+    return out;
+  }
+  // One contribution on its worker's port, alone; the results it caused.
+  std::vector<Result> send(const Job& job, const Contribution& c) {
+    tb.push(c.rank % kPorts, contribution_frame(job, c));
+    return settle();
+  }
+  // Contributions on ports 0, 1, 2, ... in the same cycles (one group if they meet).
+  std::vector<Result> send_together(const Job& job, const std::vector<Contribution>& cs) {
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      tb.push(static_cast<unsigned>(i), contribution_frame(job, cs[i]));
+    return settle();
+  }
+
+  Harness tb{1};
+  Model model;
+};
+
+// ---- CSRs ----------------------------------------------------------------------------------
+
+TEST_F(Rtl, CsrIdentityAndReadback) {
+  EXPECT_EQ(tb.csr_read(csr::kVersion), (1u << 16) | wire::kVersion);
+  EXPECT_EQ(tb.csr_read(csr::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
+  EXPECT_EQ(tb.csr_read(csr::kFeatures), model.csr_read(csr::kFeatures));
+  EXPECT_EQ(tb.csr_read(csr::kVersion), model.csr_read(csr::kVersion));
+  EXPECT_EQ(tb.csr_read(csr::kAggUdpPort), wire::kUdpPort);
+  tb.csr_write(csr::kJobSlots, 0x12345678);
+  EXPECT_EQ(tb.csr_read(csr::kJobSlots), 0x12345678u);
+  tb.csr_write(csr::kJobSlots, 0xAABBCCDD, 0b0101);  // byte strobes
+  EXPECT_EQ(tb.csr_read(csr::kJobSlots), 0x12BB56DDu);
+  tb.csr_write(csr::kVersion, 0);  // read-only: ignored
+  EXPECT_EQ(tb.csr_read(csr::kVersion), (1u << 16) | wire::kVersion);
+  EXPECT_EQ(tb.csr_read(0xFFC), 0u);  // unmapped
+  EXPECT_EQ(tb.csr_read(csr::kStatus), 0u);
+  for (std::uint32_t reg : {csr::kAggMacLo, csr::kAggMacHi, csr::kAggIp, csr::kJobIndex,
+                            csr::kWorkerIp, csr::kWorkerUdpPort, csr::kCounterIndex}) {
+    tb.csr_write(reg, 0x5A5A0000u + reg);
+    EXPECT_EQ(tb.csr_read(reg), 0x5A5A0000u + reg) << "register 0x" << std::hex << reg;
+  }
+}
+
+TEST_F(Rtl, CountersLatchAndClear) {
+  const Job job = make_job(1, 2, 0, 4);
+  install(0, job);
+  send(job, {.job = 1, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})});
+  send(job, {.job = 9, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})});  // unknown job
+  tb.csr_write(csr::kCounterIndex, counter_index(C::kFramesIn));
+  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 2u);
+  // Another frame; COUNTER_HI still shows the value latched with LO, a new LO read the new one.
+  tb.push(0,
+          contribution_frame(job, {.job = 9, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})}));
+  ASSERT_TRUE(tb.run_until_idle());
+  EXPECT_EQ(tb.csr_read(csr::kCounterHi), 0u);
+  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 3u);
+  tb.csr_write(csr::kCounterIndex, 200);  // no such counter
+  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 0u);
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 2u);
+  replay(model, tb.take_decisions());
+  Programmer<Harness>(tb).clear_counters();
+  Programmer<Model>(model).clear_counters();
+  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(tb.counter(i), 0u) << i;
+  // The job survives a counter clear: rank 1 completes the round rank 0 started.
+  const auto results = send(job, {.job = 1, .rank = 1, .slot = 1, .seq = 1, .values = ints({2})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({3}));
+}
+
+// ---- golden vectors ------------------------------------------------------------------------
+
+// Every frame and packet of tests/vectors/wire/ on a fresh slot state: counted under the
+// vector's reason (malformed ones) or taken as the job table says (valid ones, with a job made
+// for them), and a malformed frame leaves the slot it names untouched: a round started
+// afterwards sums exactly its own contributions.
+TEST_F(Rtl, GoldenVectors) {
+  // The frame vectors' sender: rank 2 of job 1 at 10.0.0.2:31002, slot 5.
+  auto vector_job = [](std::uint16_t id, unsigned rank) {
+    Job job = make_job(id, std::max(3u, rank + 1), 0, kSlots, 1024);
+    job.workers[2].ip = 0x0A000002;
+    job.workers[2].udp_port = 31002;
+    job.workers[2].mac = {0x02, 0, 0, 0, 0, 0x02};
+    return job;
+  };
+  const auto vectors = netagg::testing::load_vectors(netagg::testing::vectors_dir() / "wire");
+  ASSERT_GT(vectors.size(), 20u);
+  unsigned malformed = 0, taken = 0;
+  for (const auto& v : vectors) {
+    SCOPED_TRACE(v.at("name"));
+    const std::string expect = v.at("expect");
+    const bool ok = expect == "ok";
+    const unsigned rank = ok ? static_cast<unsigned>(v.integer("rank")) : 2;
+    const Job job = vector_job(ok ? static_cast<std::uint16_t>(v.integer("job_id")) : 1, rank);
+    install(0, job);  // clears the job's slots
+    Bytes frame = v.bytes;
+    if (v.at("layer") == "packet") frame = frame_from(job.workers[rank], v.bytes);
+    std::vector<std::uint64_t> before(csr::kCounterCount);
+    for (unsigned i = 0; i < csr::kCounterCount; ++i) before[i] = tb.counter(i);
+    tb.push(0, frame);
+    settle();
+    std::map<std::string, std::uint64_t> delta;
+    for (unsigned i = 0; i < csr::kCounterCount; ++i)
+      if (tb.counter(i) != before[i])
+        delta[std::string(csr::kCounterNames[i])] = tb.counter(i) - before[i];
+    std::string reason;
+    if (!ok) {
+      reason = "malformed_" + expect;
+      ++malformed;
+    } else if (v.at("type") == "result") {
+      reason = "dropped_not_contribution";
+    } else if (v.integer("slot") >= kSlots) {
+      reason = "dropped_slot_out_of_range";
+    } else if (v.integer("count") > kMaxElements) {
+      reason = "dropped_count_too_large_for_job";
+    } else {
+      reason = "aggregated";
+      ++taken;
+    }
+    EXPECT_EQ(delta, (std::map<std::string, std::uint64_t>{{"frames_in", 1}, {reason, 1}}));
+    if (ok) continue;
+    // Nothing touched: slot 5, both sets, take a fresh round of the three ranks.
+    for (std::uint8_t set : {0, 1}) {
+      std::vector<Contribution> round;
+      for (std::uint16_t r = 0; r < 3; ++r)
+        round.push_back({.job = 1,
+                         .rank = r,
+                         .slot = 5,
+                         .set = set,
+                         .seq = 7u + set,
+                         .values = ints({10 * r + 1, -r})});
+      const auto results = send_together(job, round);
+      ASSERT_EQ(results.size(), 3u);
+      for (const auto& res : results) EXPECT_EQ(res.values, ints({33, -3}));
+    }
+  }
+  EXPECT_GE(malformed, 15u);
+  EXPECT_GE(taken, 5u);
+}
+
+// ---- reduction -----------------------------------------------------------------------------
+
+// Four workers on four ports, int32, in the same cycle (one group), with wrap-around.
+TEST_F(Rtl, Int32RoundInOneGroup) {
+  const Job job = make_job(1, 4, 0, 4);
+  install(0, job);
+  std::vector<Contribution> round;
+  std::vector<std::uint32_t> expected(40, 0);
+  for (std::uint16_t r = 0; r < 4; ++r) {
+    Contribution c{
+        .job = 1, .rank = r, .slot = 2, .set = 1, .seq = 6, .exponent = std::int16_t(r - 2)};
+    for (unsigned i = 0; i < 40; ++i) c.values.push_back(0x7FFFFFF0u + r * 1000 + i);
+    for (unsigned i = 0; i < 40; ++i) expected[i] += c.values[i];
+    round.push_back(c);
+  }
+  const auto results = send_together(job, round);
+  ASSERT_EQ(results.size(), 4u);
+  std::set<unsigned> ranks;
+  for (const auto& r : results) {
+    ranks.insert(r.header.rank);
+    EXPECT_EQ(r.header.type, wire::MsgType::kResult);
+    EXPECT_EQ(r.header.dtype, DataType::kInt32);
+    EXPECT_EQ(r.port, r.header.rank % kPorts);
+    EXPECT_EQ(r.address.dst_ip, job.workers[r.header.rank].ip);
+    EXPECT_EQ(r.address.dst_port, job.workers[r.header.rank].udp_port);
+    EXPECT_EQ(r.address.dst_mac, job.workers[r.header.rank].mac);
+    EXPECT_EQ(r.address.src_ip, kAggIp);
+    EXPECT_EQ(r.address.src_mac, kAggMac);
+    EXPECT_EQ(r.address.src_port, wire::kUdpPort);
+    EXPECT_EQ(r.header.job_id, 1);
+    EXPECT_EQ(r.header.slot, 2);
+    EXPECT_EQ(r.header.set, 1);
+    EXPECT_EQ(r.header.seq, 6u);
+    EXPECT_EQ(r.header.exponent, 1);
+    EXPECT_EQ(r.values, expected);
+  }
+  EXPECT_EQ(ranks.size(), 4u);
+  EXPECT_EQ(count(C::kAggregated), 4u);
+  EXPECT_EQ(count(C::kCompletions), 1u);
+  EXPECT_EQ(count(C::kFramesOut), 4u);
+  expect_balanced();
+}
+
+// Contributions one at a time, in different orders, every packet size from 0 to a full slot.
+TEST_F(Rtl, Int32EveryCountAndOrder) {
+  const Job job = make_job(1, 3, 10, 2);
+  install(0, job);
+  std::mt19937 rng(7);
+  const std::vector<std::uint16_t> counts = {0, 1, 15, 16, 17, 31, 32, 33, 100, 255, 256};
+  std::uint32_t seq = 0;
+  for (std::uint16_t n : counts) {
+    std::vector<std::uint16_t> order = {0, 1, 2};
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::uint32_t> sum(n, 0);
+    std::vector<Result> results;
+    for (std::uint16_t r : order) {
+      Contribution c{.job = 1,
+                     .rank = r,
+                     .slot = std::uint16_t(10 + seq % 2),
+                     .set = std::uint8_t((seq / 2) % 2),
+                     .seq = seq};
+      for (unsigned i = 0; i < n; ++i) c.values.push_back(rng());
+      for (unsigned i = 0; i < n; ++i) sum[i] += c.values[i];
+      results = send(job, c);
+    }
+    ASSERT_EQ(results.size(), 3u) << "count " << n;
+    for (const auto& res : results) {
+      EXPECT_EQ(res.header.count, n);
+      EXPECT_EQ(res.values, sum) << "count " << n;
+      EXPECT_EQ(res.bytes.size(), 64u + 4u * n);
+    }
+    ++seq;
+  }
+  expect_balanced();
+}
+
+// fp32: one group of four is summed ((p0 + p1) + (p2 + p3)); special values included.
+TEST_F(Rtl, Fp32TreeOrderAndSpecialValues) {
+  const Job job = make_job(2, 4, 0, 8);
+  install(0, job);
+  const std::uint32_t specials[] = {0x00000000, 0x80000000, 0x00000001, 0x80000001,
+                                    0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
+                                    0x7F800000, 0xFF800000, 0x7FC00001, 0xFF800123,
+                                    0x3F800000, 0xBF800000, 0x33800000, 0x4B800000};
+  std::mt19937 rng(11);
+  std::vector<Contribution> round(4);
+  for (std::uint16_t r = 0; r < 4; ++r) {
+    round[r] = {.job = 2, .rank = r, .slot = 3, .set = 0, .seq = 3, .dtype = DataType::kFp32};
+    for (unsigned i = 0; i < 200; ++i) {
+      std::uint32_t v;
+      if (i < 64)
+        v = specials[(i + 5 * r) % 16];  // every pair of classes meets somewhere
+      else
+        v = f2u(std::ldexp(float(int(rng() % 2000001) - 1000000), int(rng() % 40) - 20));
+      round[r].values.push_back(v);
+    }
+  }
+  const auto results = send_together(job, round);
+  ASSERT_EQ(results.size(), 4u);
+  std::vector<std::uint32_t> expected(200);
+  for (unsigned i = 0; i < 200; ++i)
+    expected[i] = fp32_add(fp32_add(round[0].values[i], round[1].values[i]),
+                           fp32_add(round[2].values[i], round[3].values[i]));
+  for (const auto& r : results) EXPECT_EQ(r.values, expected);
+}
+
+// fp32 one contribution at a time: the first is stored as is (no 0 + x: -0 stays -0), then
+// added in arrival order, accumulator first.
+TEST_F(Rtl, Fp32ArrivalOrder) {
+  const Job job = make_job(2, 3, 0, 8);
+  install(0, job);
+  std::vector<Contribution> cs(3);
+  for (std::uint16_t r = 0; r < 3; ++r)
+    cs[r] = {.job = 2, .rank = r, .slot = 1, .set = 0, .seq = 1, .dtype = DataType::kFp32};
+  cs[0].values = {0x80000000, 0x3F800000, 0x7FC00005, 0x4B800000, 0x00000001};
+  cs[1].values = {0x80000000, 0x33800000, 0x7FC00007, 0x3F800000, 0x80000001};
+  cs[2].values = {0x80000000, 0x33800000, 0x3F800000, 0x3F800000, 0x00000001};
+  send(job, cs[2]);
+  send(job, cs[0]);
+  const auto results = send(job, cs[1]);
+  ASSERT_EQ(results.size(), 3u);
+  std::vector<std::uint32_t> expected;
+  for (unsigned i = 0; i < 5; ++i)
+    expected.push_back(fp32_add(fp32_add(cs[2].values[i], cs[0].values[i]), cs[1].values[i]));
+  EXPECT_EQ(expected[0], 0x80000000u);  // -0 + -0 + -0
+  EXPECT_EQ(expected[2], 0x7FC00005u);  // the accumulator's NaN wins
+  for (const auto& r : results) EXPECT_EQ(r.values, expected);
+}
+
+// bf16 on the wire, fp32 accumulation, rounded back: 32 elements a wire beat, two accumulator
+// beats each; counts that end in either half of a beat.
+TEST_F(Rtl, Bf16WidenedAccumulatedRounded) {
+  const Job job = make_job(3, 4, 0, 4);
+  install(0, job);
+  std::mt19937 rng(5);
+  std::uint32_t seq = 0;
+  for (std::uint16_t n : {1, 16, 17, 32, 33, 48, 100, 256}) {
+    std::vector<Contribution> round(4);
+    for (std::uint16_t r = 0; r < 4; ++r) {
+      round[r] = {.job = 3,
+                  .rank = r,
+                  .slot = std::uint16_t(seq % 4),
+                  .set = std::uint8_t((seq / 4) % 2),
+                  .seq = seq,
+                  .dtype = DataType::kBf16};
+      for (unsigned i = 0; i < n; ++i) {
+        std::uint32_t v = rng() & 0xFFFF;
+        if (i % 37 == 5) v = 0x7F81 + r;  // signalling NaNs, quieted in the result
+        if (i % 41 == 7) v = r % 2 ? 0xFF80 : 0x7F80;
+        round[r].values.push_back(v);
+      }
+    }
+    const auto results = send_together(job, round);
+    ASSERT_EQ(results.size(), 4u) << "count " << n;
+    std::vector<std::uint32_t> expected;
+    for (unsigned i = 0; i < n; ++i) {
+      const std::uint32_t a =
+          fp32_add(bf16_widen(round[0].values[i]), bf16_widen(round[1].values[i]));
+      const std::uint32_t b =
+          fp32_add(bf16_widen(round[2].values[i]), bf16_widen(round[3].values[i]));
+      expected.push_back(bf16_round(fp32_add(a, b)));
+    }
+    for (const auto& r : results) {
+      EXPECT_EQ(r.header.dtype, DataType::kBf16);
+      EXPECT_EQ(r.values, expected) << "count " << n;
+      EXPECT_EQ(r.bytes.size(), 64u + 2u * n);
+    }
+    ++seq;
+  }
+}
+
+// Groups of any subset of ports: a missing port's partner passes through its tree level.
+TEST_F(Rtl, TreeSkipsMissingPorts) {
+  const Job job = make_job(4, 4, 0, 16);
+  install(0, job);
+  std::uint32_t seq = 0;
+  for (unsigned mask = 1; mask < 16; ++mask) {
+    const std::uint16_t slot = static_cast<std::uint16_t>(seq % 16);
+    std::vector<std::uint32_t> vals = {0x3F800000, 0x33800000, 0xB3800000, 0x4B800000};
+    // ports in the mask together, the others afterwards one by one
+    for (unsigned p = 0; p < 4; ++p)
+      if (mask >> p & 1)
+        tb.push(p, contribution_frame(job, {.job = 4,
+                                            .rank = std::uint16_t(p),
+                                            .slot = slot,
+                                            .seq = seq,
+                                            .dtype = DataType::kFp32,
+                                            .values = {vals[p]}}));
+    settle();
+    std::vector<Result> results;
+    for (unsigned p = 0; p < 4; ++p)
+      if (!(mask >> p & 1))
+        results = send(job, {.job = 4,
+                             .rank = std::uint16_t(p),
+                             .slot = slot,
+                             .seq = seq,
+                             .dtype = DataType::kFp32,
+                             .values = {vals[p]}});
+    if (mask == 15) results = {};
+    ++seq;
+  }
+  EXPECT_EQ(count(C::kCompletions), 15u);
+}
+
+// ---- loss recovery (the switch model's cases) ------------------------------------------------
+
+TEST_F(Rtl, ResendAfterCompletion) {
+  const Job job = make_job(1, 3, 8, 4);
+  install(0, job);
+  Contribution c[3];
+  for (std::uint16_t r = 0; r < 3; ++r)
+    c[r] = {.job = 1,
+            .rank = r,
+            .slot = 10,
+            .seq = 5,
+            .exponent = std::int16_t(4 + r),
+            .values = ints({r + 1, r + 1, r + 1})};
+  send(job, c[0]);
+  send(job, c[1]);
+  const auto first = send(job, c[2]);
+  ASSERT_EQ(first.size(), 3u);
+  Bytes original;
+  for (const auto& r : first)
+    if (r.header.rank == 1) original = r.bytes;
+  for (int again = 0; again < 2; ++again) {
+    const auto resent = send(job, c[1]);
+    ASSERT_EQ(resent.size(), 1u);
+    EXPECT_EQ(resent[0].header.rank, 1);
+    EXPECT_EQ(resent[0].port, 1u);
+    EXPECT_EQ(resent[0].values, ints({6, 6, 6}));  // not added a second time
+    EXPECT_EQ(resent[0].header.exponent, 6);
+    EXPECT_EQ(resent[0].bytes, original);
+  }
+  EXPECT_EQ(count(C::kResultsResent), 2u);
+  EXPECT_EQ(count(C::kCompletions), 1u);
+  expect_balanced();
+}
+
+TEST_F(Rtl, RetransmissionFromThePreviousSet) {
+  const Job job = make_job(1, 3, 8, 4);
+  install(0, job);
+  for (std::uint16_t r = 0; r < 3; ++r)
+    send(job, {.job = 1,
+               .rank = r,
+               .slot = 8,
+               .set = 0,
+               .seq = 40,
+               .values = ints({2 * r + 1, 2 * r + 2})});
+  // Ranks 0 and 1 move on to set 1 (seq + W); rank 2 lost its result and retransmits.
+  send(job, {.job = 1, .rank = 0, .slot = 8, .set = 1, .seq = 44, .values = ints({10, 10})});
+  send(job, {.job = 1, .rank = 1, .slot = 8, .set = 1, .seq = 44, .values = ints({20, 20})});
+  const auto resent =
+      send(job, {.job = 1, .rank = 2, .slot = 8, .set = 0, .seq = 40, .values = ints({5, 6})});
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].header.set, 0);
+  EXPECT_EQ(resent[0].header.seq, 40u);
+  EXPECT_EQ(resent[0].values, ints({9, 12}));
+  const auto results =
+      send(job, {.job = 1, .rank = 2, .slot = 8, .set = 1, .seq = 44, .values = ints({30, 30})});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) EXPECT_EQ(r.values, ints({60, 60}));
+  expect_balanced();
+}
+
+// Eight rounds through one slot alternating sets, a lost result retransmitted while the next
+// round fills the other set.
+TEST_F(Rtl, BothSetsInFlight) {
+  const Job job = make_job(1, 3, 20, 1);
+  install(0, job);
+  const std::vector<std::vector<std::uint16_t>> orders = {
+      {0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {1, 2, 0}, {0, 1, 2}, {2, 1, 0}};
+  auto value = [](std::uint32_t p, std::uint16_t r) { return std::int32_t(1000 * (p + 1) + r); };
+  for (std::uint32_t p = 0; p < orders.size(); ++p) {
+    const std::uint8_t set = p % 2;
+    std::vector<Result> results;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::uint16_t r = orders[p][i];
+      results = send(job, {.job = 1,
+                           .rank = r,
+                           .slot = 20,
+                           .set = set,
+                           .seq = p,
+                           .values = ints({value(p, r), -value(p, r)})});
+      if (i == 0 && p > 0 && orders[p - 1].back() != r) {
+        const std::uint16_t last = orders[p - 1].back();
+        const auto resent = send(job, {.job = 1,
+                                       .rank = last,
+                                       .slot = 20,
+                                       .set = std::uint8_t(set ^ 1),
+                                       .seq = p - 1,
+                                       .values = ints({value(p - 1, last), -value(p - 1, last)})});
+        ASSERT_EQ(resent.size(), 1u);
+        const std::int32_t previous = 3000 * std::int32_t(p) + 3;
+        EXPECT_EQ(resent[0].values, ints({previous, -previous}));
+      }
+    }
+    ASSERT_EQ(results.size(), 3u);
+    const std::int32_t sum = 3000 * std::int32_t(p + 1) + 3;
+    for (const auto& res : results) EXPECT_EQ(res.values, ints({sum, -sum}));
+  }
+  EXPECT_EQ(count(C::kCompletions), orders.size());
+  expect_balanced();
+}
+
+// A set is reused every 2W packets: each new round overwrites the old sum and bitmap.
+TEST_F(Rtl, SlotReuse) {
+  const Job job = make_job(1, 2, 30, 2);
+  install(0, job);
+  for (std::uint32_t p = 0; p < 12; ++p) {
+    const auto slot = static_cast<std::uint16_t>(30 + p % 2);
+    const auto set = static_cast<std::uint8_t>((p / 2) % 2);
+    // both ranks in one group: a new round and a join together
+    const auto results = send_together(job, {{.job = 1,
+                                              .rank = 0,
+                                              .slot = slot,
+                                              .set = set,
+                                              .seq = p,
+                                              .values = ints({int(2 * p + 1)})},
+                                             {.job = 1,
+                                              .rank = 1,
+                                              .slot = slot,
+                                              .set = set,
+                                              .seq = p,
+                                              .values = ints({int(2 * p + 2)})}});
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].values, ints({int(4 * p + 3)})) << "packet " << p;
+  }
+}
+
+TEST_F(Rtl, DuplicatesIgnored) {
+  const Job job = make_job(1, 3, 0, 16);
+  install(0, job);
+  const Contribution c0{.job = 1, .rank = 0, .slot = 9, .seq = 1, .values = ints({5, 5})};
+  send(job, c0);
+  EXPECT_TRUE(send(job, c0).empty());
+  // a copy arriving on another port in the same cycle as the original
+  tb.push(0, contribution_frame(
+                 job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
+  tb.push(3, contribution_frame(
+                 job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
+  EXPECT_TRUE(settle().empty());
+  const auto results =
+      send(job, {.job = 1, .rank = 2, .slot = 9, .seq = 1, .values = ints({7, 7})});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].values, ints({18, 18}));
+  EXPECT_EQ(count(C::kDroppedDuplicate), 2u);
+  expect_balanced();
+}
+
+// A late copy of packet 0 after its sender's packet 1 cleared its bit: a resend, not a round.
+TEST_F(Rtl, RetransmissionOvertakenByTheSendersNextPacket) {
+  const Job job = make_job(1, 2, 8, 1);
+  install(0, job);
+  send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 0, .values = ints({1, 2})});
+  send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 0, .values = ints({10, 20})});
+  send(job, {.job = 1, .rank = 0, .slot = 8, .set = 1, .seq = 1, .values = ints({3, 4})});
+  const auto resent =
+      send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 0, .values = ints({1, 2})});
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].values, ints({11, 22}));
+  auto results =
+      send(job, {.job = 1, .rank = 1, .slot = 8, .set = 1, .seq = 1, .values = ints({30, 40})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({33, 44}));
+  send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 2, .values = ints({5, 6})});
+  results =
+      send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 2, .values = ints({50, 60})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({55, 66}));
+  for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    EXPECT_EQ(tb.counter(i), 0u) << csr::kCounterNames[i];
+}
+
+TEST_F(Rtl, StaleAheadAndMismatchesTouchNothing) {
+  const Job job = make_job(1, 2, 8, 1);
+  install(0, job);
+  for (std::uint32_t p = 0; p < 3; ++p)
+    send_together(job, {{.job = 1,
+                         .rank = 0,
+                         .slot = 8,
+                         .set = std::uint8_t(p % 2),
+                         .seq = p,
+                         .values = ints({1, 1})},
+                        {.job = 1,
+                         .rank = 1,
+                         .slot = 8,
+                         .set = std::uint8_t(p % 2),
+                         .seq = p,
+                         .values = ints({2, 2})}});
+  EXPECT_TRUE(
+      send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 0, .values = ints({7, 7})})
+          .empty());
+  send_together(job,
+                {{.job = 1, .rank = 0, .slot = 8, .set = 1, .seq = 3, .values = ints({1, 1})},
+                 {.job = 1, .rank = 1, .slot = 8, .set = 1, .seq = 3, .values = ints({2, 2})}});
+  send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 4, .values = ints({4, 4})});
+  for (std::uint32_t seq : {2u, 0u, 6u})  // stale, stale, ahead
+    EXPECT_TRUE(
+        send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = seq, .values = ints({9, 9})})
+            .empty());
+  // same round, other count / other dtype
+  EXPECT_TRUE(
+      send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 4, .values = ints({9, 9, 9})})
+          .empty());
+  EXPECT_TRUE(send(job, {.job = 1,
+                         .rank = 1,
+                         .slot = 8,
+                         .set = 0,
+                         .seq = 4,
+                         .dtype = DataType::kFp32,
+                         .values = ints({9, 9})})
+                  .empty());
+  const auto results =
+      send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 4, .values = ints({40, 40})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({44, 44}));
+  EXPECT_EQ(count(C::kDroppedStale), 3u);
+  EXPECT_EQ(count(C::kDroppedAhead), 1u);
+  EXPECT_EQ(count(C::kDroppedCountMismatch), 1u);
+  EXPECT_EQ(count(C::kDroppedDtypeMismatch), 1u);
+  expect_balanced();
+}
+
+// A group where port 0 completes the round and port 1 starts the set's next round (a worker
+// group breaking the protocol) or resends: the later frame waits for the next cycle.
+TEST_F(Rtl, GroupsNeverMixRounds) {
+  const Job job = make_job(1, 1, 0, 4);  // one worker: every contribution completes its round
+  install(0, job);
+  tb.push(0,
+          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 0, .values = ints({1})}));
+  tb.push(1,
+          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({5})}));
+  tb.push(2,
+          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({9})}));
+  const auto results = settle();
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> got;
+  for (const auto& r : results) got.emplace_back(r.header.seq, r.values);
+  using Got = std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>>;
+  EXPECT_EQ(got, (Got{{0, ints({1})}, {2, ints({5})}, {2, ints({5})}}));
+  EXPECT_EQ(count(C::kResultsResent), 1u);
+}
+
+TEST_F(Rtl, ZeroCountCarriesOnlyTheExponent) {
+  const Job job = make_job(1, 4, 0, 4);
+  install(0, job);
+  std::vector<Contribution> round;
+  for (std::uint16_t r = 0; r < 4; ++r)
+    round.push_back({.job = 1,
+                     .rank = r,
+                     .slot = 1,
+                     .seq = 1,
+                     .dtype = DataType::kFp32,
+                     .exponent = std::int16_t(r == 2 ? 127 : -5 * r)});
+  const auto results = send_together(job, round);
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.header.count, 0);
+    EXPECT_EQ(r.header.exponent, 127);
+    EXPECT_EQ(r.bytes.size(), 64u);
+  }
+}
+
+// ---- ECN, jobs, checks -----------------------------------------------------------------------
+
+TEST_F(Rtl, EcnBitsAreOred) {
+  const Job job = make_job(1, 4, 0, 4);
+  install(0, job);
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    const std::uint8_t ecns[3][4] = {{0, 1, 0, 0}, {0, 0, 0, 0}, {2, 0, 1, 0}};
+    std::vector<Result> results;
+    for (std::uint16_t r = 0; r < 4; ++r) {
+      const Contribution c{.job = 1,
+                           .rank = r,
+                           .slot = std::uint16_t(round),
+                           .seq = round,
+                           .ecn = ecns[round][r],
+                           .values = ints({1})};
+      tb.push(r, frame_from(job.workers[r], encode_packet(c), c.ecn));
+      if (round == 2) results = settle();  // one by one in the last round
+    }
+    if (round < 2) results = settle();
+    ASSERT_EQ(results.size(), 4u);
+    const std::uint8_t want = round == 0 ? 1 : round == 1 ? 0 : 3;
+    for (const auto& r : results) EXPECT_EQ(r.address.ecn, want) << "round " << round;
+  }
+}
+
+TEST_F(Rtl, JobsAreIsolated) {
+  const Job a = make_job(1, 2, 0, 4, 8);
+  const Job b = make_job(2, 3, 4, 4, 64);
+  install(0, a);
+  install(5, b);
+  // the same slot-relative traffic in both jobs, interleaved
+  for (std::uint32_t p = 0; p < 4; ++p) {
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      if (r < 2)
+        tb.push(r, contribution_frame(a, {.job = 1,
+                                          .rank = r,
+                                          .slot = std::uint16_t(p),
+                                          .seq = p,
+                                          .values = ints({int(r + 1)})}));
+      tb.push(r + 1, contribution_frame(b, {.job = 2,
+                                            .rank = r,
+                                            .slot = std::uint16_t(4 + p),
+                                            .seq = p,
+                                            .values = ints({int(100 * (r + 1))})}));
+    }
+  }
+  auto results = settle();
+  ASSERT_EQ(results.size(), 4u * 2 + 4u * 3);
+  for (const auto& r : results) {
+    if (r.header.job_id == 1) {
+      EXPECT_EQ(r.values, ints({3}));
+      EXPECT_EQ(r.address.dst_ip, a.workers.at(r.header.rank).ip);
+    } else {
+      EXPECT_EQ(r.values, ints({600}));
+      EXPECT_EQ(r.address.dst_ip, b.workers.at(r.header.rank).ip);
+    }
+  }
+  // job 1's worker into job 2's slots, job 2's ids from job 1's address
+  EXPECT_TRUE(send(a, {.job = 1, .rank = 0, .slot = 5, .seq = 9, .values = ints({1})}).empty());
+  tb.push(0, frame_from(
+                 a.workers[0],
+                 encode_packet({.job = 2, .rank = 0, .slot = 5, .seq = 9, .values = ints({1})})));
+  EXPECT_TRUE(settle().empty());
+  EXPECT_EQ(count(C::kDroppedSlotOutOfRange), 1u);
+  EXPECT_EQ(count(C::kDroppedForeignSource), 1u);
+  // removing job 1 leaves job 2 running
+  Programmer<Harness>(tb).remove(0);
+  Programmer<Model>(model).remove(0);
+  EXPECT_TRUE(send(a, {.job = 1, .rank = 0, .slot = 0, .seq = 4, .values = ints({1})}).empty());
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);
+  for (std::uint16_t r = 0; r < 3; ++r)
+    results = send(b, {.job = 2, .rank = r, .slot = 4, .set = 1, .seq = 4, .values = ints({r})});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].values, ints({3}));
+  expect_balanced();
+}
+
+// Every job table check, and frame-level classes the golden vectors do not cover: each counted
+// under its reason, and none touches the slot state (the round afterwards sums only its own).
+TEST_F(Rtl, EveryCheckCountedNothingTouched) {
+  Job job = make_job(1, 2, 4, 4, 32);
+  install(0, job);
+  const Contribution good{.job = 1, .rank = 0, .slot = 5, .seq = 3, .values = ints({100, 200})};
+  auto bad = [&](C reason, Bytes frame) {
+    SCOPED_TRACE(std::string(csr::kCounterNames[counter_index(reason)]));
+    const std::uint64_t before = count(reason);
+    tb.push(0, std::move(frame));
+    EXPECT_TRUE(settle().empty());
+    EXPECT_EQ(count(reason), before + 1);
+  };
+  auto with = [&](auto change) {
+    Contribution c = good;
+    change(c);
+    return contribution_frame(job, c);
+  };
+  bad(C::kDroppedNotContribution, with([](Contribution& c) { c.type = wire::MsgType::kResult; }));
+  bad(C::kDroppedUnknownJob, with([](Contribution& c) { c.job = 7; }));
+  bad(C::kDroppedRankOutOfRange,
+      frame_from(
+          job.workers[0],
+          encode_packet({.job = 1, .rank = 2, .slot = 5, .seq = 3, .values = ints({1, 1})})));
+  Worker stranger = job.workers[0];
+  stranger.ip += 1;
+  bad(C::kDroppedForeignSource, frame_from(stranger, encode_packet(good)));
+  stranger = job.workers[0];
+  stranger.udp_port += 1;
+  bad(C::kDroppedForeignSource, frame_from(stranger, encode_packet(good)));
+  bad(C::kDroppedSlotOutOfRange, with([](Contribution& c) { c.slot = 3; }));
+  bad(C::kDroppedSlotOutOfRange, with([](Contribution& c) { c.slot = 8; }));
+  bad(C::kDroppedSlotOutOfRange, with([](Contribution& c) { c.slot = 1000; }));
+  bad(C::kDroppedCountTooLargeForJob, with([](Contribution& c) { c.values.assign(33, 1); }));
+  bad(C::kMalformedWrongPort, frame_from(job.workers[0], encode_packet(good), 0, 20034));
+  Bytes truncated = contribution_frame(job, good);
+  truncated.resize(60);
+  bad(C::kMalformedIpLengthMismatch, truncated);
+  truncated.resize(30);
+  bad(C::kMalformedTruncated, truncated);
+  bad(C::kMalformedTruncated, Bytes{});  // an empty frame: one beat, TKEEP 0
+  Bytes padded = contribution_frame(job, good);
+  padded.resize(64 * 18, std::byte{0});  // padding past the 17 beats a port stores
+  bad(C::kMalformedLengthMismatch, padded);
+  // unpadded, more than a slot holds (and more than the job allows)
+  install(0, Job{job.id, job.slot_base, job.slot_count, 1024, job.workers});
+  bad(C::kDroppedCountTooLargeForJob, with([](Contribution& c) { c.values.assign(300, 1); }));
+  bad(C::kDroppedCountTooLargeForJob, with([](Contribution& c) {
+        c.dtype = DataType::kBf16;
+        c.values.assign(257, 1);
+      }));
+  // after all that, a round on the slot and set they named sums exactly its own two frames
+  tb.push(0, contribution_frame(job, good));
+  tb.push(1, contribution_frame(
+                 job, {.job = 1, .rank = 1, .slot = 5, .seq = 3, .values = ints({1, 2})}));
+  const auto results = settle();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({101, 202}));
+  expect_balanced();
+}
+
+// Commands: worker egress ports past NUM_PORTS, a job with too many workers, indices past the
+// table, and STATUS.busy while a commit waits for result frames held by backpressure.
+TEST_F(Rtl, CommandEdgeCases) {
+  Job job = make_job(1, 2, 0, 2);
+  job.workers[1].egress = 9;  // no such port: port 0
+  install(0, job);
+  auto results =
+      send_together(job, {{.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})},
+                          {.job = 1, .rank = 1, .slot = 0, .seq = 0, .values = ints({2})}});
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) EXPECT_EQ(r.port, 0u);
+  // 33 workers: stored as not valid
+  Job big = make_job(2, 2, 4, 2);
+  Programmer<Harness>(tb).install(1, big);
+  Programmer<Model>(model).install(1, big);
+  for (Harness* bus : {&tb}) {
+    bus->csr_write(csr::kJobIndex, 1);
+    bus->csr_write(csr::kJobWorkers, 33);
+  }
+  model.csr_write(csr::kJobIndex, 1);
+  model.csr_write(csr::kJobWorkers, 33);
+  Programmer<Harness>(tb).commit(1);
+  Programmer<Model>(model).commit(1);
+  EXPECT_TRUE(send(big, {.job = 2, .rank = 0, .slot = 4, .seq = 0, .values = ints({1})}).empty());
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);
+  // entry past the table: nothing happens
+  tb.csr_write(csr::kJobIndex, 8);
+  model.csr_write(csr::kJobIndex, 8);
+  Programmer<Harness>(tb).commit(3);
+  Programmer<Model>(model).commit(3);
+  results = send_together(job, {{.job = 1, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})},
+                                {.job = 1, .rank = 1, .slot = 1, .seq = 1, .values = ints({2})}});
+  EXPECT_EQ(results.size(), 2u);
+
+  // A round completes while egress port 0 is held: its results (more beats than the egress
+  // FIFO holds) wait, and so does a commit.
+  tb.set_ready(0, false);
+  const std::vector<std::uint32_t> many(200, 1);
+  tb.push(0, contribution_frame(
+                 job, {.job = 1, .rank = 0, .slot = 0, .set = 1, .seq = 2, .values = many}));
+  tb.push(1, contribution_frame(
+                 job, {.job = 1, .rank = 1, .slot = 0, .set = 1, .seq = 2, .values = many}));
+  tb.run(300);
+  tb.csr_write(csr::kWorkerIndex, 0);
+  const std::uint32_t seq = (tb.csr_read(csr::kCommit) >> 16) + 1;
+  tb.csr_write(csr::kCommit, seq << 16 | 2);  // store worker 0 again (same values)
+  tb.run(300);
+  EXPECT_EQ(tb.csr_read(csr::kStatus) & 1, 1u);
+  tb.set_ready(0, true);
+  tb.wait_not_busy();
+  model.csr_write(csr::kWorkerIndex, 0);
+  model.csr_write(csr::kCommit, seq << 16 | 2);
+  results = settle();
+  EXPECT_EQ(results.size(), 2u);
+}
+
+// ---- protocol-driven traffic ----------------------------------------------------------------
+
+// Workers that follow the protocol engine's rules against the RTL: packet P to slot
+// base + P mod W, set (P / W) mod 2, seq P mod 2^32, sent only after the result of P - W
+// arrived; retransmitted after a timeout. The network between them may lose contributions and
+// results and duplicate contributions (the copy possibly on another port).
+struct TrafficConfig {
+  std::uint16_t window = 4;
+  std::uint32_t packets = 32;
+  DataType dtype = DataType::kInt32;
+  unsigned max_count = 48;         // elements per packet: 0 .. max_count, the same for all ranks
+  std::uint64_t first_packet = 0;  // global index of the first packet (seq wrap tests)
+  double loss = 0.0;               // each contribution and each result
+  double duplicate = 0.0;          // each contribution sent twice
+  bool random_ports = false;       // a contribution enters on any port
+  std::uint64_t timeout = 4000;    // cycles before a retransmission
+  std::uint64_t seed = 1;
+};
+
+class Traffic {
+ public:
+  Traffic(Harness& tb, const Job& job, TrafficConfig config)
+      : tb_(tb), job_(job), cfg_(config), rng_(config.seed) {
+    const std::size_t n = job.workers.size();
+    next_.assign(n, 0);
+    got_.assign(n, std::vector<bool>(cfg_.packets, false));
+    sent_at_.assign(n, std::vector<std::uint64_t>(cfg_.packets, 0));
+    payload_.assign(n, std::vector<Bytes>(cfg_.packets));
+  }
+
+  // Runs until every worker has the result of every packet; false after max_cycles.
+  bool run(std::uint64_t max_cycles) {
+    const std::uint64_t end = tb_.cycle() + max_cycles;
+    while (tb_.cycle() < end) {
+      step();
+      if (done()) return true;
+    }
+    return false;
+  }
+  void step() {
+    for (auto& f : tb_.take_egress()) receive(f);
+    transmit_due();
+    tb_.tick();
+  }
+  // New packets the window allows, and retransmissions whose timeout expired.
+  void transmit_due() {
+    for (std::size_t r = 0; r < job_.workers.size(); ++r) {
+      while (next_[r] < cfg_.packets &&
+             (next_[r] < cfg_.window || got_[r][next_[r] - cfg_.window])) {
+        transmit(r, next_[r]);
+        ++next_[r];
+      }
+      for (std::uint32_t k = 0; k < next_[r]; ++k)
+        if (!got_[r][k] && tb_.cycle() >= sent_at_[r][k] + cfg_.timeout) transmit(r, k);
+    }
+  }
+  bool done() const {
+    for (const auto& worker : got_)
+      for (bool g : worker)
+        if (!g) return false;
+    return true;
+  }
+
+  // The contribution of rank r to packet k.
+  Contribution contribution(std::size_t r, std::uint32_t k) const {
+    const std::uint64_t p = cfg_.first_packet + k;
+    Contribution c;
+    c.job = job_.id;
+    c.rank = static_cast<std::uint16_t>(r);
+    c.slot = static_cast<std::uint16_t>(job_.slot_base + p % cfg_.window);
+    c.set = static_cast<std::uint8_t>((p / cfg_.window) % 2);
+    c.seq = static_cast<std::uint32_t>(p);
+    c.dtype = cfg_.dtype;
+    c.exponent = static_cast<std::int16_t>(hash(r, k, 1000) % 200) - 100;
+    c.ecn = hash(r, k, 2000) % 7 == 0 ? static_cast<std::uint8_t>(hash(r, k, 3000) % 4) : 0;
+    const unsigned count = static_cast<unsigned>(hash(0, k, 4000) % (cfg_.max_count + 1));
+    for (unsigned i = 0; i < count; ++i) {
+      const std::uint64_t h = hash(r, k, i);
+      std::uint32_t v = static_cast<std::uint32_t>(h);
+      if (cfg_.dtype == DataType::kFp32)
+        v = f2u(std::ldexp(float(std::int32_t(h % 2000001) - 1000000), int(h >> 40) % 30 - 15));
+      if (cfg_.dtype == DataType::kBf16) v = (h >> 20) & 0xFFFF;
+      c.values.push_back(v);
+    }
+    return c;
+  }
+  // int32: the exact wrapped sum every worker must receive.
+  std::vector<std::uint32_t> int32_sum(std::uint32_t k) const {
+    std::vector<std::uint32_t> sum;
+    for (std::size_t r = 0; r < job_.workers.size(); ++r) {
+      const Contribution c = contribution(r, k);
+      sum.resize(c.values.size(), 0);
+      for (std::size_t i = 0; i < c.values.size(); ++i) sum[i] += c.values[i];
+    }
+    return sum;
+  }
+  // The payload bytes rank r accepted for packet k.
+  const Bytes& payload(std::size_t r, std::uint32_t k) const { return payload_[r][k]; }
+  // A result frame of this job arrives at its worker (which may lose it).
+  void receive(const EgressFrame& f) {
+    egress.push_back(f);
+    accept(f);
+  }
+
+  std::vector<Result> results;      // every result a worker accepted
+  std::vector<EgressFrame> egress;  // every frame the RTL sent to this job
+
+ private:
+  static std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t hash(std::size_t r, std::uint32_t k, std::uint64_t i) const {
+    return mix(cfg_.seed * 0x9E3779B97F4A7C15ull + (std::uint64_t(r) << 48) +
+               (std::uint64_t(k) << 20) + i);
+  }
+  bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  void transmit(std::size_t r, std::uint32_t k) {
+    sent_at_[r][k] = tb_.cycle();
+    if (chance(cfg_.loss)) return;
+    const Contribution c = contribution(r, k);
+    const Bytes frame = frame_from(job_.workers[r], encode_packet(c), c.ecn);
+    const unsigned home = static_cast<unsigned>(r % kPorts);
+    tb_.push(cfg_.random_ports ? static_cast<unsigned>(rng_() % kPorts) : home, frame);
+    if (chance(cfg_.duplicate)) tb_.push(static_cast<unsigned>(rng_() % kPorts), frame);
+  }
+
+  void accept(const EgressFrame& f) {
+    const Result res = decode_result(f);
+    std::size_t r = 0;
+    while (r < job_.workers.size() && !(job_.workers[r].ip == res.address.dst_ip &&
+                                        job_.workers[r].udp_port == res.address.dst_port))
+      ++r;
+    ASSERT_LT(r, job_.workers.size()) << "a result to nobody of the job";
+    EXPECT_EQ(res.header.rank, r);
+    EXPECT_EQ(f.port, job_.workers[r].egress);
+    const std::uint32_t k = res.header.seq - static_cast<std::uint32_t>(cfg_.first_packet);
+    ASSERT_LT(k, cfg_.packets);
+    EXPECT_EQ(res.header.slot, job_.slot_base + (cfg_.first_packet + k) % cfg_.window);
+    if (chance(cfg_.loss) || got_[r][k]) return;
+    got_[r][k] = true;
+    payload_[r][k] = Bytes(f.bytes.begin() + 64, f.bytes.end());
+    results.push_back(res);
+  }
+
+  Harness& tb_;
+  Job job_;
+  TrafficConfig cfg_;
+  std::mt19937_64 rng_;
+  std::vector<std::uint32_t> next_;
+  std::vector<std::vector<bool>> got_;
+  std::vector<std::vector<std::uint64_t>> sent_at_;
+  std::vector<std::vector<Bytes>> payload_;
+};
+
+// Every worker got, for every packet, the result with the max exponent, the OR of the ECN bits,
+// the same payload as every other worker, and (int32) the exact wrapped sum.
+void expect_results_exact(const Traffic& t, const Job& job, const TrafficConfig& cfg) {
+  for (std::uint32_t k = 0; k < cfg.packets; ++k) {
+    for (std::size_t r = 1; r < job.workers.size(); ++r)
+      EXPECT_EQ(t.payload(r, k), t.payload(0, k)) << "packet " << k << " rank " << r;
+    if (cfg.dtype == DataType::kInt32) {
+      const auto sum = t.int32_sum(k);
+      Bytes want(4 * sum.size());
+      for (std::size_t i = 0; i < sum.size(); ++i) wire::store_be32(want.data() + 4 * i, sum[i]);
+      EXPECT_EQ(t.payload(0, k), want) << "packet " << k;
+    }
+  }
+  for (const Result& res : t.results) {
+    const std::uint32_t k = res.header.seq - static_cast<std::uint32_t>(cfg.first_packet);
+    std::int16_t exponent = wire::kExponentNone;
+    std::uint8_t ecn = 0;
+    for (std::size_t r = 0; r < job.workers.size(); ++r) {
+      const Contribution c = t.contribution(r, k);
+      exponent = std::max(exponent, c.exponent);
+      ecn |= c.ecn;
+    }
+    EXPECT_EQ(res.header.exponent, exponent) << "packet " << k;
+    EXPECT_EQ(res.address.ecn, ecn) << "packet " << k;
+    EXPECT_EQ(res.header.dtype, cfg.dtype);
+  }
+}
+
+class RtlTraffic : public Rtl {
+ protected:
+  // Runs the traffic to completion and compares everything with the model.
+  void run_and_compare(const Job& job, const TrafficConfig& cfg,
+                       std::uint64_t max_cycles = 400000) {
+    Traffic t(tb, job, cfg);
+    ASSERT_TRUE(t.run(max_cycles)) << "not every worker got every result";
+    ASSERT_TRUE(tb.run_until_idle());
+    for (auto& f : tb.take_egress()) t.egress.push_back(f);
+    const auto expected = replay(model, tb.take_decisions());
+    EXPECT_EQ(egress_difference(as_pairs(t.egress), expected), "");
+    expect_counters_match_model();
+    EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+    expect_results_exact(t, job, cfg);
+    expect_balanced();
+  }
+};
+
+TEST_F(RtlTraffic, Int32LossDuplicatesAnyPort) {
+  const Job job = make_job(1, 4, 8, 4);
+  install(0, job);
+  run_and_compare(job, {.window = 4,
+                        .packets = 40,
+                        .loss = 0.05,
+                        .duplicate = 0.05,
+                        .random_ports = true,
+                        .timeout = 1500,
+                        .seed = 3});
+  EXPECT_GT(count(C::kResultsResent), 0u);
+  EXPECT_GT(count(C::kDroppedDuplicate) + count(C::kDroppedStale), 0u);
+}
+
+TEST_F(RtlTraffic, Fp32LossAndDuplicates) {
+  const Job job = make_job(1, 4, 0, 8);
+  install(0, job);
+  run_and_compare(job, {.window = 8,
+                        .packets = 48,
+                        .dtype = DataType::kFp32,
+                        .max_count = 64,
+                        .loss = 0.04,
+                        .duplicate = 0.05,
+                        .timeout = 2000,
+                        .seed = 4});
+}
+
+TEST_F(RtlTraffic, Bf16LossAndDuplicates) {
+  const Job job = make_job(1, 3, 16, 4);
+  install(0, job);
+  run_and_compare(job, {.window = 4,
+                        .packets = 40,
+                        .dtype = DataType::kBf16,
+                        .max_count = 80,
+                        .loss = 0.04,
+                        .duplicate = 0.05,
+                        .timeout = 2000,
+                        .seed = 5});
+}
+
+// Seq wrap: packets 2^32 - 20 .. 2^32 + 20.
+TEST_F(RtlTraffic, SeqWrapsAround) {
+  const Job job = make_job(1, 2, 0, 4);
+  install(0, job);
+  run_and_compare(job, {.window = 4,
+                        .packets = 40,
+                        .first_packet = (1ull << 32) - 20,
+                        .loss = 0.03,
+                        .timeout = 1500,
+                        .seed = 6});
+}
+
+// Eight workers, two per port (results on a shared port leave one after the other), random
+// TREADY on every egress port and random ingress gaps: nothing lost, nothing sent twice.
+TEST_F(RtlTraffic, EgressBackpressure) {
+  const Job job = make_job(1, 8, 0, 4);
+  install(0, job);
+  tb.set_random_ready(0.3);
+  tb.set_ingress_gaps(0.2);
+  run_and_compare(job, {.window = 4,
+                        .packets = 24,
+                        .dtype = DataType::kFp32,
+                        .max_count = 100,
+                        .timeout = 1'000'000,
+                        .seed = 7});
+  // no loss in the network: exactly one result per worker and packet
+  EXPECT_EQ(count(C::kFramesOut), 8u * 24);
+  EXPECT_EQ(count(C::kResultsResent), 0u);
+}
+
+// One egress port held for a long time: the others stall behind it (after their FIFOs), the
+// result queue and then the ingress fill up; released, everything arrives once.
+TEST_F(RtlTraffic, EgressPortHeld) {
+  const Job job = make_job(1, 4, 0, 8);
+  install(0, job);
+  const TrafficConfig cfg{
+      .window = 8, .packets = 32, .max_count = 256, .timeout = 1'000'000, .seed = 8};
+  Traffic t(tb, job, cfg);
+  tb.set_ready(2, false);
+  for (int i = 0; i < 5000; ++i) t.step();
+  EXPECT_GT(tb.stalls_in(0) + tb.stalls_in(1) + tb.stalls_in(3),
+            0u);  // backpressure reached ingress
+  tb.set_ready(2, true);
+  ASSERT_TRUE(t.run(200000));
+  ASSERT_TRUE(tb.run_until_idle());
+  for (auto& f : tb.take_egress()) t.egress.push_back(f);
+  EXPECT_EQ(egress_difference(as_pairs(t.egress), replay(model, tb.take_decisions())), "");
+  expect_counters_match_model();
+  expect_results_exact(t, job, cfg);
+  EXPECT_EQ(count(C::kFramesOut), 4u * 32);
+}
+
+// int32 in any arrival order: the model takes the frames one by one in the order they arrived
+// (not the RTL's groups) and gives the same result frames.
+TEST_F(RtlTraffic, Int32AnyArrivalOrder) {
+  const Job job = make_job(1, 6, 0, 4);
+  install(0, job);
+  tb.set_ingress_gaps(0.3);
+  const TrafficConfig cfg{.window = 4,
+                          .packets = 30,
+                          .max_count = 200,
+                          .random_ports = true,
+                          .timeout = 1'000'000,
+                          .seed = 9};
+  Traffic t(tb, job, cfg);
+  ASSERT_TRUE(t.run(400000));
+  ASSERT_TRUE(tb.run_until_idle());
+  for (auto& f : tb.take_egress()) t.egress.push_back(f);
+  std::vector<std::pair<unsigned, Bytes>> expected;
+  for (const auto& [port, bytes] : tb.take_arrivals())
+    for (auto& f : model.process_frame(port, bytes)) expected.emplace_back(f.port, f.bytes);
+  auto rtl = canonical(as_pairs(t.egress));
+  auto ref = canonical(expected);
+  for (auto* m : {&rtl, &ref})
+    for (auto& [port, list] : *m)
+      std::sort(list.begin(), list.end(), [](const Bytes& a, const Bytes& b) {
+        return result_key(a) != result_key(b) ? result_key(a) < result_key(b)
+                                              : result_rank(a) < result_rank(b);
+      });
+  EXPECT_EQ(rtl, ref);
+  expect_results_exact(t, job, cfg);
+}
+
+// A hard reset (ap_rst_n) in the middle of traffic: everything back to power-on values; after
+// programming again the aggregator works as a fresh one.
+TEST_F(RtlTraffic, HardResetMidTraffic) {
+  const Job job = make_job(1, 4, 0, 4);
+  install(0, job);
+  {
+    Traffic t(tb, job, {.window = 4, .packets = 40, .max_count = 200, .seed = 10});
+    for (int i = 0; i < 1500; ++i) t.step();
+  }
+  tb.set_ready(1, false);
+  tb.run(37);  // frames half in, results half out
+  tb.reset();
+  tb.set_ready(1, true);
+  tb.take_egress();
+  EXPECT_EQ(tb.csr_read(csr::kAggUdpPort), wire::kUdpPort);
+  EXPECT_EQ(tb.csr_read(csr::kAggIp), 0u);
+  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(tb.counter(i), 0u);
+  Programmer<Harness>(tb).set_aggregator();
+  tb.push(0,
+          contribution_frame(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}));
+  ASSERT_TRUE(tb.run_until_idle());
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty
+  tb.take_decisions();
+  Programmer<Harness>(tb).clear_counters();
+  model.reset();
+  Programmer<Model>(model).set_aggregator();
+  install(0, job);
+  run_and_compare(
+      job,
+      {.window = 4, .packets = 40, .max_count = 200, .loss = 0.03, .timeout = 1500, .seed = 11});
+}
+
+// A soft reset (CONTROL) in the middle of traffic with egress backpressure: no egress frame is
+// cut, queued results are dropped, slots, job table and counters are cleared; programmed again,
+// the aggregator works as a fresh one.
+TEST_F(RtlTraffic, SoftResetMidTraffic) {
+  const Job job = make_job(1, 4, 0, 4);
+  install(0, job);
+  tb.set_random_ready(0.2);
+  {
+    Traffic t(tb, job, {.window = 4, .packets = 40, .max_count = 200, .seed = 12});
+    for (int i = 0; i < 3000; ++i) t.step();
+  }
+  Programmer<Harness>(tb).soft_reset();
+  for (unsigned i = counter_index(C::kAggregated); i <= counter_index(C::kResultsResent); ++i)
+    EXPECT_EQ(tb.counter(i), 0u) << csr::kCounterNames[i];
+  ASSERT_TRUE(tb.run_until_idle());  // what was still queued on ingress: no job any more
+  EXPECT_EQ(count(C::kAggregated), 0u);
+  EXPECT_EQ(count(C::kFramesIn) > 0 ? count(C::kDroppedUnknownJob) > 0 : true, true);
+  for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    if (i != counter_index(C::kDroppedUnknownJob)) {
+      EXPECT_EQ(tb.counter(i), 0u) << i;
+    }
+  for (const auto& f : tb.take_egress()) EXPECT_NO_THROW(decode_result(f));  // none cut
+  EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+  EXPECT_EQ(tb.csr_read(csr::kAggIp), kAggIp);  // the aggregator's address stays
+  tb.set_random_ready(-1);
+  tb.take_decisions();
+  Programmer<Harness>(tb).clear_counters();
+  model.reset();
+  Programmer<Model>(model).set_aggregator();
+  install(0, job);
+  run_and_compare(job, {.window = 4, .packets = 40, .max_count = 200, .seed = 13});
+}
+
+// Several jobs at once with different element types and windows, sharing ports, with loss.
+TEST_F(RtlTraffic, ThreeJobsAtOnce) {
+  const Job a = make_job(1, 4, 0, 4);
+  const Job b = make_job(2, 3, 4, 8);
+  const Job c = make_job(3, 2, 12, 2);
+  install(0, a);
+  install(3, b);
+  install(7, c);
+  const TrafficConfig ca{.window = 4,
+                         .packets = 24,
+                         .dtype = DataType::kInt32,
+                         .loss = 0.02,
+                         .timeout = 2000,
+                         .seed = 14};
+  const TrafficConfig cb{.window = 8,
+                         .packets = 24,
+                         .dtype = DataType::kFp32,
+                         .loss = 0.02,
+                         .timeout = 2000,
+                         .seed = 15};
+  const TrafficConfig cc{.window = 2,
+                         .packets = 24,
+                         .dtype = DataType::kBf16,
+                         .loss = 0.02,
+                         .timeout = 2000,
+                         .seed = 16};
+  Traffic ta(tb, a, ca), tb2(tb, b, cb), tc(tb, c, cc);
+  Traffic* by_job[] = {nullptr, &ta, &tb2, &tc};
+  std::vector<EgressFrame> all;
+  for (int i = 0; i < 400000 && !(ta.done() && tb2.done() && tc.done()); ++i) {
+    for (auto& f : tb.take_egress()) {
+      all.push_back(f);
+      by_job[decode_result(f).header.job_id]->receive(f);
+    }
+    for (Traffic* t : {&ta, &tb2, &tc}) t->transmit_due();
+    tb.tick();
+  }
+  ASSERT_TRUE(ta.done() && tb2.done() && tc.done());
+  ASSERT_TRUE(tb.run_until_idle());
+  for (auto& f : tb.take_egress()) all.push_back(f);
+  EXPECT_EQ(egress_difference(as_pairs(all), replay(model, tb.take_decisions())), "");
+  expect_counters_match_model();
+  expect_results_exact(ta, a, ca);
+  expect_results_exact(tb2, b, cb);
+  expect_results_exact(tc, c, cc);
+  expect_balanced();
+}
+
+// ---- throughput ------------------------------------------------------------------------------
+
+// All four ports present back-to-back 17-beat fp32 packets (256 elements) to the same slots:
+// every port takes one beat every cycle, without a single stall, and the results keep up.
+TEST_F(Rtl, FullRateWithBackToBackPackets) {
+  for (DataType dtype : {DataType::kFp32, DataType::kInt32}) {
+    SCOPED_TRACE(std::string(wire::to_string(dtype)));
+    // (one VerilatedContext per test: a fresh start is a reset, not a second model)
+    tb.reset();
+    model.reset();
+    Programmer<Harness>(tb).set_aggregator();
+    Programmer<Model>(model).set_aggregator();
+    const Job job = make_job(1, 4, 0, 16);
+    install(0, job);
+    const std::uint64_t beats_before = tb.beats_in(0), stalls_before[] = {
+        tb.stalls_in(0), tb.stalls_in(1), tb.stalls_in(2), tb.stalls_in(3)};
+    constexpr std::uint32_t kPackets = 64;
+    std::mt19937 rng(3);
+    for (std::uint32_t p = 0; p < kPackets; ++p)
+      for (std::uint16_t r = 0; r < 4; ++r) {
+        Contribution c{.job = 1, .rank = r, .slot = std::uint16_t(p % 16),
+                       .set = std::uint8_t((p / 16) % 2), .seq = p, .dtype = dtype};
+        for (unsigned i = 0; i < kMaxElements; ++i)
+          c.values.push_back(dtype == DataType::kFp32 ? f2u(float(int(rng() % 1000)) / 8) : rng());
+        tb.push(r, contribution_frame(job, c));
+      }
+    ASSERT_TRUE(tb.run_until_idle());
+    EXPECT_EQ(tb.beats_in(0) - beats_before, kPackets * 17);
+    for (unsigned p = 0; p < kPorts; ++p)
+      EXPECT_EQ(tb.stalls_in(p), stalls_before[p]) << "ingress port " << p << " stalled";
+    const auto egress = tb.take_egress();
+    EXPECT_EQ(egress.size(), 4u * kPackets);
+    EXPECT_EQ(egress_difference(as_pairs(egress), replay(model, tb.take_decisions())), "");
+    // every round was one group of four and the results kept pace with the ingress
+    EXPECT_EQ(tb.counter(counter_index(C::kCompletions)), kPackets);
+    const std::uint64_t span = egress.back().last_cycle - egress.front().first_cycle;
+    EXPECT_LE(span, kPackets * 17 + 17u);
+  }
+}
+
+}  // namespace
+}  // namespace netagg::rtltest

@@ -1,0 +1,169 @@
+// The RTL aggregator built with other parameters than the defaults -- three ports (an adder
+// tree with an odd leaf), 16 slots of 4 beats, a 2-stage fp32 adder, three ingress frames per
+// port, a result queue of 2 and egress FIFOs of 2 beats -- against the HLS reference model with
+// the same parameters (Params<3, 16, 4, 4, 32>). The Verilated model is Vnetagg_aggregator_v
+// (tests/hw/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "aggregator_harness.hpp"
+#include "aggregator_test_util.hpp"
+#include "aggregator_traffic.hpp"
+#include "netagg/fpga_csr.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::rtltest {
+namespace {
+
+using C = csr::Counter;
+using VariantModel = fpga::ReferenceModel<fpga::Params<3, 16, 4, 4, 32>>;
+constexpr unsigned kUsedPorts = 3;
+constexpr unsigned kVariantElements = 16 * 4;
+
+bool is_nan(std::uint32_t x) { return (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu); }
+std::uint32_t fp32_add(std::uint32_t a, std::uint32_t b) {
+  if (is_nan(a)) return a | 0x400000u;
+  if (is_nan(b)) return b | 0x400000u;
+  if ((a & 0x7FFFFFFFu) == 0x7F800000u && (b & 0x7FFFFFFFu) == 0x7F800000u && a != b)
+    return 0xFFC00000u;
+  volatile float x = u2f(a), y = u2f(b);
+  return f2u(x + y);
+}
+
+class Variant : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Programmer<Harness>(tb).set_aggregator();
+    Programmer<VariantModel>(model).set_aggregator();
+  }
+  void install(unsigned entry, const Job& job) {
+    Programmer<Harness>(tb).install(entry, job);
+    Programmer<VariantModel>(model).install(entry, job);
+  }
+  std::uint64_t count(C c) { return tb.counter(counter_index(c)); }
+  void expect_same_as_model(const std::vector<EgressFrame>& egress) {
+    EXPECT_EQ(egress_difference(as_pairs(egress), replay(model, tb.take_decisions())), "");
+    for (unsigned i = 0; i < csr::kCounterCount; ++i)
+      EXPECT_EQ(tb.counter(i), model.counter(i)) << "counter " << csr::kCounterNames[i];
+    EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+  }
+  void run_traffic(const Job& job, const TrafficConfig& cfg) {
+    Traffic t(tb, job, cfg);
+    ASSERT_TRUE(t.run(600000)) << "not every worker got every result";
+    ASSERT_TRUE(tb.run_until_idle());
+    for (auto& f : tb.take_egress()) t.egress.push_back(f);
+    expect_same_as_model(t.egress);
+    expect_results_exact(t, job, cfg);
+  }
+
+  Harness tb{21};
+  VariantModel model;
+};
+
+TEST_F(Variant, FeaturesDescribeTheParameters) {
+  EXPECT_EQ(tb.csr_read(csr::kFeatures), 3u | (4u << 8) | (4u << 16) | (4u << 24));
+  EXPECT_EQ(tb.csr_read(csr::kFeatures), model.csr_read(csr::kFeatures));
+  // the fourth port of the top is not used: it takes nothing
+  EXPECT_EQ(tb.top().rx_3_TREADY, 0);
+  EXPECT_EQ(tb.top().tx_3_TVALID, 0);
+}
+
+// Every subset of the three ports as one group: ((p0 + p1) + p2), a missing port skipped.
+TEST_F(Variant, OddTreeEverySubset) {
+  const Job job = make_job(1, 3, 0, 16, kVariantElements, kUsedPorts);
+  install(0, job);
+  const std::uint32_t vals[3] = {0x3F800000, 0x33800000, 0xB3800001};
+  std::uint32_t seq = 0;
+  for (unsigned mask = 1; mask < 8; ++mask, ++seq) {
+    const auto slot = static_cast<std::uint16_t>(seq);
+    for (unsigned p = 0; p < 3; ++p)
+      if (mask >> p & 1)
+        tb.push(p, contribution_frame(job, {.job = 1, .rank = std::uint16_t(p), .slot = slot,
+                                            .seq = seq, .dtype = DataType::kFp32,
+                                            .values = {vals[p], vals[2 - p]}}));
+    ASSERT_TRUE(tb.run_until_idle());
+    for (unsigned p = 0; p < 3; ++p)
+      if (!(mask >> p & 1)) {
+        tb.push(p, contribution_frame(job, {.job = 1, .rank = std::uint16_t(p), .slot = slot,
+                                            .seq = seq, .dtype = DataType::kFp32,
+                                            .values = {vals[p], vals[2 - p]}}));
+        ASSERT_TRUE(tb.run_until_idle());
+      }
+    const auto egress = tb.take_egress();
+    ASSERT_EQ(egress.size(), 3u);
+    if (mask == 7) {
+      const Result r = decode_result(egress[0]);
+      EXPECT_EQ(r.values[0], fp32_add(fp32_add(vals[0], vals[1]), vals[2]));
+      EXPECT_EQ(r.values[1], fp32_add(fp32_add(vals[2], vals[1]), vals[0]));
+    }
+    expect_same_as_model(egress);
+  }
+}
+
+TEST_F(Variant, Int32LossDuplicatesBackpressure) {
+  const Job job = make_job(1, 5, 2, 6, kVariantElements, kUsedPorts);
+  install(0, job);
+  tb.set_random_ready(0.5);
+  tb.set_ingress_gaps(0.2);
+  run_traffic(job, {.window = 6, .packets = 30, .max_count = 64, .loss = 0.04, .duplicate = 0.05,
+                    .random_ports = true, .ports = kUsedPorts, .timeout = 3000, .seed = 31});
+  EXPECT_EQ(count(C::kDroppedCountTooLargeForJob), 0u);
+}
+
+TEST_F(Variant, Fp32AndBf16WithLoss) {
+  const Job a = make_job(1, 3, 0, 4, kVariantElements, kUsedPorts);
+  const Job b = make_job(2, 4, 8, 8, kVariantElements, kUsedPorts);
+  install(0, a);
+  install(3, b);
+  run_traffic(a, {.window = 4, .packets = 24, .dtype = DataType::kFp32, .max_count = 64,
+                  .loss = 0.04, .duplicate = 0.04, .ports = kUsedPorts, .timeout = 3000,
+                  .seed = 32});
+  run_traffic(b, {.window = 8, .packets = 24, .dtype = DataType::kBf16, .max_count = 64,
+                  .loss = 0.04, .duplicate = 0.04, .ports = kUsedPorts, .timeout = 3000,
+                  .seed = 33});
+}
+
+TEST_F(Variant, SlotCapacityIsLanesTimesMaxBeats) {
+  const Job job = make_job(1, 1, 0, 16, 1024, kUsedPorts);
+  install(0, job);
+  for (DataType dtype : {DataType::kInt32, DataType::kBf16})
+    for (unsigned n : {64u, 65u}) {
+      tb.push(0, contribution_frame(job, {.job = 1, .rank = 0, .slot = std::uint16_t(n - 60),
+                                          .seq = n, .dtype = dtype,
+                                          .values = std::vector<std::uint32_t>(n, 1)}));
+      ASSERT_TRUE(tb.run_until_idle());
+    }
+  expect_same_as_model(tb.take_egress());
+  EXPECT_EQ(count(C::kCompletions), 2u);
+  EXPECT_EQ(count(C::kDroppedCountTooLargeForJob), 2u);
+}
+
+// Three ports of back-to-back 5-beat packets (64 fp32 elements, a full slot) to the same slots:
+// no ingress stall.
+TEST_F(Variant, FullRate) {
+  const Job job = make_job(1, 3, 0, 8, kVariantElements, kUsedPorts);
+  install(0, job);
+  constexpr std::uint32_t kPackets = 48;
+  std::mt19937 rng(5);
+  for (std::uint32_t p = 0; p < kPackets; ++p)
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      Contribution c{.job = 1, .rank = r, .slot = std::uint16_t(p % 8),
+                     .set = std::uint8_t((p / 8) % 2), .seq = p, .dtype = DataType::kFp32};
+      for (unsigned i = 0; i < kVariantElements; ++i) c.values.push_back(f2u(float(rng() % 512)));
+      tb.push(r, contribution_frame(job, c));
+    }
+  ASSERT_TRUE(tb.run_until_idle());
+  for (unsigned p = 0; p < kUsedPorts; ++p) {
+    EXPECT_EQ(tb.beats_in(p), kPackets * 5);
+    EXPECT_EQ(tb.stalls_in(p), 0u) << "ingress port " << p;
+  }
+  const auto egress = tb.take_egress();
+  EXPECT_EQ(egress.size(), 3u * kPackets);
+  expect_same_as_model(egress);
+}
+
+}  // namespace
+}  // namespace netagg::rtltest

@@ -1,0 +1,204 @@
+// Protocol-driven traffic for the RTL aggregator tests: workers that follow the protocol
+// engine's rules against the Verilated aggregator, over a network that loses and duplicates.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "aggregator_harness.hpp"
+#include "aggregator_test_util.hpp"
+#include "netagg/wire.hpp"
+
+namespace netagg::rtltest {
+
+using wire::DataType;
+
+// Workers that follow the protocol engine's rules against the RTL: packet P to slot
+// base + P mod W, set (P / W) mod 2, seq P mod 2^32, sent only after the result of P - W
+// arrived; retransmitted after a timeout. The network between them may lose contributions and
+// results and duplicate contributions (the copy possibly on another port).
+struct TrafficConfig {
+  std::uint16_t window = 4;
+  std::uint32_t packets = 32;
+  DataType dtype = DataType::kInt32;
+  unsigned max_count = 48;         // elements per packet: 0 .. max_count, the same for all ranks
+  std::uint64_t first_packet = 0;  // global index of the first packet (seq wrap tests)
+  double loss = 0.0;               // each contribution and each result
+  double duplicate = 0.0;          // each contribution sent twice
+  bool random_ports = false;       // a contribution enters on any port
+  std::uint64_t timeout = 4000;    // cycles before a retransmission
+  std::uint64_t seed = 1;
+};
+
+class Traffic {
+ public:
+  Traffic(Harness& tb, const Job& job, TrafficConfig config)
+      : tb_(tb), job_(job), cfg_(config), rng_(config.seed) {
+    const std::size_t n = job.workers.size();
+    next_.assign(n, 0);
+    got_.assign(n, std::vector<bool>(cfg_.packets, false));
+    sent_at_.assign(n, std::vector<std::uint64_t>(cfg_.packets, 0));
+    payload_.assign(n, std::vector<Bytes>(cfg_.packets));
+  }
+
+  // Runs until every worker has the result of every packet; false after max_cycles.
+  bool run(std::uint64_t max_cycles) {
+    const std::uint64_t end = tb_.cycle() + max_cycles;
+    while (tb_.cycle() < end) {
+      step();
+      if (done()) return true;
+    }
+    return false;
+  }
+  void step() {
+    for (auto& f : tb_.take_egress()) receive(f);
+    transmit_due();
+    tb_.tick();
+  }
+  // New packets the window allows, and retransmissions whose timeout expired.
+  void transmit_due() {
+    for (std::size_t r = 0; r < job_.workers.size(); ++r) {
+      while (next_[r] < cfg_.packets &&
+             (next_[r] < cfg_.window || got_[r][next_[r] - cfg_.window])) {
+        transmit(r, next_[r]);
+        ++next_[r];
+      }
+      for (std::uint32_t k = 0; k < next_[r]; ++k)
+        if (!got_[r][k] && tb_.cycle() >= sent_at_[r][k] + cfg_.timeout) transmit(r, k);
+    }
+  }
+  bool done() const {
+    for (const auto& worker : got_)
+      for (bool g : worker)
+        if (!g) return false;
+    return true;
+  }
+
+  // The contribution of rank r to packet k.
+  Contribution contribution(std::size_t r, std::uint32_t k) const {
+    const std::uint64_t p = cfg_.first_packet + k;
+    Contribution c;
+    c.job = job_.id;
+    c.rank = static_cast<std::uint16_t>(r);
+    c.slot = static_cast<std::uint16_t>(job_.slot_base + p % cfg_.window);
+    c.set = static_cast<std::uint8_t>((p / cfg_.window) % 2);
+    c.seq = static_cast<std::uint32_t>(p);
+    c.dtype = cfg_.dtype;
+    c.exponent = static_cast<std::int16_t>(hash(r, k, 1000) % 200) - 100;
+    c.ecn = hash(r, k, 2000) % 7 == 0 ? static_cast<std::uint8_t>(hash(r, k, 3000) % 4) : 0;
+    const unsigned count = static_cast<unsigned>(hash(0, k, 4000) % (cfg_.max_count + 1));
+    for (unsigned i = 0; i < count; ++i) {
+      const std::uint64_t h = hash(r, k, i);
+      std::uint32_t v = static_cast<std::uint32_t>(h);
+      if (cfg_.dtype == DataType::kFp32)
+        v = f2u(std::ldexp(float(std::int32_t(h % 2000001) - 1000000), int(h >> 40) % 30 - 15));
+      if (cfg_.dtype == DataType::kBf16) v = (h >> 20) & 0xFFFF;
+      c.values.push_back(v);
+    }
+    return c;
+  }
+  // int32: the exact wrapped sum every worker must receive.
+  std::vector<std::uint32_t> int32_sum(std::uint32_t k) const {
+    std::vector<std::uint32_t> sum;
+    for (std::size_t r = 0; r < job_.workers.size(); ++r) {
+      const Contribution c = contribution(r, k);
+      sum.resize(c.values.size(), 0);
+      for (std::size_t i = 0; i < c.values.size(); ++i) sum[i] += c.values[i];
+    }
+    return sum;
+  }
+  // The payload bytes rank r accepted for packet k.
+  const Bytes& payload(std::size_t r, std::uint32_t k) const { return payload_[r][k]; }
+  // A result frame of this job arrives at its worker (which may lose it).
+  void receive(const EgressFrame& f) {
+    egress.push_back(f);
+    accept(f);
+  }
+
+  std::vector<Result> results;      // every result a worker accepted
+  std::vector<EgressFrame> egress;  // every frame the RTL sent to this job
+
+ private:
+  static std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t hash(std::size_t r, std::uint32_t k, std::uint64_t i) const {
+    return mix(cfg_.seed * 0x9E3779B97F4A7C15ull + (std::uint64_t(r) << 48) +
+               (std::uint64_t(k) << 20) + i);
+  }
+  bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  void transmit(std::size_t r, std::uint32_t k) {
+    sent_at_[r][k] = tb_.cycle();
+    if (chance(cfg_.loss)) return;
+    const Contribution c = contribution(r, k);
+    const Bytes frame = frame_from(job_.workers[r], encode_packet(c), c.ecn);
+    const unsigned home = static_cast<unsigned>(r % cfg_.ports);
+    tb_.push(cfg_.random_ports ? static_cast<unsigned>(rng_() % cfg_.ports) : home, frame);
+    if (chance(cfg_.duplicate)) tb_.push(static_cast<unsigned>(rng_() % cfg_.ports), frame);
+  }
+
+  void accept(const EgressFrame& f) {
+    const Result res = decode_result(f);
+    std::size_t r = 0;
+    while (r < job_.workers.size() && !(job_.workers[r].ip == res.address.dst_ip &&
+                                        job_.workers[r].udp_port == res.address.dst_port))
+      ++r;
+    ASSERT_LT(r, job_.workers.size()) << "a result to nobody of the job";
+    EXPECT_EQ(res.header.rank, r);
+    EXPECT_EQ(f.port, job_.workers[r].egress);
+    const std::uint32_t k = res.header.seq - static_cast<std::uint32_t>(cfg_.first_packet);
+    ASSERT_LT(k, cfg_.packets);
+    EXPECT_EQ(res.header.slot, job_.slot_base + (cfg_.first_packet + k) % cfg_.window);
+    if (chance(cfg_.loss) || got_[r][k]) return;
+    got_[r][k] = true;
+    payload_[r][k] = Bytes(f.bytes.begin() + 64, f.bytes.end());
+    results.push_back(res);
+  }
+
+  Harness& tb_;
+  Job job_;
+  TrafficConfig cfg_;
+  std::mt19937_64 rng_;
+  std::vector<std::uint32_t> next_;
+  std::vector<std::vector<bool>> got_;
+  std::vector<std::vector<std::uint64_t>> sent_at_;
+  std::vector<std::vector<Bytes>> payload_;
+};
+
+// Every worker got, for every packet, the result with the max exponent, the OR of the ECN bits,
+// the same payload as every other worker, and (int32) the exact wrapped sum.
+inline void expect_results_exact(const Traffic& t, const Job& job, const TrafficConfig& cfg) {
+  for (std::uint32_t k = 0; k < cfg.packets; ++k) {
+    for (std::size_t r = 1; r < job.workers.size(); ++r)
+      EXPECT_EQ(t.payload(r, k), t.payload(0, k)) << "packet " << k << " rank " << r;
+    if (cfg.dtype == DataType::kInt32) {
+      const auto sum = t.int32_sum(k);
+      Bytes want(4 * sum.size());
+      for (std::size_t i = 0; i < sum.size(); ++i) wire::store_be32(want.data() + 4 * i, sum[i]);
+      EXPECT_EQ(t.payload(0, k), want) << "packet " << k;
+    }
+  }
+  for (const Result& res : t.results) {
+    const std::uint32_t k = res.header.seq - static_cast<std::uint32_t>(cfg.first_packet);
+    std::int16_t exponent = wire::kExponentNone;
+    std::uint8_t ecn = 0;
+    for (std::size_t r = 0; r < job.workers.size(); ++r) {
+      const Contribution c = t.contribution(r, k);
+      exponent = std::max(exponent, c.exponent);
+      ecn |= c.ecn;
+    }
+    EXPECT_EQ(res.header.exponent, exponent) << "packet " << k;
+    EXPECT_EQ(res.address.ecn, ecn) << "packet " << k;
+    EXPECT_EQ(res.header.dtype, cfg.dtype);
+  }
+}
+
+}  // namespace netagg::rtltest
