@@ -15,6 +15,7 @@
 #   BENCH_WARMUP      untimed iterations before them (default depends on the size).
 #   BENCH_TIMEOUT     seconds one measurement may take before it is killed. Default: 900.
 #   BENCH_CODEC=0     skip the codec benchmark.
+#   BENCH_FPGA=0      skip the FPGA aggregator's RTL benchmark.
 set -euo pipefail
 
 usage() { echo "usage: bash scripts/bench.sh BUILD_DIR" >&2; exit 2; }
@@ -147,6 +148,21 @@ if [ "${BENCH_CODEC:-1}" != 0 ]; then
   else
     echo "bench: $codec_bin not built (Google Benchmark missing?): no codec figures" >&2
     missing+=(codec_bench)
+  fi
+fi
+
+# The FPGA aggregator's RTL in Verilator: cycles, not seconds (issue 3).
+fpga_bin="$build/bench/fpga_bench"
+if [ "${BENCH_FPGA:-1}" != 0 ]; then
+  if [ -x "$fpga_bin" ]; then
+    echo "bench: FPGA aggregator RTL, back-to-back packets on every port" >&2
+    fpga_packets=512
+    if [ "$quick" = 1 ]; then fpga_packets=64; fi
+    run fpga_rtl_fp32 "$fpga_bin" --model rtl --dtype fp32 --packets "$fpga_packets"
+    run fpga_rtl_int32 "$fpga_bin" --model rtl --dtype int32 --packets "$fpga_packets"
+  else
+    echo "bench: $fpga_bin not built (Verilator missing or -DNETAGG_VERILATOR=OFF): no FPGA figures" >&2
+    missing+=(fpga_bench)
   fi
 fi
 
@@ -316,6 +332,8 @@ if os.path.exists(os.path.join(raw, "codec.cmd")):
                           "memcpy_gb_per_second": ref_gbps,
                           "ratio_over_memcpy": gbps / ref_gbps if ref_gbps else None})
 
+fpga = [r for r in (load("fpga_rtl_fp32"), load("fpga_rtl_int32")) if r is not None]
+
 report = {
     "schema": "netagg-bench/1",
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -339,6 +357,7 @@ report = {
     "allreduce": allreduce,
     "codec": codec,
     "codec_context": codec_context,
+    "fpga": fpga,
     "missing": missing,
     "failures": failures,
 }
@@ -417,6 +436,18 @@ if codec:
         print(line)
     if codec_context and codec_context.get("simd_target"):
         print(f"codec SIMD target: {codec_context['simd_target']}")
+
+if fpga:
+    print()
+    print("FPGA aggregator RTL (Verilator), back-to-back packets on every port (target: 1 beat, i.e.")
+    print("16 lanes, per cycle per port; a packet's first beat is its headers):")
+    print(f"{'dtype':>6} {'ports':>5} {'elem/pkt':>8} {'elem/cycle/port':>15} {'beats/cycle/port':>16} "
+          f"{'latency cycles':>14} {'sim cycles/s':>12}")
+    for r in fpga:
+        print(f"{r['dtype']:>6} {r['ports']:>5} {r['elements_per_packet']:>8} "
+              f"{r['elements_per_cycle_per_port']:>15.2f} {r['ingress_beats_per_cycle_per_port']:>16.3f} "
+              f"{r['latency_cycles_last_contribution_to_first_result']:>14} "
+              f"{r['simulated_cycles_per_second']:>12.0f}")
 
 print()
 print(f"JSON: {out_path}")
