@@ -64,6 +64,8 @@ module netagg_accum #(
   localparam int unsigned LEVELS = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 0;
   localparam int unsigned TL = LEVELS * STAGES;
   localparam int unsigned DEPTH = 1 + TL + STAGES;  // S1 .. write stage
+  localparam logic [1:0] DT_INT32 = 2'(netagg_pkg::DTYPE_INT32);
+  localparam logic [1:0] DT_BF16 = 2'(netagg_pkg::DTYPE_BF16);
 
   // Sideband of a beat, flat: valid, write, new round, release, dtype, key, beat, members.
   localparam int unsigned SB_VALID = 0;
@@ -129,7 +131,7 @@ module netagg_accum #(
 
   assign rd_en_o = s0_we ? tok_members_q : '0;
   assign rd_frame_o = tok_frames_q;
-  assign rd_beat_o = (tok_dtype_q == netagg_agg_pkg::DT_BF16) ? (beat_q >> 1) : beat_q;
+  assign rd_beat_o = (tok_dtype_q == DT_BF16) ? (beat_q >> 1) : beat_q;
   assign free_o = (s0_we && last) ? tok_members_q : '0;
   assign free_frame_o = tok_frames_q;
 
@@ -150,17 +152,20 @@ module netagg_accum #(
   logic [NP*W-1:0] lanes;
   logic [NP-1:0] lanes_valid;
   assign s1 = sb_q[0+:SB_W];
-  assign s1_bf16 = (s1[SB_DT+:2] == netagg_agg_pkg::DT_BF16);
+  assign s1_bf16 = (s1[SB_DT+:2] == DT_BF16);
   assign s1_half = s1[SB_BEAT];  // odd accumulator beat: upper half of the bf16 wire beat
   assign lanes_valid = s1[SB_WE] ? s1[SB_MEM+:NP] : '0;
 
   for (genvar p = 0; p < NP; p++) begin : gen_port
+    logic [W-1:0] words, halves;  // the beat as 32-bit and as 16-bit values
+    assign words = netagg_pkg::swap_lanes32(rd_data_i[p*W+:W]);
+    assign halves = netagg_pkg::swap_lanes16(rd_data_i[p*W+:W]);
     for (genvar i = 0; i < LANES; i++) begin : gen_lane
       logic [15:0] bf16_lo, bf16_hi;
       logic [31:0] wide_lo, wide_hi, word;
-      assign word = rd_data_i[p*W+32*i+:32];
-      assign bf16_lo = {rd_data_i[p*W+16*i+:8], rd_data_i[p*W+16*i+8+:8]};
-      assign bf16_hi = {rd_data_i[p*W+256+16*i+:8], rd_data_i[p*W+256+16*i+8+:8]};
+      assign word = words[32*i+:32];
+      assign bf16_lo = halves[16*i+:16];
+      assign bf16_hi = halves[W/2+16*i+:16];
       netagg_bf16_to_fp32 u_lo (
           .bf16_i(bf16_lo),
           .fp32_o(wide_lo)
@@ -169,8 +174,7 @@ module netagg_accum #(
           .bf16_i(bf16_hi),
           .fp32_o(wide_hi)
       );
-      assign lanes[p*W+32*i+:32] = !s1_bf16 ? netagg_agg_pkg::bswap32(word) :
-                                   (s1_half ? wide_hi : wide_lo);
+      assign lanes[p*W+32*i+:32] = !s1_bf16 ? word : (s1_half ? wide_hi : wide_lo);
     end
   end
 
@@ -184,7 +188,7 @@ module netagg_accum #(
       .rst_ni  (rst_ni),
       .beats_i (lanes),
       .valid_i (lanes_valid),
-      .is_int_i(s1[SB_DT+:2] == netagg_agg_pkg::DT_INT32),
+      .is_int_i(s1[SB_DT+:2] == DT_INT32),
       .sum_o   (tree_sum),
       .valid_o (tree_valid)
   );
@@ -218,7 +222,7 @@ module netagg_accum #(
       .a_valid_i(tree_valid && !s_add[SB_NEW]),
       .b_i      (tree_sum),
       .b_valid_i(tree_valid),
-      .is_int_i (s_add[SB_DT+:2] == netagg_agg_pkg::DT_INT32),
+      .is_int_i (s_add[SB_DT+:2] == DT_INT32),
       .sum_o    (acc_sum),
       .valid_o  (acc_valid)
   );

@@ -1,31 +1,21 @@
-// Types, constants and helper functions shared by the modules of the hand-written aggregator
-// (docs/fpga-aggregator.md). The wire format mirror is netagg_pkg (helper A); the CSR offsets
-// and counter indices are the generated netagg_csr_pkg. This package holds what only the
-// aggregator's own modules exchange: the ingress descriptor and the 512-bit beat helpers.
-//
-// Frame bytes on the 512-bit AXI4-Stream: byte k of a beat is TDATA[8k+7:8k]. Beat 0 holds the
-// Ethernet (0..13), IPv4 (14..33), UDP (34..41) and netagg (42..63) headers; the payload starts
-// at beat 1, elements big-endian.
+// Types and constants the modules of the hand-written aggregator exchange
+// (docs/fpga-aggregator.md): the ingress descriptor and the queued result. The wire format (field offsets, codes, beat
+// geometry) is netagg_pkg, the CSR offsets and counter indices the generated netagg_csr_pkg;
+// yosys cannot read another package's parameters inside a package, so the few widths repeated
+// here are checked against those packages in netagg_core.
 package netagg_agg_pkg;
 
   // A module uses some of these items, never all of them.
   /* verilator lint_off UNUSEDPARAM */
 
   // ---- fixed by the design (do not change) ---------------------------------------------------
-  localparam int unsigned BEAT_W = 512;       // AXI4-Stream TDATA bits
-  localparam int unsigned KEEP_W = 64;        // TKEEP bits (bytes a beat)
-  localparam int unsigned LANES = 16;         // 32-bit lanes a beat
-  localparam int unsigned MAX_WORKERS = 32;   // worker bitmap width
+  localparam int unsigned BEAT_W = 512;       // = netagg_pkg::BEAT_BITS
+  localparam int unsigned KEEP_W = 64;        // = netagg_pkg::KEEP_BITS
+  localparam int unsigned LANES = 16;         // = netagg_pkg::LANES
+  localparam int unsigned MAX_WORKERS = 32;   // worker bitmap width, = MAX_WORKERS_DEFAULT
   localparam int unsigned RANK_W = 5;         // log2(MAX_WORKERS)
   localparam int unsigned NWORKERS_W = 6;     // 0..MAX_WORKERS
-  // = netagg_csr_pkg::COUNTER_INDEX_BITS (checked in netagg_core; yosys cannot read another
-  // package's parameter here)
-  localparam int unsigned REASON_W = 5;
-
-  // dtype codes of the netagg header
-  localparam logic [1:0] DT_INT32 = 2'd0;
-  localparam logic [1:0] DT_FP32 = 2'd1;
-  localparam logic [1:0] DT_BF16 = 2'd2;
+  localparam int unsigned REASON_W = 5;       // = netagg_csr_pkg::COUNTER_INDEX_BITS
 
   // What the ingress buffer knows about a stored frame: the header fields the aggregator uses
   // and the result of the frame and packet checks that do not depend on configuration. The UDP
@@ -69,24 +59,6 @@ package netagg_agg_pkg;
   } result_t;
   localparam int unsigned RESULT_W = 141;  // $bits(result_t), spelled out for yosys
 
-  // Byte k of a beat.
-  function automatic logic [7:0] beat_byte(input logic [BEAT_W-1:0] beat, input int unsigned k);
-    beat_byte = beat[8*k+:8];
-  endfunction
-
-  // Big-endian 16/32-bit field starting at byte k.
-  function automatic logic [15:0] be16(input logic [BEAT_W-1:0] beat, input int unsigned k);
-    be16 = {beat[8*k+:8], beat[8*(k+1)+:8]};
-  endfunction
-  function automatic logic [31:0] be32(input logic [BEAT_W-1:0] beat, input int unsigned k);
-    be32 = {beat[8*k+:8], beat[8*(k+1)+:8], beat[8*(k+2)+:8], beat[8*(k+3)+:8]};
-  endfunction
-
-  // Lane i of a beat of big-endian 32-bit elements, as a value (and back: the same swap).
-  function automatic logic [31:0] bswap32(input logic [31:0] x);
-    bswap32 = {x[7:0], x[15:8], x[23:16], x[31:24]};
-  endfunction
-
   // One's complement sum of 16-bit words, folded, as the IPv4 header checksum uses it.
   function automatic logic [15:0] fold16(input logic [19:0] sum);
     logic [16:0] once;
@@ -94,9 +66,21 @@ package netagg_agg_pkg;
     fold16 = once[15:0] + {15'd0, once[16]};
   endfunction
 
-  // Number of 16-lane beats `count` elements fill (accumulator beats, for every dtype).
-  function automatic logic [15:0] acc_beats(input logic [15:0] count);
-    acc_beats = (count + 16'd15) >> 4;
+  // A beat with the field at frame byte `offset` (inside the beat) set, big-endian.
+  function automatic logic [BEAT_W-1:0] put_u8(input logic [BEAT_W-1:0] beat,
+                                               input int unsigned offset, input logic [7:0] v);
+    logic [BEAT_W-1:0] b;
+    b = beat;
+    b[offset*8+:8] = v;
+    put_u8 = b;
+  endfunction
+  function automatic logic [BEAT_W-1:0] put_be16(input logic [BEAT_W-1:0] beat,
+                                                 input int unsigned offset, input logic [15:0] v);
+    put_be16 = put_u8(put_u8(beat, offset, v[15:8]), offset + 1, v[7:0]);
+  endfunction
+  function automatic logic [BEAT_W-1:0] put_be32(input logic [BEAT_W-1:0] beat,
+                                                 input int unsigned offset, input logic [31:0] v);
+    put_be32 = put_be16(put_be16(beat, offset, v[31:16]), offset + 2, v[15:0]);
   endfunction
 
   /* verilator lint_on UNUSEDPARAM */

@@ -5,13 +5,13 @@
 // and TVALID low). More ports: netagg_core takes up to 8. TSTRB is ignored on ingress (TKEEP
 // marks the bytes) and equals TKEEP on egress.
 module netagg_aggregator #(
-    parameter int unsigned NUM_PORTS = 4,   // ports used, 1..4
-    parameter int unsigned SLOTS = 64,      // slots (each two sets), a power of two
-    parameter int unsigned MAX_BEATS = 16,  // payload beats (x 16 elements) a slot holds
-    parameter int unsigned MAX_JOBS = 8,    // job table entries
-    parameter int unsigned STAGES = 3,      // fp32 adder latency
+    parameter int unsigned NUM_PORTS = netagg_pkg::NUM_PORTS_DEFAULT,  // ports used, 1..4
+    parameter int unsigned SLOTS = netagg_pkg::SLOTS_DEFAULT,  // slots (two sets), a power of 2
+    parameter int unsigned MAX_BEATS = netagg_pkg::MAX_BEATS_DEFAULT,  // beats a slot holds
+    parameter int unsigned MAX_JOBS = netagg_pkg::MAX_JOBS_DEFAULT,    // job table entries
+    parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
     parameter int unsigned IN_FRAMES = 2,   // frames each ingress buffer holds
-    parameter int unsigned RQ_DEPTH = 8,    // results queued for replication
+    parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
     // derived, do not change
     parameter int unsigned AW = netagg_csr_pkg::CSR_ADDR_BITS

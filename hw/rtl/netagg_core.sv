@@ -4,13 +4,13 @@
 // -> netagg_accum (adder tree, accumulators in netagg_slot_mem) -> netagg_replicate (result
 // frames per worker, egress FIFOs). netagg_csr, netagg_control and netagg_counters around them.
 module netagg_core #(
-    parameter int unsigned NUM_PORTS = 4,   // ingress and egress ports, 1..8
-    parameter int unsigned SLOTS = 64,      // slots (each two sets), a power of two
-    parameter int unsigned MAX_BEATS = 16,  // accumulator beats a slot holds
-    parameter int unsigned MAX_JOBS = 8,    // job table entries
-    parameter int unsigned STAGES = 3,      // fp32 adder latency
+    parameter int unsigned NUM_PORTS = netagg_pkg::NUM_PORTS_DEFAULT,  // ports, 1..8
+    parameter int unsigned SLOTS = netagg_pkg::SLOTS_DEFAULT,  // slots (two sets), a power of 2
+    parameter int unsigned MAX_BEATS = netagg_pkg::MAX_BEATS_DEFAULT,  // beats a slot holds
+    parameter int unsigned MAX_JOBS = netagg_pkg::MAX_JOBS_DEFAULT,    // job table entries
+    parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
     parameter int unsigned IN_FRAMES = 2,   // frames each ingress buffer holds
-    parameter int unsigned RQ_DEPTH = 8,    // results queued for replication
+    parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
     // derived, do not change
     parameter int unsigned AW = netagg_csr_pkg::CSR_ADDR_BITS
@@ -66,10 +66,14 @@ module netagg_core #(
   localparam int unsigned LOCK_N = RQ_DEPTH + 1;
   localparam int unsigned INC_W = $clog2(NUM_PORTS + 1);
 
-  if (REASON_W != netagg_csr_pkg::COUNTER_INDEX_BITS) begin : gen_bad_reason
-    $error("netagg_core: netagg_agg_pkg::REASON_W must equal COUNTER_INDEX_BITS");
+  // netagg_agg_pkg repeats a few widths of the other packages (yosys reads no package's
+  // parameters inside another package): they must agree.
+  if (REASON_W != netagg_csr_pkg::COUNTER_INDEX_BITS || W != netagg_pkg::BEAT_BITS ||
+      KW != netagg_pkg::KEEP_BITS || netagg_agg_pkg::LANES != netagg_pkg::LANES ||
+      MW != netagg_pkg::MAX_WORKERS_DEFAULT) begin : gen_bad_pkg
+    $error("netagg_core: netagg_agg_pkg disagrees with netagg_pkg or netagg_csr_pkg");
   end
-  if (MAX_BEATS * netagg_agg_pkg::LANES > 1024) begin : gen_bad_beats
+  if (MAX_BEATS * netagg_agg_pkg::LANES > netagg_pkg::MAX_COUNT) begin : gen_bad_beats
     $error("netagg_core: MAX_BEATS * LANES must not exceed 1024 (the wire's largest count)");
   end
   if (NUM_PORTS < 1 || NUM_PORTS > 8) begin : gen_bad_ports

@@ -58,7 +58,7 @@ module netagg_csr #(
     input  logic [63:0]      counter_value_i
 );
   localparam logic [15:0] DESIGN_VERSION = 16'd1;
-  localparam logic [7:0] WIRE_VERSION = 8'd1;  // wire::kVersion
+  localparam logic [7:0] WIRE_VERSION = netagg_pkg::WIRE_VERSION;
 
   if (MAX_JOBS > 255 || MAX_BEATS > 255 || NUM_PORTS > 15) begin : gen_bad_features
     $error("netagg_csr: FEATURES cannot describe these parameters");

@@ -103,70 +103,81 @@ module netagg_ingress #(
   localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
 
   logic [19:0] ip_sum;
-  logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len;
+  logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len, fragment;
   logic [7:0] ver_ihl, proto, version, msg_type, dtype, flags;
   logic [31:0] reserved;
   logic ip_header_ok;
 
+  // Field offsets and codes: netagg_pkg, the mirror of wire.hpp.
+  localparam int unsigned H = netagg_pkg::FRM_HEADER;  // the netagg header in the frame
+  localparam int unsigned IP = netagg_pkg::FRM_IP_VERSION_IHL;  // the IPv4 header
+  localparam logic [15:0] IP_UDP_BYTES = 16'(netagg_pkg::IPV4_HEADER_SIZE +
+                                             netagg_pkg::UDP_HEADER_SIZE);
+  localparam logic [16:0] ETH_BYTES = 17'(netagg_pkg::ETH_HEADER_SIZE);
+
   // The checks of wire::decode_frame and wire::decode, on the frame ending with this beat.
   always_comb begin
-    ethertype = netagg_agg_pkg::be16(hdr_now, 12);
-    ver_ihl = netagg_agg_pkg::beat_byte(hdr_now, 14);
-    ip_len = netagg_agg_pkg::be16(hdr_now, 16);
-    proto = netagg_agg_pkg::beat_byte(hdr_now, 23);
-    udp_len = netagg_agg_pkg::be16(hdr_now, 38);
+    ethertype = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETHERTYPE);
+    ver_ihl = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_VERSION_IHL);
+    ip_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_TOTAL_LENGTH);
+    proto = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_PROTOCOL);
+    udp_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_LENGTH);
     ip_sum = '0;
     for (int w = 0; w < 10; w++)
-      ip_sum = ip_sum + {4'd0, netagg_agg_pkg::be16(hdr_now, 14 + 2 * w)};
-    ip_header_ok = (ver_ihl == 8'h45) && ((netagg_agg_pkg::be16(hdr_now, 20) & 16'h3FFF) == 0) &&
-                   (netagg_agg_pkg::fold16(ip_sum) == 16'hFFFF);
-    version = netagg_agg_pkg::beat_byte(hdr_now, 42);
-    msg_type = netagg_agg_pkg::beat_byte(hdr_now, 43);
-    dtype = netagg_agg_pkg::beat_byte(hdr_now, 44);
-    flags = netagg_agg_pkg::beat_byte(hdr_now, 45);
-    count = netagg_agg_pkg::be16(hdr_now, 52);
-    reserved = netagg_agg_pkg::be32(hdr_now, 60);
-    packet_len = ip_len - 16'd28;  // UDP payload bytes (when ip_len >= 28)
-    want_len = 16'd22 + ((dtype == 8'd2) ? {count[14:0], 1'b0} : {count[13:0], 2'b00});
+      ip_sum = ip_sum + {4'd0, netagg_pkg::beat_be16(hdr_now, IP + 2 * w)};
+    fragment = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_FLAGS_FRAG);
+    ip_header_ok = (ver_ihl == netagg_pkg::IP_VERSION_IHL) && (fragment & 16'h3FFF) == 0 &&
+                   (netagg_agg_pkg::fold16(ip_sum) == 16'hFFFF);  // (MF and offset 0; DF free)
+    version = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_VERSION);
+    msg_type = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_TYPE);
+    dtype = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_DTYPE);
+    flags = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_FLAGS);
+    count = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_COUNT);
+    reserved = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_RESERVED);
+    packet_len = ip_len - IP_UDP_BYTES;  // UDP payload bytes (when ip_len >= 28)
+    want_len = 16'(netagg_pkg::HEADER_SIZE) +
+               ((dtype == netagg_pkg::DTYPE_BF16) ? {count[14:0], 1'b0} : {count[13:0], 2'b00});
 
     desc_now = '0;
     // frame level, up to the UDP length (in the order of wire::decode_frame)
     desc_now.pre_bad = 1'b1;
-    if (frame_len < 17'd42) desc_now.pre_reason = R_TRUNCATED;
-    else if (ethertype != 16'h0800) desc_now.pre_reason = R_NOT_IPV4;
+    if (frame_len < 17'(netagg_pkg::FRAME_OVERHEAD)) desc_now.pre_reason = R_TRUNCATED;
+    else if (ethertype != netagg_pkg::ETHERTYPE_IPV4) desc_now.pre_reason = R_NOT_IPV4;
     else if (!ip_header_ok) desc_now.pre_reason = R_BAD_IP_HEADER;
-    else if (proto != 8'd17) desc_now.pre_reason = R_NOT_UDP;
-    else if (ip_len < 16'd28 || {1'b0, ip_len} + 17'd14 > frame_len)
+    else if (proto != netagg_pkg::IP_PROTOCOL_UDP) desc_now.pre_reason = R_NOT_UDP;
+    else if (ip_len < IP_UDP_BYTES || {1'b0, ip_len} + ETH_BYTES > frame_len)
       desc_now.pre_reason = R_IP_LENGTH;
-    else if (udp_len != ip_len - 16'd20) desc_now.pre_reason = R_UDP_LENGTH;
+    else if (udp_len != ip_len - 16'(netagg_pkg::IPV4_HEADER_SIZE))
+      desc_now.pre_reason = R_UDP_LENGTH;
     else desc_now.pre_bad = 1'b0;
     // packet level (wire::decode on the UDP payload), then the buffer's own limit
     desc_now.post_bad = 1'b1;
-    if (packet_len < 16'd22) desc_now.post_reason = R_TRUNCATED;
-    else if (version != 8'd1) desc_now.post_reason = R_BAD_VERSION;
-    else if (msg_type != 8'd1 && msg_type != 8'd2) desc_now.post_reason = R_BAD_TYPE;
-    else if (dtype > 8'd2) desc_now.post_reason = R_BAD_DTYPE;
-    else if (flags[7:1] != 7'd0) desc_now.post_reason = R_BAD_FLAGS;
+    if (packet_len < 16'(netagg_pkg::HEADER_SIZE)) desc_now.post_reason = R_TRUNCATED;
+    else if (version != netagg_pkg::WIRE_VERSION) desc_now.post_reason = R_BAD_VERSION;
+    else if (msg_type != netagg_pkg::MSG_CONTRIBUTION && msg_type != netagg_pkg::MSG_RESULT)
+      desc_now.post_reason = R_BAD_TYPE;
+    else if (dtype > netagg_pkg::DTYPE_BF16) desc_now.post_reason = R_BAD_DTYPE;
+    else if ((flags & netagg_pkg::FLAGS_RESERVED_MASK) != 0) desc_now.post_reason = R_BAD_FLAGS;
     else if (reserved != 32'd0) desc_now.post_reason = R_RESERVED;
-    else if (count > 16'd1024) desc_now.post_reason = R_COUNT;
+    else if (count > 16'(netagg_pkg::MAX_COUNT)) desc_now.post_reason = R_COUNT;
     else if (packet_len != want_len) desc_now.post_reason = R_LENGTH;
     // padding past the beats a port stores (a longer packet fails count_too_large_for_job)
-    else if (overlong && frame_len != {1'b0, ip_len} + 17'd14) desc_now.post_reason = R_LENGTH;
+    else if (overlong && frame_len != {1'b0, ip_len} + ETH_BYTES) desc_now.post_reason = R_LENGTH;
     else desc_now.post_bad = 1'b0;
 
-    desc_now.dst_port = netagg_agg_pkg::be16(hdr_now, 36);
-    desc_now.src_ip = netagg_agg_pkg::be32(hdr_now, 26);
-    desc_now.src_port = netagg_agg_pkg::be16(hdr_now, 34);
-    desc_now.ecn = hdr_now[8*15+:2];  // TOS bits 1:0
-    desc_now.contribution = (msg_type == 8'd1);
+    desc_now.dst_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_DST_PORT);
+    desc_now.src_ip = netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_IP_SRC);
+    desc_now.src_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_SRC_PORT);
+    desc_now.ecn = hdr_now[8*netagg_pkg::FRM_IP_TOS+:2];  // TOS bits 1:0
+    desc_now.contribution = (msg_type == netagg_pkg::MSG_CONTRIBUTION);
     desc_now.dtype = dtype[1:0];
-    desc_now.set_bit = flags[0];
-    desc_now.job_id = netagg_agg_pkg::be16(hdr_now, 46);
-    desc_now.rank = netagg_agg_pkg::be16(hdr_now, 48);
-    desc_now.slot = netagg_agg_pkg::be16(hdr_now, 50);
+    desc_now.set_bit = (flags & netagg_pkg::FLAG_SET) != 0;
+    desc_now.job_id = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_JOB_ID);
+    desc_now.rank = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_RANK);
+    desc_now.slot = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_SLOT);
     desc_now.count = count;
-    desc_now.exponent = netagg_agg_pkg::be16(hdr_now, 54);
-    desc_now.seq = netagg_agg_pkg::be32(hdr_now, 56);
+    desc_now.exponent = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_EXPONENT);
+    desc_now.seq = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_SEQ);
   end
 
   // Frame reception.

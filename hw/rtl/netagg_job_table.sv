@@ -60,6 +60,9 @@ module netagg_job_table #(
   end
 
   logic [MAX_JOBS-1:0] valid_q;
+  // A worker record reads as all zeros until stored and again after a soft reset (as the
+  // reference model's cleared records).
+  logic [RECORDS-1:0] stored_q;
   logic [15:0] job_id_q[MAX_JOBS];
   logic [NW-1:0] workers_q[MAX_JOBS];
   logic [15:0] slot_base_q[MAX_JOBS];
@@ -89,6 +92,11 @@ module netagg_job_table #(
     end else if (remove_job_i) begin
       valid_q[wr_entry_i] <= 1'b0;
     end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni || clear_all_i) stored_q <= '0;
+    else if (store_worker_i) stored_q[32'(wr_entry_i) * MW + 32'(wr_rank_i)] <= 1'b1;
   end
 
   always_ff @(posedge clk_i) begin
@@ -138,21 +146,26 @@ module netagg_job_table #(
     assign lk_slot_base_o[p*16+:16] = slot_base_q[entry];
     assign lk_slot_count_o[p*16+:16] = slot_count_q[entry];
     assign lk_elements_o[p*16+:16] = elements_q[entry];
-    assign lk_ip_o[p*32+:32] = ip_q[32'(entry) * MW + 32'(rank)];
-    assign lk_udp_o[p*16+:16] = udp_q[32'(entry) * MW + 32'(rank)];
+    logic stored;
+    assign stored = stored_q[32'(entry) * MW + 32'(rank)];
+    assign lk_ip_o[p*32+:32] = stored ? ip_q[32'(entry) * MW + 32'(rank)] : '0;
+    assign lk_udp_o[p*16+:16] = stored ? udp_q[32'(entry) * MW + 32'(rank)] : '0;
   end
 
   // Replication: ranks per egress port, and each port's current rank's addresses.
   for (genvar p = 0; p < NUM_PORTS; p++) begin : gen_replicate
     logic [RW-1:0] rank;
+    logic stored;
     for (genvar r = 0; r < MW; r++) begin : gen_rank
-      assign pm_port_ranks_o[p*MW+r] = (NW'(r) < workers_q[pm_entry_i]) &&
-                                       (port_q[32'(pm_entry_i) * MW + r] == PORT_W'(p));
+      logic [PORT_W-1:0] egress;
+      assign egress = stored_q[32'(pm_entry_i) * MW + r] ? port_q[32'(pm_entry_i) * MW + r] : '0;
+      assign pm_port_ranks_o[p*MW+r] = (NW'(r) < workers_q[pm_entry_i]) && egress == PORT_W'(p);
     end
     assign rank = rp_rank_i[p*RW+:RW];
-    assign rp_mac_o[p*48+:48] = mac_q[32'(rp_entry_i) * MW + 32'(rank)];
-    assign rp_ip_o[p*32+:32] = ip_q[32'(rp_entry_i) * MW + 32'(rank)];
-    assign rp_udp_o[p*16+:16] = udp_q[32'(rp_entry_i) * MW + 32'(rank)];
+    assign stored = stored_q[32'(rp_entry_i) * MW + 32'(rank)];
+    assign rp_mac_o[p*48+:48] = stored ? mac_q[32'(rp_entry_i) * MW + 32'(rank)] : '0;
+    assign rp_ip_o[p*32+:32] = stored ? ip_q[32'(rp_entry_i) * MW + 32'(rank)] : '0;
+    assign rp_udp_o[p*16+:16] = stored ? udp_q[32'(rp_entry_i) * MW + 32'(rank)] : '0;
   end
 
   // The head checks use only the low bits of the rank to index (after comparing it whole).

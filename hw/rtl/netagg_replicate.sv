@@ -12,6 +12,10 @@
 // have room: a port held by TREADY low stalls the others after its FIFO, nothing is lost or sent
 // twice.
 //
+// A result is queued when its group is decided and may leave once the group's token has left
+// the adder pipeline, so at full rate with the smallest packets (a group every cycle) the queue
+// holds about one result per pipeline stage: RQ_DEPTH below that makes the rounds wait.
+//
 // A queued result keeps its (slot, set) locked (lock_*): netagg_round starts no new round there
 // until the result's last accumulator read, so a result always carries the round it announces.
 // flush_i (soft reset) finishes the wave in progress, then drops the rest.
@@ -20,7 +24,7 @@ module netagg_replicate #(
     parameter int unsigned SLOTS = 64,
     parameter int unsigned MAX_BEATS = 16,
     parameter int unsigned JOB_W = 3,      // job table entry bits
-    parameter int unsigned RQ_DEPTH = 8,   // results queued
+    parameter int unsigned RQ_DEPTH = 16,  // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,  // egress FIFO beats per port (power of two)
     // derived, do not change
     parameter int unsigned SLOT_W = $clog2(SLOTS),
@@ -73,6 +77,7 @@ module netagg_replicate #(
   localparam int unsigned FW = W + KW + 1;  // FIFO entry: TLAST, TKEEP, TDATA
   localparam int unsigned OC_W = $clog2(OUT_DEPTH) + 1;
   localparam int unsigned ST_W = $clog2(2 * MAX_BEATS + 2);
+  localparam logic [1:0] DT_BF16 = 2'(netagg_pkg::DTYPE_BF16);
 
   if (OUT_DEPTH < 2) begin : gen_bad_out
     $error("netagg_replicate: OUT_DEPTH must be at least 2");
@@ -107,10 +112,11 @@ module netagg_replicate #(
   logic [NP*MW-1:0] rem_after;
   logic step, last_step, wave_start, done_now;
   logic [OC_W-1:0] fifo_count[NP];
+  logic [NP-1:0] pushing, popping;  // egress FIFO traffic this cycle
 
   assign cur = cur_q;
   assign head = q_data[q_head];
-  assign is_bf16 = (cur.dtype == netagg_agg_pkg::DT_BF16);
+  assign is_bf16 = (cur.dtype == DT_BF16);
   assign wire_beats = is_bf16 ? ((cur.count + 16'd31) >> 5) : ((cur.count + 16'd15) >> 4);
   assign steps = 16'd1 + (is_bf16 ? {wire_beats[14:0], 1'b0} : wire_beats);
   assign wave_start = (st_q == '0);
@@ -122,7 +128,10 @@ module netagg_replicate #(
       if (wave_start) begin
         for (int r = MW - 1; r >= 0; r--) if (rem_q[p*MW+r]) rank_now[p*RW+:RW] = RW'(r);
       end
-      has_room[p] = !act_now[p] || fifo_count[p] <= OC_W'(OUT_DEPTH - 2);
+      // room for this step's beat next cycle, after the beat being pushed and the one leaving
+      // in this cycle
+      has_room[p] = !act_now[p] ||
+                    (32'(fifo_count[p]) + 32'(pushing[p]) - 32'(popping[p]) < OUT_DEPTH);
       rem_after[p*MW+:MW] = rem_q[p*MW+:MW] &
                             ~(act_now[p] ? (32'd1 << rank_now[p*RW+:RW]) : 32'd0);
     end
@@ -244,10 +253,10 @@ module netagg_replicate #(
   logic [15:0] o_wire_beat, payload_bytes, bytes_before, rest;
   logic [6:0] beat_bytes;
   logic [KW-1:0] payload_keep;
-  logic [W-1:0] payload, keep_mask, bf16_src;
+  logic [W-1:0] payload, keep_mask, bf16_values;
   logic [15:0] bf16_lane[2*netagg_agg_pkg::LANES];
 
-  assign o_bf16 = (oc.dtype == netagg_agg_pkg::DT_BF16);
+  assign o_bf16 = (oc.dtype == DT_BF16);
   assign o_wire_beat = o_bf16 ? (16'(o_st_q) >> 1) : 16'(o_st_q);
   assign payload_bytes = o_bf16 ? {oc.count[14:0], 1'b0} : {oc.count[13:0], 2'b00};
   assign bytes_before = (o_wire_beat - 16'd1) << 6;
@@ -268,44 +277,59 @@ module netagg_replicate #(
   always_comb begin
     for (int k = 0; k < KW; k++) payload_keep[k] = (7'(k) < beat_bytes);
     for (int k = 0; k < KW; k++) keep_mask[8*k+:8] = {8{payload_keep[k]}};
-    for (int i = 0; i < netagg_agg_pkg::LANES; i++)
-      bf16_src[32*i+:32] = {bf16_lane[2*i+1][7:0], bf16_lane[2*i+1][15:8],
-                            bf16_lane[2*i][7:0], bf16_lane[2*i][15:8]};
-    for (int i = 0; i < netagg_agg_pkg::LANES; i++)
-      payload[32*i+:32] = netagg_agg_pkg::bswap32(mem_rdata_i[32*i+:32]);
-    if (o_bf16) payload = bf16_src;
+    for (int k = 0; k < 2 * netagg_agg_pkg::LANES; k++) bf16_values[16*k+:16] = bf16_lane[k];
+    payload = o_bf16 ? netagg_pkg::swap_lanes16(bf16_values)
+                     : netagg_pkg::swap_lanes32(mem_rdata_i);
     payload = payload & keep_mask;
   end
 
-  // The header beat of port p (wire::encode_frame's layout, netagg result header).
+  // The header beat of port p: wire::encode_frame's Ethernet/IPv4/UDP headers (DF, TTL 64, the
+  // IPv4 checksum, UDP checksum 0) and the netagg result header, at netagg_pkg's offsets.
+  localparam int unsigned H = netagg_pkg::FRM_HEADER;
   logic [15:0] ip_total, udp_total;
-  assign ip_total = 16'd50 + payload_bytes;
-  assign udp_total = 16'd30 + payload_bytes;
+  assign ip_total = 16'(netagg_pkg::IPV4_HEADER_SIZE + netagg_pkg::UDP_HEADER_SIZE +
+                        netagg_pkg::HEADER_SIZE) + payload_bytes;
+  assign udp_total = 16'(netagg_pkg::UDP_HEADER_SIZE + netagg_pkg::HEADER_SIZE) + payload_bytes;
 
   logic [NP*W-1:0] header;
   for (genvar p = 0; p < NP; p++) begin : gen_header
-    logic [47:0] dst_mac;
-    logic [31:0] dst_ip;
+    logic [W-1:0] h;
     logic [19:0] sum;
-    logic [15:0] checksum;
-    logic [RW-1:0] rank;
-    logic [8*64-1:0] bytes;  // byte 0 first (most significant)
-    assign dst_mac = rp_mac_i[p*48+:48];
-    assign dst_ip = rp_ip_i[p*32+:32];
-    assign rank = o_rank_q[p*RW+:RW];
-    assign sum = 20'h04500 + {18'd0, oc.ecn} + {4'd0, ip_total} + 20'h04000 + 20'h04011 +
-                 {4'd0, agg_ip_i[31:16]} + {4'd0, agg_ip_i[15:0]} + {4'd0, dst_ip[31:16]} +
-                 {4'd0, dst_ip[15:0]};
-    assign checksum = ~netagg_agg_pkg::fold16(sum);
-    assign bytes = {dst_mac, agg_mac_i, 16'h0800,  // Ethernet
-                    8'h45, {6'd0, oc.ecn}, ip_total, 16'h0000, 16'h4000, 8'd64, 8'd17, checksum,
-                    agg_ip_i, dst_ip,  // IPv4
-                    agg_udp_port_i, rp_udp_i[p*16+:16], udp_total, 16'h0000,  // UDP
-                    8'd1, 8'd2, {6'd0, oc.dtype}, {7'd0, oc.set_bit}, oc.job_id, {11'd0, rank},
-                    oc.slot, oc.count, oc.exponent, oc.seq, 32'd0};  // netagg result
-    for (genvar k = 0; k < 64; k++) begin : gen_byte
-      assign header[p*W+8*k+:8] = bytes[8*(63-k)+:8];
+    always_comb begin
+      h = '0;
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST, rp_mac_i[p*48+32+:16]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST + 2, rp_mac_i[p*48+:32]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC, agg_mac_i[47:32]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC + 2, agg_mac_i[31:0]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETHERTYPE, netagg_pkg::ETHERTYPE_IPV4);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_VERSION_IHL, netagg_pkg::IP_VERSION_IHL);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_TOS, {6'd0, oc.ecn});
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_TOTAL_LENGTH, ip_total);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_FLAGS_FRAG, netagg_pkg::IP_FLAGS_DF);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_TTL, netagg_pkg::IP_TTL);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_SRC, agg_ip_i);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_DST, rp_ip_i[p*32+:32]);
+      sum = '0;
+      for (int w = 0; w < 10; w++)
+        sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IP_VERSION_IHL + 2 * w)};
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_CHECKSUM,
+                                   ~netagg_agg_pkg::fold16(sum));
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, rp_udp_i[p*16+:16]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total);
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION);
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_TYPE, netagg_pkg::MSG_RESULT);
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_DTYPE, {6'd0, oc.dtype});
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_FLAGS, {7'd0, oc.set_bit});
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_JOB_ID, oc.job_id);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_RANK, {11'd0, o_rank_q[p*RW+:RW]});
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_SLOT, oc.slot);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_COUNT, oc.count);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_EXPONENT, oc.exponent);
+      h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_SEQ, oc.seq);
     end
+    assign header[p*W+:W] = h;
   end
 
   // ---- egress FIFOs --------------------------------------------------------------------------
@@ -313,6 +337,8 @@ module netagg_replicate #(
     logic push;
     logic [FW-1:0] entry, head_entry;
     assign push = o_valid_q && o_push_q && o_act_q[p];
+    assign pushing[p] = push;
+    assign popping[p] = m_tvalid_o[p] && m_tready_i[p];
     assign entry = o_header_q ? {o_last_q, {KW{1'b1}}, header[p*W+:W]}
                               : {o_last_q, payload_keep, payload};
     netagg_axis_fifo #(

@@ -213,9 +213,9 @@ TEST(FpgaControl, JobsThatDoNotFitAreRefusedWithTheReason) {
   j.slot_count = 5;
   refused(j, 0, "uses slots [60, 65) but the FPGA aggregator has 64 slots");
   j = ok;
-  j.elements_per_packet = 513;
-  refused(j, 0, "elements_per_packet 513 is out of range [1, 512]");
-  j.elements_per_packet = 512;  // bf16 packets may fill a slot with 512 elements
+  j.elements_per_packet = 257;  // a slot holds 256 accumulators, whatever the data type
+  refused(j, 0, "elements_per_packet 257 is out of range [1, 256]");
+  j.elements_per_packet = 256;
   EXPECT_NO_THROW(check_job(info, j, 0));
   j = ok;
   j.workers[1].switch_port = 4;

@@ -598,7 +598,7 @@ TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
       {{"--job", broken.string()}, "not valid JSON"},
       {{"--job", too_many.string()}, "33 workers; the worker bitmap allows 1 to 32"},
       {{"--job", good.string(), "--job", overlap.string()}, "overlap slots [0, 4) of job 1"},
-      {{"--job", big.string()}, "elements_per_packet 600 is out of range [1, 512]"},
+      {{"--job", big.string()}, "elements_per_packet 600 is out of range [1, 256]"},
       {{"--job", slots.string()}, "uses slots [60, 68) but the FPGA aggregator has 64 slots"},
       {{"--job", port.string()}, "switch_port 4 but the FPGA aggregator has ports 0..3"},
       {{"--job", nine.string()}, "9 jobs; the FPGA aggregator's job table holds 8"},

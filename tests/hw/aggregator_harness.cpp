@@ -4,8 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "Vnetagg_aggregator.h"
-#include "Vnetagg_aggregator___024root.h"
+#ifndef NETAGG_TB_MODEL_HEADER
+#define NETAGG_TB_MODEL_HEADER "Vnetagg_aggregator.h"
+#define NETAGG_TB_ROOT_HEADER "Vnetagg_aggregator___024root.h"
+#endif
+#include NETAGG_TB_MODEL_HEADER
+#include NETAGG_TB_ROOT_HEADER
 #include "netagg/fpga_csr.hpp"
 #include "verilated.h"
 
@@ -16,7 +20,7 @@ constexpr unsigned kBeatBytes = 64;
 constexpr std::uint64_t kCsrTimeout = 1'000'000;  // cycles an AXI4-Lite transaction may take
 
 // The top's per-port signals by index (the names are spelled out in the RTL).
-VlWide<16>& rx_data(Vnetagg_aggregator& t, unsigned p) {
+VlWide<16>& rx_data(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TDATA;
@@ -28,7 +32,7 @@ VlWide<16>& rx_data(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TDATA;
   }
 }
-QData& rx_keep(Vnetagg_aggregator& t, unsigned p) {
+QData& rx_keep(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TKEEP;
@@ -40,7 +44,7 @@ QData& rx_keep(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TKEEP;
   }
 }
-QData& rx_strb(Vnetagg_aggregator& t, unsigned p) {
+QData& rx_strb(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TSTRB;
@@ -52,7 +56,7 @@ QData& rx_strb(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TSTRB;
   }
 }
-CData& rx_last(Vnetagg_aggregator& t, unsigned p) {
+CData& rx_last(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TLAST;
@@ -64,7 +68,7 @@ CData& rx_last(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TLAST;
   }
 }
-CData& rx_valid(Vnetagg_aggregator& t, unsigned p) {
+CData& rx_valid(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TVALID;
@@ -76,7 +80,7 @@ CData& rx_valid(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TVALID;
   }
 }
-CData& rx_ready(Vnetagg_aggregator& t, unsigned p) {
+CData& rx_ready(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.rx_0_TREADY;
@@ -88,7 +92,7 @@ CData& rx_ready(Vnetagg_aggregator& t, unsigned p) {
       return t.rx_3_TREADY;
   }
 }
-VlWide<16>& tx_data(Vnetagg_aggregator& t, unsigned p) {
+VlWide<16>& tx_data(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TDATA;
@@ -100,7 +104,7 @@ VlWide<16>& tx_data(Vnetagg_aggregator& t, unsigned p) {
       return t.tx_3_TDATA;
   }
 }
-QData& tx_keep(Vnetagg_aggregator& t, unsigned p) {
+QData& tx_keep(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TKEEP;
@@ -112,7 +116,7 @@ QData& tx_keep(Vnetagg_aggregator& t, unsigned p) {
       return t.tx_3_TKEEP;
   }
 }
-QData& tx_strb(Vnetagg_aggregator& t, unsigned p) {
+QData& tx_strb(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TSTRB;
@@ -124,7 +128,7 @@ QData& tx_strb(Vnetagg_aggregator& t, unsigned p) {
       return t.tx_3_TSTRB;
   }
 }
-CData& tx_last(Vnetagg_aggregator& t, unsigned p) {
+CData& tx_last(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TLAST;
@@ -136,7 +140,7 @@ CData& tx_last(Vnetagg_aggregator& t, unsigned p) {
       return t.tx_3_TLAST;
   }
 }
-CData& tx_valid(Vnetagg_aggregator& t, unsigned p) {
+CData& tx_valid(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TVALID;
@@ -148,7 +152,7 @@ CData& tx_valid(Vnetagg_aggregator& t, unsigned p) {
       return t.tx_3_TVALID;
   }
 }
-CData& tx_ready(Vnetagg_aggregator& t, unsigned p) {
+CData& tx_ready(TopModel& t, unsigned p) {
   switch (p) {
     case 0:
       return t.tx_0_TREADY;
@@ -182,7 +186,7 @@ void load_beat(const Bytes& frame, std::size_t b, VlWide<16>& data, QData& keep)
 Harness::Harness(std::uint64_t seed) : context_(std::make_unique<VerilatedContext>()), rng_(seed) {
   context_->randReset(2);  // uninitialised state random (with --x-initial unique)
   context_->randSeed(static_cast<int>(seed & 0x7FFFFFFF));
-  top_ = std::make_unique<Vnetagg_aggregator>(context_.get(), "top");
+  top_ = std::make_unique<TopModel>(context_.get(), "top");
   top_->ap_clk = 0;
   top_->ap_rst_n = 0;
   top_->eval();
@@ -219,7 +223,7 @@ void Harness::push(unsigned port, Bytes frame) {
 }
 
 void Harness::drive_inputs() {
-  Vnetagg_aggregator& t = *top_;
+  TopModel& t = *top_;
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (unsigned p = 0; p < kPorts; ++p) {
     IngressPort& in = ingress_[p];
@@ -260,7 +264,7 @@ void Harness::protocol_error(unsigned port, const std::string& what) {
 
 // Called with the clock low and the inputs settled: what the rising edge will transfer.
 void Harness::sample_and_commit() {
-  Vnetagg_aggregator& t = *top_;
+  TopModel& t = *top_;
   const bool running = top_->ap_rst_n;
   bool rx_take[kPorts] = {};
   for (unsigned p = 0; p < kPorts; ++p) {

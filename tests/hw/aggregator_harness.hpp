@@ -16,14 +16,21 @@
 #include <string>
 #include <vector>
 
+// The Verilated model class: Vnetagg_aggregator (default parameters), or another build of the
+// same top (e.g. -DNETAGG_TB_MODEL=Vnetagg_aggregator_v for a parameter variant).
+#ifndef NETAGG_TB_MODEL
+#define NETAGG_TB_MODEL Vnetagg_aggregator
+#endif
+
 class VerilatedContext;
-class Vnetagg_aggregator;
+class NETAGG_TB_MODEL;
 
 namespace netagg::rtltest {
 
 using Bytes = std::vector<std::byte>;
 
-inline constexpr unsigned kPorts = 4;  // the top's NUM_PORTS (default parameters)
+inline constexpr unsigned kPorts = 4;  // ports the top has (NUM_PORTS of them are used)
+using TopModel = NETAGG_TB_MODEL;
 
 struct EgressFrame {
   unsigned port = 0;
@@ -92,7 +99,7 @@ class Harness {
   // Frames in the order their last beat was taken (ports in index order within a cycle).
   std::vector<std::pair<unsigned, Bytes>> take_arrivals();
 
-  Vnetagg_aggregator& top() { return *top_; }
+  TopModel& top() { return *top_; }
 
  private:
   struct IngressPort {
@@ -123,7 +130,7 @@ class Harness {
   void protocol_error(unsigned port, const std::string& what);
 
   std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vnetagg_aggregator> top_;
+  std::unique_ptr<TopModel> top_;
   std::mt19937_64 rng_;
   std::uint64_t cycle_ = 0;
   IngressPort ingress_[kPorts];

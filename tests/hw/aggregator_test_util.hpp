@@ -50,16 +50,16 @@ struct Job {
 };
 
 // n workers at 10.<id>.0.<rank+1>:(40000 + 100 * id + rank), MAC 02:00:00:<id>:00:<rank>,
-// rank r's results on egress port r mod kPorts.
+// rank r's results on egress port r mod ports.
 inline Job make_job(std::uint16_t id, unsigned n, std::uint16_t slot_base, std::uint16_t slot_count,
-                    std::uint16_t elements = kMaxElements) {
+                    std::uint16_t elements = kMaxElements, unsigned ports = kPorts) {
   Job job{id, slot_base, slot_count, elements, {}};
   for (unsigned r = 0; r < n; ++r) {
     Worker w;
     w.ip = 0x0A000000u | (std::uint32_t{id} << 16) | (r + 1);
     w.udp_port = static_cast<std::uint16_t>(40000 + 100 * id + r);
     w.mac = {0x02, 0x00, 0x00, static_cast<std::uint8_t>(id), 0x00, static_cast<std::uint8_t>(r)};
-    w.egress = r % kPorts;
+    w.egress = r % ports;
     job.workers.push_back(w);
   }
   return job;
@@ -285,8 +285,9 @@ inline std::string egress_difference(const std::vector<std::pair<unsigned, Bytes
 
 // Feeds the reference model what the RTL took, in the same groups and order. Returns the
 // model's egress frames.
-inline std::vector<std::pair<unsigned, Bytes>> replay(Model& model,
-                                                      const std::vector<Taken>& decisions) {
+template <class ReferenceModel>
+std::vector<std::pair<unsigned, Bytes>> replay(ReferenceModel& model,
+                                               const std::vector<Taken>& decisions) {
   std::vector<std::pair<unsigned, Bytes>> out;
   for (const Taken& t : decisions) {
     for (const auto& [port, bytes] : t.dropped)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -31,14 +32,23 @@ struct TrafficConfig {
   double loss = 0.0;               // each contribution and each result
   double duplicate = 0.0;          // each contribution sent twice
   bool random_ports = false;       // a contribution enters on any port
+  unsigned ports = kPorts;         // ingress ports in use (rank r sends on r mod ports)
   std::uint64_t timeout = 4000;    // cycles before a retransmission
   std::uint64_t seed = 1;
 };
 
 class Traffic {
  public:
+  // NETAGG_RTL_SEED (environment, default 0) is added to every seed: run the tests with other
+  // values to try other traffic (the default keeps CI deterministic).
+  static std::uint64_t seed_offset() {
+    const char* v = std::getenv("NETAGG_RTL_SEED");
+    return v ? std::strtoull(v, nullptr, 10) : 0;
+  }
+
   Traffic(Harness& tb, const Job& job, TrafficConfig config)
-      : tb_(tb), job_(job), cfg_(config), rng_(config.seed) {
+      : tb_(tb), job_(job), cfg_(config), rng_(config.seed + seed_offset()) {
+    cfg_.seed += seed_offset();
     const std::size_t n = job.workers.size();
     next_.assign(n, 0);
     got_.assign(n, std::vector<bool>(cfg_.packets, false));

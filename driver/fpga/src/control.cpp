@@ -111,14 +111,12 @@ void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index) {
   if (job.slot_count == 0 || job.slot_base + job.slot_count > info.slots)
     fail(fmt::format("uses slots [{}, {}) but the FPGA aggregator has {} slots", job.slot_base,
                      job.slot_base + job.slot_count, info.slots));
-  // bf16 packets may carry twice what a slot holds in 32-bit elements; the device drops fp32 and
-  // int32 packets above max_elements() (count_too_large_for_job).
-  const unsigned limit = std::min<unsigned>(2 * info.max_elements(), wire::kMaxCount);
+  // A slot holds max_elements() accumulators of every data type (bf16 accumulates in fp32); the
+  // device drops larger packets (count_too_large_for_job), docs/fpga-aggregator.md.
+  const unsigned limit = std::min<unsigned>(info.max_elements(), wire::kMaxCount);
   if (job.elements_per_packet == 0 || job.elements_per_packet > limit)
-    fail(
-        fmt::format("elements_per_packet {} is out of range [1, {}] (a slot holds {} 32-bit or "
-                    "{} bf16 elements)",
-                    job.elements_per_packet, limit, info.max_elements(), 2 * info.max_elements()));
+    fail(fmt::format("elements_per_packet {} is out of range [1, {}] (a slot holds {} elements)",
+                     job.elements_per_packet, limit, info.max_elements()));
   for (const WorkerSpec& w : job.workers)
     if (w.switch_port && *w.switch_port >= info.num_ports)
       fail(fmt::format("rank {}: switch_port {} but the FPGA aggregator has ports 0..{}", w.rank,

@@ -30,7 +30,7 @@ struct DeviceInfo {
   unsigned slots = 0;
   unsigned max_beats = 0;
   unsigned max_workers = 32;  // the worker bitmap's width (not in FEATURES: fixed by the design)
-  // Largest count of a 32-bit (int32, fp32) packet a slot holds; bf16 packets may be twice this.
+  // Largest count of a packet a slot holds, any data type (bf16 accumulates in fp32).
   unsigned max_elements() const { return kLanes * max_beats; }
 };
 
