@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
   python3
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
+  zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
 )
 
 missing=()
