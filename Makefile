@@ -44,5 +44,19 @@ sim: configure
 bench: build
 	bash scripts/bench.sh $(BUILD)
 
+# The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what
+# is missing and where to get it, and exits 0 (not part of `make test`; scripts/p4-build.sh).
+p4:
+	bash scripts/p4-build.sh $(BUILD)
+
+# The Alveo xclbin (docs/hardware.md, "Vitis build flow"): PLATFORM=u250|u280|u55c, KERNEL=rtl|hls,
+# CMAC_XO=<the 100G Ethernet kernels>. Needs Vitis on PATH: without it, stops at once saying what
+# is needed (nothing is configured or built first).
+PLATFORM ?=
+KERNEL ?= rtl
+xclbin:
+	@$(MAKE) --no-print-directory -C hw/vitis xclbin PLATFORM="$(PLATFORM)" KERNEL="$(KERNEL)" \
+	  BUILD_DIR="$(abspath $(BUILD))/vitis"
+
 clean:
 	rm -rf $(BUILD)

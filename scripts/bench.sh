@@ -16,6 +16,10 @@
 #   BENCH_TIMEOUT     seconds one measurement may take before it is killed. Default: 900.
 #   BENCH_CODEC=0     skip the codec benchmark.
 #   BENCH_FPGA=0      skip the FPGA aggregator's RTL benchmark.
+#   BENCH_DPDK=0      skip DPDK against kernel UDP on veths (default: on when the build has the
+#                     DPDK transport; needs root for the network namespaces, else reported as
+#                     skipped). BENCH_DPDK_RANKS (default 2) and BENCH_DPDK_SIZES (default
+#                     64K 1M 16M; quick: 64K 1M) set its shape.
 set -euo pipefail
 
 usage() { echo "usage: bash scripts/bench.sh BUILD_DIR" >&2; exit 2; }
@@ -166,9 +170,88 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
   fi
 fi
 
+# DPDK (net_af_packet) against kernel UDP, both on the same veths: workers in network namespaces,
+# netagg-switchd on kernel UDP in another, a bridge between them (scripts/dpdk-netns.sh). The two
+# transports alternate per size in one run; each measurement gets a fresh switch.
+dpdk_enabled=0
+if grep -q '^NETAGG_DPDK:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then dpdk_enabled=1; fi
+dpdk_enabled=${BENCH_DPDK:-$dpdk_enabled}
+dpdk_skipped=""
+switchd_bin="$build/sim/switch/netagg-switchd"
+if [ "$dpdk_enabled" != 0 ]; then
+  if ! grep -q '^NETAGG_DPDK:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+    echo "bench: BENCH_DPDK=1 but $build has no DPDK transport (libdpdk-dev, -DNETAGG_DPDK=ON)" >&2
+    missing+=(dpdk_transport)
+  elif [ "$(id -u)" != 0 ]; then
+    dpdk_skipped="needs root (network namespaces, af_packet)"
+    echo "bench: DPDK against kernel UDP skipped: $dpdk_skipped" >&2
+  elif [ ! -x "$switchd_bin" ] || [ ! -x "$netagg_bin" ]; then
+    echo "bench: DPDK comparison needs netagg-allreduce and netagg-switchd built" >&2
+    missing+=(netagg-switchd)
+  else
+    dpdk_ns="nab$$"
+    dpdk_ranks=${BENCH_DPDK_RANKS:-2}
+    if [ -n "${BENCH_DPDK_SIZES:-}" ]; then dpdk_size_list=${BENCH_DPDK_SIZES//,/ }
+    elif [ "$quick" = 1 ]; then dpdk_size_list="64K 1M"
+    else dpdk_size_list="64K 1M 16M"
+    fi
+    dpdk_sizes=()
+    for s in $dpdk_size_list; do dpdk_sizes+=("$(to_bytes "$s")"); done
+    dpdk_job="$raw/dpdk-job.json"
+    trap 'bash "$repo/scripts/dpdk-netns.sh" down "$dpdk_ns"' EXIT
+    bash "$repo/scripts/dpdk-netns.sh" up "$dpdk_ns" "$dpdk_ranks"
+    bash "$repo/scripts/dpdk-netns.sh" job "$dpdk_ranks" 256 64 > "$dpdk_job"
+    # One measurement: a fresh switch, all workers at once; their JSON lines merged into one array.
+    run_veth() {
+      local transport=$1 bytes=$2 iterations=$3 name=$4 r status=0 sw
+      ip netns exec "$dpdk_ns-agg" "$switchd_bin" --listen 10.77.0.254:20033 --job "$dpdk_job" \
+        --slots 64 > "$raw/$name.switch.log" 2>&1 &
+      sw=$!
+      for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
+      local pids=()
+      for (( r = 0; r < dpdk_ranks; ++r )); do
+        ip netns exec "$dpdk_ns-w$r" env NETAGG_DPDK_VDEVS="net_af_packet0,iface=dp0" \
+          NETAGG_DPDK_NO_HUGE=1 NETAGG_DPDK_NO_PCI=1 timeout --kill-after=10 "$timeout_s" \
+          "$netagg_bin" --rank "$r" --job "$dpdk_job" --transport "$transport" --dtype fp32 \
+          --count $((bytes / 4)) --iterations "$iterations" --timeout 10 --json \
+          > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+      kill "$sw" 2> /dev/null; wait "$sw" 2> /dev/null || true
+      printf '%s\n%s\n' "ip netns exec $dpdk_ns-wR netagg-allreduce --rank R --job $dpdk_job --transport $transport --dtype fp32 --count $((bytes / 4)) --iterations $iterations --json (R = 0..$((dpdk_ranks - 1)), NETAGG_DPDK_VDEVS=net_af_packet0,iface=dp0 NETAGG_DPDK_NO_HUGE=1)" "$status" > "$raw/$name.cmd"
+      python3 -c 'import json,sys; print(json.dumps([json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:]]))' \
+        "${@:5}" > "$raw/$name.json" 2>> "$raw/$name.w0.log" || echo 1 >> "$raw/$name.cmd"
+      cp "$raw/$name.w0.log" "$raw/$name.log"
+      if [ "$status" -ne 0 ]; then echo "bench: $name failed (exit $status), see $raw/$name.w*.log" >&2; fi
+    }
+    for bytes in "${dpdk_sizes[@]}"; do
+      iterations=$(iterations_for "$bytes")
+      warmup=$(warmup_for "$bytes")
+      echo "bench: veths, $dpdk_ranks ranks, $bytes bytes: kernel UDP, DPDK ($iterations iterations)" >&2
+      files=()
+      for transport in udp dpdk; do
+        name="veth-$transport-r$dpdk_ranks-b$bytes"
+        if [ "$transport" = udp ]; then
+          bash "$repo/scripts/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" on
+        else
+          bash "$repo/scripts/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" off
+        fi
+        files=()
+        for (( r = 0; r < dpdk_ranks; ++r )); do files+=("$raw/$name.w$r.json"); done
+        run_veth "$transport" "$bytes" $((iterations + warmup)) "$name" "${files[@]}"
+        echo "$warmup" > "$raw/$name.warmup"
+      done
+    done
+    bash "$repo/scripts/dpdk-netns.sh" down "$dpdk_ns"
+    trap - EXIT
+  fi
+fi
+
 BENCH_BUILD="$build" BENCH_REPO="$repo" BENCH_RAW="$raw" BENCH_OUT="$out/bench.json" \
 BENCH_RANKS_LIST="$ranks_list" BENCH_SIZE_LIST="${sizes[*]}" BENCH_LOAD_BEFORE="$load_before" \
-BENCH_MISSING="${missing[*]}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
+BENCH_MISSING="${missing[*]}" BENCH_DPDK_SKIPPED="$dpdk_skipped" \
+BENCH_DPDK_RANKS_USED="${dpdk_ranks:-}" BENCH_DPDK_SIZE_LIST="${dpdk_sizes[*]:-}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
   python3 - <<'PY'
 """Merges the raw outputs into bench.json and prints the comparison tables."""
 import datetime
@@ -334,6 +417,41 @@ if os.path.exists(os.path.join(raw, "codec.cmd")):
 
 fpga = [r for r in (load("fpga_rtl_fp32"), load("fpga_rtl_int32")) if r is not None]
 
+
+def slowest_rank(workers, warmup):
+    """Per iteration the slowest worker's time (what the launcher reports), warm-up dropped."""
+    if not isinstance(workers, list) or not workers:
+        return None
+    if any(w.get("verification") != "ok" for w in workers):
+        return {"verification": "mismatch" if any(w.get("verification") == "mismatch"
+                                                  for w in workers) else "error"}
+    per_iteration = [max(t) for t in zip(*(w["seconds_all"] for w in workers))][warmup:]
+    return {"seconds_all": per_iteration, "verification": "ok",
+            "retransmissions": sum(w.get("retransmissions", 0) for w in workers),
+            "packets_sent": sum(w.get("packets_sent", 0) for w in workers)}
+
+
+dpdk = []
+dpdk_ranks_used = os.environ.get("BENCH_DPDK_RANKS_USED")
+for size in [int(s) for s in os.environ.get("BENCH_DPDK_SIZE_LIST", "").split()]:
+    row = {"ranks": int(dpdk_ranks_used), "bytes": size}
+    for transport in ("udp", "dpdk"):
+        name = f"veth-{transport}-r{dpdk_ranks_used}-b{size}"
+        workers = load(name)
+        merged = slowest_rank(workers, warmup_of(name))
+        summary = summarize(merged, size)
+        if summary and merged:
+            summary["retransmissions"] = merged.get("retransmissions")
+            summary["packets_sent"] = merged.get("packets_sent")
+        row["kernel_udp" if transport == "udp" else "dpdk_af_packet"] = summary
+        row.setdefault("raw", {})[transport] = workers
+    u, d = row["kernel_udp"] or {}, row["dpdk_af_packet"] or {}
+    for stat in ("median", "min"):
+        key = "seconds_" + stat
+        row[f"time_ratio_dpdk_over_udp_{stat}"] = (d[key] / u[key]
+                                                  if key in u and key in d else None)
+    dpdk.append(row)
+
 report = {
     "schema": "netagg-bench/1",
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -358,6 +476,13 @@ report = {
     "codec": codec,
     "codec_context": codec_context,
     "fpga": fpga,
+    "dpdk_vs_udp": {
+        "setup": "veths and a bridge in network namespaces (scripts/dpdk-netns.sh): workers on "
+                 "net_af_packet (DPDK 22.11, --no-huge) or kernel UDP on the same veth, "
+                 "netagg-switchd on kernel UDP; 256 elements per packet, window 64",
+        "skipped": os.environ.get("BENCH_DPDK_SKIPPED") or None,
+        "rows": dpdk,
+    },
     "missing": missing,
     "failures": failures,
 }
@@ -448,6 +573,27 @@ if fpga:
               f"{r['elements_per_cycle_per_port']:>15.2f} {r['ingress_beats_per_cycle_per_port']:>16.3f} "
               f"{r['latency_cycles_last_contribution_to_first_result']:>14} "
               f"{r['simulated_cycles_per_second']:>12.0f}")
+
+if dpdk:
+    print()
+    print("DPDK (net_af_packet) against kernel UDP on the same veths, fp32, time of one all-reduce")
+    print("(slowest rank) in ms; ratio = DPDK / kernel UDP (below 1: DPDK faster). Software switch.")
+    print(f"{'ranks':>5} {'size':>9} {'udp med':>10} {'dpdk med':>10} {'ratio':>7} "
+          f"{'udp min':>10} {'dpdk min':>10} {'ratio':>7} {'udp Gb/s':>10} {'dpdk Gb/s':>10}"
+          f"  check u/d")
+    for row in dpdk:
+        u = row["kernel_udp"] or {}
+        d = row["dpdk_af_packet"] or {}
+        check = f"{u.get('verification') or '-'}/{d.get('verification') or '-'}"
+        print(f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms(u.get('seconds_median'))} "
+              f"{ms(d.get('seconds_median'))} {num(row['time_ratio_dpdk_over_udp_median'], '7.2f'):>7} "
+              f"{ms(u.get('seconds_min'))} {ms(d.get('seconds_min'))} "
+              f"{num(row['time_ratio_dpdk_over_udp_min'], '7.2f'):>7} "
+              f"{num(u.get('goodput_gbps'), '10.2f'):>10} {num(d.get('goodput_gbps'), '10.2f'):>10}"
+              f"  {check}")
+elif os.environ.get("BENCH_DPDK_SKIPPED"):
+    print()
+    print(f"DPDK against kernel UDP: skipped ({os.environ['BENCH_DPDK_SKIPPED']})")
 
 print()
 print(f"JSON: {out_path}")

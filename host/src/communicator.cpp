@@ -15,6 +15,9 @@
 #include <fmt/format.h>
 
 #include "netagg/codec.hpp"
+#ifdef NETAGG_HAVE_DPDK
+#include "netagg/dpdk.hpp"
+#endif
 #include "netagg/engine.hpp"
 
 namespace netagg {
@@ -330,12 +333,25 @@ Config validated(Config cfg) {
   return cfg;
 }
 
-std::unique_ptr<Transport> make_transport(const Config& cfg) {
-  // validate() has accepted the name; "udp" is the only transport built in so far.
-  return make_udp_transport(cfg.local_address(), cfg.aggregator_address());
-}
-
 }  // namespace
+
+std::unique_ptr<Transport> make_transport(const Config& cfg) {
+  if (cfg.transport == "udp")
+    return make_udp_transport(cfg.local_address(), cfg.aggregator_address());
+  if (cfg.transport == "dpdk") {
+#ifdef NETAGG_HAVE_DPDK
+    const auto& worker = cfg.job.workers.at(static_cast<std::size_t>(cfg.rank));
+    // The largest packet: a full chunk of 4-byte elements (int32, fp32 or block floating point).
+    const std::size_t max_packet = wire::kHeaderSize + cfg.job.elements_per_packet * 4u;
+    return dpdk::make_transport(cfg.dpdk, cfg.local_address(), worker.mac, cfg.aggregator_address(),
+                                max_packet);
+#else
+    throw Error(Errc::kUnsupported,
+                "transport: 'dpdk' is not built into this libnetagg (available: udp)");
+#endif
+  }
+  throw Error(Errc::kConfig, fmt::format("transport: '{}' is not one of udp, dpdk", cfg.transport));
+}
 
 Communicator::Communicator(Config cfg) {
   cfg.validate();

@@ -1,5 +1,7 @@
 #include "netagg/config.hpp"
 
+#include <arpa/inet.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -26,8 +28,16 @@ namespace {
 // clang-format off
 constexpr std::string_view kFileKeys[] = {
     "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
-    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "job_timeout_ms", "loss", "loss_seed"};
+    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "job_timeout_ms", "loss", "loss_seed",
+    "dpdk"};
+constexpr std::string_view kDpdkKeys[] = {
+    "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
+    "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
 // clang-format on
+
+// Limits of the DPDK port settings (validate() checks them, the parsers name the field).
+constexpr std::uint32_t kMaxBurst = 512;
+constexpr std::uint32_t kMinMbufs = 255, kMaxMbufs = 1u << 20;
 
 Duration from_ms(double ms) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
@@ -93,6 +103,154 @@ std::optional<std::pair<const char*, std::string>> first_env(
   for (const char* n : names)
     if (auto v = getenv_string(n)) return std::make_pair(n, *v);
   return std::nullopt;
+}
+
+double get_number(const json& j, const char* key, std::string_view where);
+
+wire::Mac parse_mac_text(std::string_view text, std::string_view where) {
+  wire::Mac mac{};
+  std::size_t pos = 0;
+  const auto bad = [&] {
+    config_error(where, fmt::format("'{}' is not a MAC (aa:bb:cc:dd:ee:ff)", text));
+  };
+  for (int i = 0; i < 6; ++i) {
+    if (pos + 2 > text.size()) bad();
+    unsigned v = 0;
+    auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + pos + 2, v, 16);
+    if (ec != std::errc() || ptr != text.data() + pos + 2) bad();
+    mac[i] = static_cast<std::uint8_t>(v);
+    pos += 2;
+    if (i < 5) {
+      if (pos >= text.size() || (text[pos] != ':' && text[pos] != '-')) bad();
+      ++pos;
+    }
+  }
+  if (pos != text.size()) bad();
+  return mac;
+}
+
+std::uint32_t parse_ipv4_text(const std::string& text, std::string_view where) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, text.c_str(), &a) != 1)
+    config_error(where, fmt::format("'{}' is not an IPv4 address (a.b.c.d)", text));
+  return ntohl(a.s_addr);
+}
+
+bool parse_env_bool(const char* name, const std::string& text) {
+  if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "no" || text == "off") return false;
+  config_error(name, fmt::format("'{}' is not a boolean (1/0, true/false)", text));
+}
+
+// "a b  c" -> {"a", "b", "c"} (EAL arguments from one environment variable).
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep || (sep == ' ' && c == '\t')) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+void parse_dpdk_object(const json& d, const std::string& where, DpdkConfig& out) {
+  if (!d.is_object()) config_error(where, "must be a JSON object");
+  const auto field = [&](std::string_view key) { return fmt::format("{}.{}", where, key); };
+  for (const auto& [key, value] : d.items()) {
+    bool known = false;
+    for (auto k : kDpdkKeys) known = known || k == key;
+    if (!known) config_error(field(key), "unknown field");
+  }
+  const auto string_of = [&](const char* key) {
+    if (!d[key].is_string()) config_error(field(key), "must be a string");
+    return d[key].get<std::string>();
+  };
+  const auto strings_of = [&](const char* key) {
+    const json& v = d[key];
+    if (!v.is_array()) config_error(field(key), "must be an array of strings");
+    std::vector<std::string> list;
+    for (const auto& e : v) {
+      if (!e.is_string()) config_error(field(key), "must be an array of strings");
+      list.push_back(e.get<std::string>());
+    }
+    return list;
+  };
+  const auto bool_of = [&](const char* key) {
+    if (!d[key].is_boolean()) config_error(field(key), "must be true or false");
+    return d[key].get<bool>();
+  };
+  const auto uint_of = [&](const char* key, std::uint64_t min, std::uint64_t max) {
+    const json& v = d[key];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max)
+      config_error(field(key), fmt::format("must be an integer in [{}, {}]", min, max));
+    return v.get<std::uint64_t>();
+  };
+  if (d.contains("lcores")) out.lcores = string_of("lcores");
+  if (d.contains("vdevs")) out.vdevs = strings_of("vdevs");
+  if (d.contains("no_huge")) out.no_huge = bool_of("no_huge");
+  if (d.contains("no_pci")) out.no_pci = bool_of("no_pci");
+  if (d.contains("memory_mb"))
+    out.memory_mb = static_cast<std::uint32_t>(uint_of("memory_mb", 0, 1u << 20));
+  if (d.contains("file_prefix")) out.file_prefix = string_of("file_prefix");
+  if (d.contains("eal_args")) out.eal_args = strings_of("eal_args");
+  if (d.contains("port")) out.port = static_cast<std::uint16_t>(uint_of("port", 0, 0xFFFF));
+  if (d.contains("mac")) out.mac = parse_mac_text(string_of("mac"), field("mac"));
+  if (d.contains("aggregator_mac"))
+    out.aggregator_mac = parse_mac_text(string_of("aggregator_mac"), field("aggregator_mac"));
+  if (d.contains("next_hop"))
+    out.next_hop = parse_ipv4_text(string_of("next_hop"), field("next_hop"));
+  if (d.contains("arp_timeout_ms")) {
+    const double ms = get_number(d, "arp_timeout_ms", where);
+    if (!(ms > 0)) config_error(field("arp_timeout_ms"), fmt::format("{} must be > 0", ms));
+    out.arp_timeout = from_ms(ms);
+  }
+  if (d.contains("burst")) out.burst = static_cast<std::uint16_t>(uint_of("burst", 1, kMaxBurst));
+  if (d.contains("mbufs"))
+    out.mbufs = static_cast<std::uint32_t>(uint_of("mbufs", kMinMbufs, kMaxMbufs));
+  if (d.contains("verify_udp_checksum")) out.verify_udp_checksum = bool_of("verify_udp_checksum");
+}
+
+// NETAGG_DPDK_* over whatever the file said.
+void apply_dpdk_env(DpdkConfig& d) {
+  if (auto v = getenv_string("NETAGG_DPDK_LCORES")) {
+    if (v->empty()) config_error("NETAGG_DPDK_LCORES", "is set but empty");
+    d.lcores = *v;
+  }
+  // vdev arguments hold commas themselves, so several vdevs are separated by ';'.
+  if (auto v = getenv_string("NETAGG_DPDK_VDEVS")) d.vdevs = split(*v, ';');
+  if (auto v = getenv_string("NETAGG_DPDK_NO_HUGE"))
+    d.no_huge = parse_env_bool("NETAGG_DPDK_NO_HUGE", *v);
+  if (auto v = getenv_string("NETAGG_DPDK_NO_PCI"))
+    d.no_pci = parse_env_bool("NETAGG_DPDK_NO_PCI", *v);
+  if (auto v = getenv_string("NETAGG_DPDK_MEMORY_MB"))
+    d.memory_mb =
+        static_cast<std::uint32_t>(parse_env_int("NETAGG_DPDK_MEMORY_MB", *v, 0, 1 << 20));
+  if (auto v = getenv_string("NETAGG_DPDK_FILE_PREFIX")) d.file_prefix = *v;
+  if (auto v = getenv_string("NETAGG_DPDK_EAL_ARGS")) d.eal_args = split(*v, ' ');
+  if (auto v = getenv_string("NETAGG_DPDK_PORT"))
+    d.port = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_PORT", *v, 0, 0xFFFF));
+  if (auto v = getenv_string("NETAGG_DPDK_MAC")) d.mac = parse_mac_text(*v, "NETAGG_DPDK_MAC");
+  if (auto v = getenv_string("NETAGG_DPDK_AGGREGATOR_MAC"))
+    d.aggregator_mac = parse_mac_text(*v, "NETAGG_DPDK_AGGREGATOR_MAC");
+  if (auto v = getenv_string("NETAGG_DPDK_NEXT_HOP"))
+    d.next_hop = parse_ipv4_text(*v, "NETAGG_DPDK_NEXT_HOP");
+  if (auto v = getenv_string("NETAGG_DPDK_ARP_TIMEOUT_MS")) {
+    const double ms = parse_env_double("NETAGG_DPDK_ARP_TIMEOUT_MS", *v);
+    if (!(ms > 0)) config_error("NETAGG_DPDK_ARP_TIMEOUT_MS", fmt::format("{} must be > 0", *v));
+    d.arp_timeout = from_ms(ms);
+  }
+  if (auto v = getenv_string("NETAGG_DPDK_BURST"))
+    d.burst = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_BURST", *v, 1, kMaxBurst));
+  if (auto v = getenv_string("NETAGG_DPDK_MBUFS"))
+    d.mbufs =
+        static_cast<std::uint32_t>(parse_env_int("NETAGG_DPDK_MBUFS", *v, kMinMbufs, kMaxMbufs));
+  if (auto v = getenv_string("NETAGG_DPDK_VERIFY_UDP_CHECKSUM"))
+    d.verify_udp_checksum = parse_env_bool("NETAGG_DPDK_VERIFY_UDP_CHECKSUM", *v);
 }
 
 struct FileConfig {
@@ -166,6 +324,7 @@ FileConfig parse_file(const std::filesystem::path& file) {
     if (!j["transport"].is_string()) config_error(field("transport"), "must be a string");
     cfg.transport = j["transport"].get<std::string>();
   }
+  if (j.contains("dpdk")) parse_dpdk_object(j["dpdk"], field("dpdk"), cfg.dpdk);
   if (j.contains("float_wire")) {
     if (!j["float_wire"].is_string()) config_error(field("float_wire"), "must be a string");
     try {
@@ -198,6 +357,14 @@ FloatWire parse_float_wire(std::string_view text) {
   if (text == "int32-bfp") return FloatWire::kBlockInt32;
   if (text == "fp32") return FloatWire::kFp32;
   throw Error(Errc::kConfig, fmt::format("float_wire: '{}' is not one of int32-bfp, fp32", text));
+}
+
+bool dpdk_built() {
+#ifdef NETAGG_HAVE_DPDK
+  return true;
+#else
+  return false;
+#endif
 }
 
 std::string_view to_string(FloatWire w) {
@@ -254,6 +421,7 @@ Config Config::from_env() {
     if (v->empty()) config_error("NETAGG_TRANSPORT", "is set but empty");
     cfg.transport = *v;
   }
+  apply_dpdk_env(cfg.dpdk);
   if (auto v = getenv_string("NETAGG_FLOAT_WIRE")) {
     try {
       cfg.float_wire = parse_float_wire(*v);
@@ -300,11 +468,28 @@ void Config::validate() const {
                 fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
   if (aggregator.port == 0 && !job.aggregator)
     config_error("aggregator", "not set (neither in the config nor in the job)");
-  if (transport == "dpdk")
+  if (transport == "dpdk" && !dpdk_built())
     throw Error(Errc::kUnsupported,
-                "transport: 'dpdk' is not built into this libnetagg (available: udp)");
-  if (transport != "udp")
+                "transport: 'dpdk' is not built into this libnetagg (available: udp; build with "
+                "libdpdk-dev installed and -DNETAGG_DPDK=ON)");
+  if (transport != "udp" && transport != "dpdk")
     config_error("transport", fmt::format("'{}' is not one of udp, dpdk", transport));
+  if (transport == "dpdk") {
+    if (dpdk.lcores.empty()) config_error("dpdk.lcores", "must not be empty");
+    for (const auto& v : dpdk.vdevs)
+      if (v.empty()) config_error("dpdk.vdevs", "holds an empty device");
+    if (dpdk.burst == 0 || dpdk.burst > kMaxBurst)
+      config_error("dpdk.burst", fmt::format("{} is outside [1, {}]", dpdk.burst, kMaxBurst));
+    if (dpdk.mbufs < kMinMbufs || dpdk.mbufs > kMaxMbufs)
+      config_error("dpdk.mbufs",
+                   fmt::format("{} is outside [{}, {}]", dpdk.mbufs, kMinMbufs, kMaxMbufs));
+    // Every packet of a window can be in flight at once, plus a receive ring's worth.
+    if (dpdk.mbufs < 2u * job.slot_count + 2u * dpdk.burst)
+      config_error("dpdk.mbufs",
+                   fmt::format("{} is too few for a window of {} slots (at least {})", dpdk.mbufs,
+                               job.slot_count, 2u * job.slot_count + 2u * dpdk.burst));
+    if (dpdk.arp_timeout <= Duration::zero()) config_error("dpdk.arp_timeout", "must be > 0");
+  }
   if (retransmit_timeout <= Duration::zero()) config_error("retransmit_timeout", "must be > 0");
   if (max_retransmit_timeout < retransmit_timeout)
     config_error("max_retransmit_timeout",

@@ -74,6 +74,7 @@ struct Options {
   bool verbose = false;
   // both
   std::string target = "switch-sim";
+  std::string transport;  // empty: the config's (NETAGG_TRANSPORT, else udp)
   std::string dtype = "fp32";
   std::string float_wire;  // empty: what the target needs
   std::uint64_t count = 1 << 20;
@@ -239,15 +240,25 @@ netagg::Config worker_config(const Options& o) {
     // The command line names the aggregator: it overrides the environment's.
     ::setenv("NETAGG_AGGREGATOR", o.target.c_str(), 1);
   }
-  if (!o.job_file.empty()) {
+  if (o.transport == "dpdk" && !o.job_file.empty()) {
+    // DPDK takes its options from NETAGG_DPDK_* (or a NETAGG_CONFIG file): read the job and
+    // rank through the environment too, so that all of them apply.
+    if (o.rank < 0) usage_error("--job needs --rank");
+    ::setenv("NETAGG_JOB_FILE", o.job_file.c_str(), 1);
+    ::setenv("NETAGG_RANK", std::to_string(o.rank).c_str(), 1);
+    ::setenv("NETAGG_TRANSPORT", "dpdk", 1);
+    cfg = netagg::Config::from_env();
+  } else if (!o.job_file.empty()) {
     if (o.rank < 0) usage_error("--job needs --rank");
     cfg.job = netagg::load_job(o.job_file);
     cfg.rank = o.rank;
     if (is_address(o.target)) cfg.aggregator = Endpoint::parse(o.target, "--target");
   } else {
     if (o.rank >= 0) ::setenv("NETAGG_RANK", std::to_string(o.rank).c_str(), 1);
+    if (!o.transport.empty()) ::setenv("NETAGG_TRANSPORT", o.transport.c_str(), 1);
     cfg = netagg::Config::from_env();
   }
+  if (!o.transport.empty()) cfg.transport = o.transport;
   cfg.float_wire = float_wire_of(o);
   cfg.job_timeout =
       std::chrono::duration_cast<netagg::Duration>(std::chrono::duration<double>(o.timeout_s));
@@ -321,7 +332,7 @@ int run_worker(const Options& o) {
 
   std::unique_ptr<netagg::Communicator> comm;
   try {
-    auto transport = netagg::make_udp_transport(cfg.local_address(), cfg.aggregator_address());
+    auto transport = netagg::make_transport(cfg);
     if (o.die_after_packets >= 0)
       transport = std::make_unique<DyingTransport>(std::move(transport), o.die_after_packets);
     comm = std::make_unique<netagg::Communicator>(cfg, std::move(transport));
@@ -908,6 +919,10 @@ int main(int argc, char** argv) {
                  "switch-sim (the switch model), fpga-sim (the FPGA aggregator's RTL in "
                  "Verilator), or an aggregator IP:PORT")
       ->capture_default_str();
+  app.add_option("--transport", o.transport,
+                 "one worker: udp or dpdk (DPDK options from NETAGG_DPDK_* or NETAGG_CONFIG); "
+                 "default: the config's, else udp")
+      ->check(CLI::IsMember({"udp", "dpdk"}));
   app.add_option("--dtype", o.dtype, "element type")
       ->check(CLI::IsMember({"fp32", "int32"}))
       ->capture_default_str();
@@ -962,6 +977,9 @@ int main(int argc, char** argv) {
     if (o.local > 0) {
       if (o.rank >= 0 || !o.job_file.empty())
         usage_error("--local launches its own workers: leave out --rank and --job");
+      if (o.transport == "dpdk")
+        usage_error("--local runs its workers over kernel UDP on loopback; DPDK workers need a "
+                    "port each: run them one by one (--rank, --job, --transport dpdk)");
       const int rc = run_local(o);
       return rc;
     }

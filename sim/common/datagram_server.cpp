@@ -228,8 +228,9 @@ void DatagramServer::serve(const Hooks& hooks) {
           std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - Clock::now());
       timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
     }
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
-    if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR)
+    std::vector<pollfd> fds = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    for (const auto& w : hooks.watches) fds.push_back({w.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR)
       throw Error(Errc::kTransport, fmt::format("poll: {}", std::strerror(errno)));
 
     bool stop = false;
@@ -253,6 +254,9 @@ void DatagramServer::serve(const Hooks& hooks) {
     if (fds[0].revents & POLLIN)
       for (std::size_t b = 0; b < kBatchesPerPoll; ++b)
         if (receive_batch(hooks.on_batch) < kRecvBatch) break;
+
+    for (std::size_t i = 0; i < hooks.watches.size(); ++i)
+      if (fds[2 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
 
     if (ticking && Clock::now() >= next_tick) {
       hooks.on_tick();

@@ -61,6 +61,13 @@ class DatagramServer {
     std::function<void(int signal)> on_signal;  // SIGUSR1 and SIGHUP
     std::function<void()> on_tick;              // every tick_seconds, if > 0
     double tick_seconds = 0;
+    // Further descriptors serve() polls (netagg-fpgad's CSR control socket): on_readable runs
+    // when its descriptor is readable, between batches.
+    struct Watch {
+      int fd = -1;
+      std::function<void()> on_readable;
+    };
+    std::vector<Watch> watches;
   };
 
   // Blocks the daemon signals (block_daemon_signals: they are read from a signalfd from now on,

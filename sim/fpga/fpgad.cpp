@@ -9,10 +9,25 @@
 // a datagram to the worker address in its IPv4/UDP header. Jobs are programmed and counters read
 // through the CSRs (driver/fpga), as on a card.
 //
-// stdout: "netagg-fpgad: listening on IP:PORT" once ready (launchers wait for it), then the
-// counters on SIGUSR1, every --stats-interval seconds and at exit. Exit: 0 after SIGINT/SIGTERM,
+// --control IP:PORT opens the CSR control channel (driver/fpga/include/netagg/fpga/
+// csr_channel.hpp): read32/write32 requests on a second UDP socket, served between batches, so
+// netagg-ctl (`fpga --sim IP:PORT`) programs, reads and resets the running model through the same
+// Device interface as a card. Workers a job added that way enter the port their WORKER_UDP_PORT
+// names: the daemon follows the worker commits on the channel, as a switch's L2 table would.
+//
+// stdout: "netagg-fpgad: control on IP:PORT" (with --control), then "netagg-fpgad: listening on
+// IP:PORT" once ready (launchers wait for it), then the counters on SIGUSR1, every
+// --stats-interval seconds and at exit. Exit: 0 after SIGINT/SIGTERM,
 // 2 on bad configuration, 1 if the socket or the model fails while running.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <filesystem>
@@ -29,6 +44,8 @@
 #include "harness.hpp"
 #include "netagg/error.hpp"
 #include "netagg/fpga/control.hpp"
+#include "netagg/fpga/csr_channel.hpp"
+#include "netagg/fpga_csr.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
@@ -38,6 +55,7 @@ using netagg::Endpoint;
 using netagg::Errc;
 using netagg::Error;
 namespace fpga = netagg::fpga;
+namespace channel = netagg::fpga::channel;
 namespace sim = netagg::sim;
 namespace wire = netagg::wire;
 
@@ -54,6 +72,7 @@ struct Options {
   std::string model = "rtl";
   std::string trace;
   std::string counters_json;
+  std::string control;  // CSR control channel address; empty: none
   std::uint64_t idle_cycles = 0;  // 0: the model's default
   double stats_interval = 0;
   bool quiet = false;
@@ -64,6 +83,12 @@ struct DaemonCounters {
   std::uint64_t datagrams_in = 0;
   std::uint64_t egress_frames = 0;
   std::uint64_t egress_undecodable = 0;  // egress frames that are no valid netagg frame
+  // The CSR control channel.
+  std::uint64_t control_requests = 0;       // well-formed requests served (status ok)
+  std::uint64_t control_malformed = 0;      // answered with status malformed
+  std::uint64_t control_bad_address = 0;    // answered with status bad address
+  std::uint64_t control_device_errors = 0;  // the model did not complete the access
+  std::uint64_t control_ignored = 0;        // datagrams without the magic: not answered
 };
 
 struct Route {
@@ -153,6 +178,11 @@ class Daemon {
     if (!model_->run_until_idle(quiet_cycles_, kMaxCyclesPerBatch))
       throw Error(Errc::kTransport, fmt::format("the {} model did not go idle within {} cycles",
                                                 model_->name(), kMaxCyclesPerBatch));
+    send_egress(server);
+  }
+
+  // Sends the netagg packet of every egress frame the model completed so far.
+  void send_egress(sim::DatagramServer& server) {
     for (const sim::EgressFrame& f : model_->pop_egress()) {
       ++counters_.egress_frames;
       const wire::DecodedFrame d = wire::decode_frame(f.bytes, /*udp_port=*/0);
@@ -170,6 +200,38 @@ class Daemon {
     }
   }
 
+  // One request of the CSR control channel: the access on the model's AXI4-Lite port, or why
+  // not. The clock runs during an access, so frames may complete: the caller sends them.
+  channel::Message serve_csr(const channel::Message& request) {
+    channel::Message response = request;
+    response.value = 0;
+    if (request.status != channel::CsrStatus::kOk) {
+      ++counters_.control_malformed;
+      return response;
+    }
+    if (request.address % 4 != 0 || request.address >= (1u << fpga::csr::kAddrBits)) {
+      ++counters_.control_bad_address;
+      response.status = channel::CsrStatus::kBadAddress;
+      return response;
+    }
+    try {
+      if (request.op == channel::Op::kRead32) {
+        response.value = model_->read32(request.address);
+      } else {
+        model_->write32(request.address, request.value);
+        observe_write(request.address, request.value);
+      }
+      ++counters_.control_requests;
+    } catch (const Error& e) {
+      ++counters_.control_device_errors;
+      response.status = channel::CsrStatus::kDeviceError;
+      std::fprintf(stderr, "netagg-fpgad: control channel: %s\n", e.what());
+    }
+    return response;
+  }
+
+  void count_ignored_control() { ++counters_.control_ignored; }
+
   using CounterList = std::vector<std::pair<std::string, std::uint64_t>>;
 
   // One snapshot: reading the device's counters takes (simulated) cycles, so the text and the
@@ -181,6 +243,13 @@ class Daemon {
     all.emplace_back("datagrams_in", counters_.datagrams_in);
     all.emplace_back("egress_frames", counters_.egress_frames);
     all.emplace_back("egress_undecodable", counters_.egress_undecodable);
+    if (!opt_.control.empty()) {
+      all.emplace_back("control_requests", counters_.control_requests);
+      all.emplace_back("control_malformed", counters_.control_malformed);
+      all.emplace_back("control_bad_address", counters_.control_bad_address);
+      all.emplace_back("control_device_errors", counters_.control_device_errors);
+      all.emplace_back("control_ignored", counters_.control_ignored);
+    }
     all.emplace_back("egress_protocol_errors", model_->egress_protocol_errors());
     all.emplace_back("model_cycles", model_->cycles());
     all.emplace_back("datagrams_sent", server.datagrams_sent);
@@ -220,6 +289,34 @@ class Daemon {
   }
 
  private:
+  // Worker commits through the control channel: the staged WORKER_* registers become the route
+  // of the worker's address (its ingress port and MAC), as for the --job workers.
+  void observe_write(std::uint32_t address, std::uint32_t value) {
+    namespace reg = fpga::csr;
+    switch (address) {
+      case reg::kWorkerIp: staged_.ip = value; break;
+      case reg::kWorkerUdpPort: staged_.udp_port = value; break;
+      case reg::kWorkerMacLo: staged_.mac_lo = value; break;
+      case reg::kWorkerMacHi: staged_.mac_hi = value; break;
+      case reg::kCommit:
+        if ((value & 3) == 2 && (value >> 16) != last_commit_sequence_) {
+          const unsigned port = (staged_.udp_port >> 16) & 0xF;
+          const wire::Mac mac{std::uint8_t(staged_.mac_hi >> 8), std::uint8_t(staged_.mac_hi),
+                              std::uint8_t(staged_.mac_lo >> 24), std::uint8_t(staged_.mac_lo >> 16),
+                              std::uint8_t(staged_.mac_lo >> 8), std::uint8_t(staged_.mac_lo)};
+          routes_[endpoint_key(Endpoint{staged_.ip, std::uint16_t(staged_.udp_port)})] = {
+              port < model_->num_ports() ? port : 0, mac};
+        }
+        last_commit_sequence_ = value >> 16;
+        break;
+      default: break;
+    }
+  }
+
+  struct StagedWorker {
+    std::uint32_t ip = 0, udp_port = 0, mac_lo = 0, mac_hi = 0;
+  };
+
   const Options& opt_;
   std::unique_ptr<sim::FpgaModel> model_;
   std::uint64_t quiet_cycles_ = 0;
@@ -229,7 +326,70 @@ class Daemon {
   std::uint32_t reply_from_ = 0;  // the local address replies leave from (0: the kernel's choice)
   std::map<std::uint64_t, Route> routes_;
   DaemonCounters counters_;
+  StagedWorker staged_;
+  std::uint32_t last_commit_sequence_ = 0x10000;  // none yet
   std::array<std::byte, wire::kFrameOverhead + sim::DatagramServer::kRecvBufferSize> frame_{};
+};
+
+// The CSR control channel's socket: non-blocking, served from the daemon's poll loop.
+class ControlSocket {
+ public:
+  // Requests served per wake-up at most, so traffic is not starved by a flood on the channel.
+  static constexpr int kMaxPerWakeup = 256;
+
+  explicit ControlSocket(const std::string& address) {
+    const Endpoint at = sim::parse_listen_address(address);
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd_ < 0) throw Error(Errc::kConfig, fmt::format("--control: socket: {}", std::strerror(errno)));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(at.ip);
+    sa.sin_port = htons(at.port);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      const int e = errno;
+      ::close(fd_);
+      throw Error(Errc::kConfig,
+                  fmt::format("--control: cannot listen on {}: {}", at.to_string(), std::strerror(e)));
+    }
+    socklen_t len = sizeof(sa);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    bound_ = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
+  }
+  ~ControlSocket() { ::close(fd_); }
+  ControlSocket(const ControlSocket&) = delete;
+  ControlSocket& operator=(const ControlSocket&) = delete;
+
+  int fd() const { return fd_; }
+  const Endpoint& address() const { return bound_; }
+
+  void serve(Daemon& daemon, sim::DatagramServer& server) {
+    for (int i = 0; i < kMaxPerWakeup; ++i) {
+      std::array<std::byte, 512> in{};
+      sockaddr_in from{};
+      socklen_t from_len = sizeof(from);
+      const ssize_t n = ::recvfrom(fd_, in.data(), in.size(), 0,
+                                   reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        throw Error(Errc::kTransport, fmt::format("control channel: {}", std::strerror(errno)));
+      }
+      const auto request = channel::decode_request({in.data(), static_cast<std::size_t>(n)});
+      if (!request) {
+        daemon.count_ignored_control();
+        continue;
+      }
+      const channel::Bytes out = channel::encode_response(daemon.serve_csr(*request));
+      // A client gone away is its problem, not the daemon's: the answer is dropped.
+      ::sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), from_len);
+    }
+    daemon.send_egress(server);
+    server.flush();
+  }
+
+ private:
+  int fd_ = -1;
+  Endpoint bound_;
 };
 
 int run(const Options& opt) {
@@ -237,8 +397,14 @@ int run(const Options& opt) {
   Daemon daemon(opt, sim::make_fpga_model(opt.model, opt.trace));
   daemon.load_jobs();
   sim::DatagramServer server(sim::parse_listen_address(opt.listen));
+  std::unique_ptr<ControlSocket> control;
+  if (!opt.control.empty()) control = std::make_unique<ControlSocket>(opt.control);
   daemon.program(server.address());
   daemon.report(server.counters(), "start", /*print=*/false);
+  if (control) {
+    std::printf("netagg-fpgad: control on %s\n", control->address().to_string().c_str());
+    std::fflush(stdout);
+  }
   server.announce("netagg-fpgad");
 
   sim::DatagramServer::Hooks hooks;
@@ -251,6 +417,7 @@ int run(const Options& opt) {
       std::fflush(stdout);
     }
   };
+  if (control) hooks.watches.push_back({control->fd(), [&] { control->serve(daemon, server); }});
   hooks.tick_seconds = opt.stats_interval;
   hooks.on_tick = [&] {
     daemon.report(server.counters(), "periodic", /*print=*/true, /*json=*/false);
@@ -284,8 +451,12 @@ int main(int argc, char** argv) {
       "served on UDP"};
   app.add_option("--listen", opt.listen, "UDP address to serve, IP:PORT (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--job", opt.job_files, "job description file (docs/job-format.md); repeatable")
-      ->required();
+  app.add_option("--job", opt.job_files,
+                 "job description file (docs/job-format.md); repeatable. Required unless "
+                 "--control is given (then the table may start empty: netagg-ctl fpga --sim)");
+  app.add_option("--control", opt.control,
+                 "serve the CSR control channel on UDP IP:PORT (port 0: any free port; bind it to "
+                 "loopback: it has no authentication)");
   app.add_option("--model", opt.model, "rtl (the Verilated SystemVerilog) or hls (the C model)")
       ->check(CLI::IsMember({"rtl", "hls"}))
       ->capture_default_str();
@@ -303,6 +474,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kExitConfig;
+  }
+  if (opt.job_files.empty() && opt.control.empty()) {
+    // Without a job and without a way to add one the daemon could only drop traffic.
+    std::fputs("netagg-fpgad: --job is required (or --control, to fill the job table with "
+               "netagg-ctl fpga --sim)\n",
+               stderr);
+    return kExitConfig;
   }
   try {
     return run(opt);

@@ -287,21 +287,27 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
 
   reg.bitmap |= bit;
   other.bitmap &= ~bit;
-  ValueRegister* lanes = values_.data() + at * lanes_;
-  const std::byte* payload = decoded.payload.data();
   if (first) {
     reg.has_round = true;
     reg.remaining = static_cast<CountdownRegister>(spec.workers.size());
     reg.count = h.count;
     reg.exponent = h.exponent;
     reg.seq = h.seq;
-    for (std::size_t i = 0; i < h.count; ++i)
-      lanes[i] = static_cast<ValueRegister>(wire::load_be32(payload + 4 * i));
   } else {
     reg.exponent = std::max(reg.exponent, h.exponent);
-    for (std::size_t i = 0; i < h.count; ++i)  // wrap-around add, as the switch ALU
-      lanes[i] = static_cast<ValueRegister>(static_cast<std::uint32_t>(lanes[i]) +
-                                            wire::load_be32(payload + 4 * i));
+  }
+  // The value lanes, one pass of the pipeline at a time: pass p adds lanes [p*L, p*L + L) with
+  // the value registers value_0..value_{L-1} (L = tofino::kLanesPerPass); on Tofino each pass
+  // after the first is a recirculation (docs/switch-pipeline.md).
+  ValueRegister* lanes = values_.data() + at * lanes_;
+  const std::byte* payload = decoded.payload.data();
+  for (std::size_t pass_begin = 0; pass_begin < h.count; pass_begin += tofino::kLanesPerPass) {
+    const std::size_t pass_end = std::min<std::size_t>(h.count, pass_begin + tofino::kLanesPerPass);
+    for (std::size_t i = pass_begin; i < pass_end; ++i) {
+      const std::uint32_t in = wire::load_be32(payload + 4 * i);
+      lanes[i] = first ? static_cast<ValueRegister>(in)  // a new round overwrites
+                       : static_cast<ValueRegister>(static_cast<std::uint32_t>(lanes[i]) + in);
+    }  // (wrap-around add, as the switch ALU)
   }
   --reg.remaining;
   ++counters_.aggregated;

@@ -47,17 +47,29 @@
 namespace netagg::sim {
 
 // ---- Tofino limits the model keeps (the TNA program of p4/tofino has the same ones) ---------
+// p4/common/constants.p4 mirrors these; tests/p4/p4_mirror_test.cpp checks it.
 namespace tofino {
 inline constexpr unsigned kValueBits = 32;     // width of one value register lane (int32, wraps)
 inline constexpr unsigned kBitmapBits = 32;    // width of the worker bitmap register
-inline constexpr unsigned kLanesPerPass = 64;  // int32 lanes one pipeline pass adds (SwitchML:
-                                               // 256-byte payload); more lanes recirculate
+inline constexpr unsigned kLanesPerPass = 32;  // int32 lanes one pipeline pass adds: one stateful
+                                               // ALU per lane, 4 per stage, 8 egress stages
+inline constexpr unsigned kMaxPasses = 2;      // passes the TNA program makes per packet (the
+                                               // whole payload must fit the PHV)
+inline constexpr unsigned kMaxLanesPerPacket = kLanesPerPass * kMaxPasses;  // 64: SwitchML's 256 B
+inline constexpr unsigned kPoolSlots = 1024;  // slots (two sets each) of the P4 programs' pool
 }  // namespace tofino
+// The v1model program (p4/bmv2) adds every lane block in one pass, at the register positions
+// the Tofino passes use, for more blocks.
+namespace bmv2 {
+inline constexpr unsigned kMaxPasses = 8;
+inline constexpr unsigned kMaxLanesPerPacket = tofino::kLanesPerPass * kMaxPasses;  // 256
+}  // namespace bmv2
 
 inline constexpr std::size_t kMaxWorkersPerJob = tofino::kBitmapBits;  // one bitmap bit each
 inline constexpr std::size_t kMaxLanes = wire::kMaxCount;  // lanes a slot can hold, all passes
 inline constexpr std::size_t kMaxPoolSlots = std::size_t{1} << 16;  // 16-bit slot field
 static_assert(kMaxLanes % tofino::kLanesPerPass == 0);
+static_assert(bmv2::kMaxLanesPerPacket <= kMaxLanes && tofino::kPoolSlots <= kMaxPoolSlots);
 
 // Register widths of one (slot, set). Do not change: the P4 registers have these widths.
 using ValueRegister = std::int32_t;

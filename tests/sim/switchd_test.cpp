@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
@@ -139,77 +140,11 @@ Result parse_result(const std::vector<std::byte>& bytes) {
   return r;
 }
 
-// The daemon as a child process with stdout on a pipe and stderr in a file.
-class Daemon {
+// The daemon as a child process (tests/common/daemon.hpp), with what only netagg-switchd does.
+class Daemon : public testing::DaemonProcess {
  public:
-  Daemon(const fs::path& dir, const std::vector<std::string>& args) : stderr_file_(dir / "stderr") {
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> argv_strings = {kDaemon.string()};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(pipefd[1]);
-    stdout_fd_ = pipefd[0];
-    if (rc != 0) throw std::runtime_error(fmt::format("cannot start {}", kDaemon.string()));
-  }
-
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(stdout_fd_);
-  }
-
-  // Reads stdout until `done(text so far)` holds or the daemon closes stdout. Returns whether
-  // `done` held.
-  template <typename Done>
-  bool read_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + kGuard;
-    while (!done(out_)) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{stdout_fd_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = read(stdout_fd_, buf, sizeof(buf));
-      if (n <= 0) return done(out_);
-      out_.append(buf, static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-
-  // The address from the "listening on" line.
-  Endpoint wait_listening() {
-    const std::string prefix = "netagg-switchd: listening on ";
-    EXPECT_TRUE(read_until([&](const std::string& s) {
-      const auto at = s.find(prefix);
-      return at != std::string::npos && s.find('\n', at) != std::string::npos;
-    })) << "no listening line; stdout: "
-        << out_ << " stderr: " << stderr_text();
-    const auto at = out_.find(prefix);
-    if (at == std::string::npos) throw std::runtime_error("daemon did not start");
-    const auto end = out_.find('\n', at);
-    return Endpoint::parse(out_.substr(at + prefix.size(), end - at - prefix.size()));
-  }
-
-  // Sends SIGUSR1 and returns the counters block it printed ("netagg-switchd: counters (...)").
-  Counters request_counters() {
-    const std::size_t blocks = count_blocks(out_);
-    kill(pid_, SIGUSR1);
-    EXPECT_TRUE(read_until([&](const std::string& s) { return complete_blocks(s) > blocks; }));
-    return last_block(out_);
-  }
+  Daemon(const fs::path& dir, std::vector<std::string> args)
+      : DaemonProcess("netagg-switchd", with_program(std::move(args)), dir, kGuard) {}
 
   // Requests counters until packets_in reaches `packets`: then the daemon has processed every
   // datagram sent to it.
@@ -227,12 +162,12 @@ class Daemon {
 
   // Sends SIGHUP and returns the daemon's report, up to its "done" or "failed" line.
   std::string reload() {
-    const std::size_t reports = count_reload_reports(out_);
-    const std::size_t from = out_.size();
-    kill(pid_, SIGHUP);
+    const std::size_t reports = count_reload_reports(stdout_text());
+    const std::size_t from = stdout_text().size();
+    signal(SIGHUP);
     EXPECT_TRUE(read_until([&](const std::string& s) { return count_reload_reports(s) > reports; }))
-        << "no SIGHUP report; stdout: " << out_;
-    return out_.substr(from);
+        << "no SIGHUP report; stdout: " << stdout_text();
+    return stdout_text().substr(from);
   }
   static std::size_t count_reload_reports(const std::string& s) {
     std::size_t n = 0;
@@ -242,57 +177,15 @@ class Daemon {
     return n;
   }
 
-  // Sends `signal`, waits for exit and returns the exit code (-1 if killed by a signal).
-  int stop(int signal) {
-    kill(pid_, signal);
-    return wait_exit();
-  }
-  int wait_exit() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    read_until([](const std::string&) { return false; });  // the rest of stdout, to EOF
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  const std::string& stdout_text() const { return out_; }
-  std::string stderr_text() const {
-    std::ifstream in(stderr_file_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
-  static std::size_t count_blocks(const std::string& s) {
-    std::size_t n = 0;
-    for (auto at = s.find("counters ("); at != std::string::npos; at = s.find("counters (", at + 1))
-      ++n;
-    return n;
-  }
-  // Blocks whose last line ("send_errors") has been printed.
-  static std::size_t complete_blocks(const std::string& s) {
-    std::size_t n = 0;
-    for (auto at = s.find("send_errors"); at != std::string::npos;
-         at = s.find("send_errors", at + 1))
-      if (s.find('\n', at) != std::string::npos) ++n;
-    return n;
-  }
   static Counters last_block(const std::string& s) {
-    Counters c;
-    const auto at = s.rfind("netagg-switchd: counters (");
-    if (at == std::string::npos) return c;
-    std::istringstream in(s.substr(s.find('\n', at) + 1));
-    std::string name;
-    std::uint64_t value;
-    while (in >> name >> value) c[name] = value;
-    return c;
+    return DaemonProcess::last_block(s, "netagg-switchd");
   }
 
  private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  fs::path stderr_file_;
-  std::string out_;
+  static std::vector<std::string> with_program(std::vector<std::string> args) {
+    args.insert(args.begin(), kDaemon.string());
+    return args;
+  }
 };
 
 Counters read_json_counters(const fs::path& file) {

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "netagg/engine.hpp"
 #include "netagg/job.hpp"
+#include "netagg/wire.hpp"
 
 namespace netagg {
 
@@ -15,11 +17,36 @@ namespace netagg {
 // or fp32 as is (the FPGA aggregator).
 enum class FloatWire { kBlockInt32, kFp32 };
 
+// The DPDK transport (transport "dpdk"; docs/configuration.md, "The DPDK transport"). The EAL
+// options are given to rte_eal_init once per process; the rest configure one port.
+struct DpdkConfig {
+  // ---- EAL (one per process; every transport of a process must ask for the same) ----
+  std::string lcores = "0";           // EAL -l: the cores the EAL may use
+  std::vector<std::string> vdevs;     // EAL --vdev each, e.g. "net_af_packet0,iface=veth1"
+  bool no_huge = false;               // --no-huge: plain memory, for tests without hugepages
+  bool no_pci = false;                // --no-pci: do not probe PCI devices (vdevs only)
+  std::uint32_t memory_mb = 0;        // -m; 0: 256 with no_huge, else the EAL's default
+  std::string file_prefix;            // --file-prefix; empty: --no-shconf (no shared files)
+  std::vector<std::string> eal_args;  // appended to the EAL's arguments as they are
+  // ---- the port ----
+  std::uint16_t port = 0;                   // DPDK port id
+  std::optional<wire::Mac> mac;             // source MAC; default: the job's mac for the rank, else
+                                            // the port's own
+  std::optional<wire::Mac> aggregator_mac;  // destination MAC; default: resolved by ARP
+  std::optional<std::uint32_t> next_hop;  // ARP for this IPv4 (a router) instead of the aggregator
+  Duration arp_timeout = std::chrono::seconds(3);
+  std::uint16_t burst = 32;          // packets per rx/tx burst
+  std::uint32_t mbufs = 8191;        // mbufs in the port's pool
+  bool verify_udp_checksum = false;  // drop frames whose (non-zero) UDP checksum is wrong
+  friend bool operator==(const DpdkConfig&, const DpdkConfig&) = default;
+};
+
 struct Config {
   int rank = -1;
   JobSpec job;
   Endpoint aggregator;            // defaults to job.aggregator (port 0 = not set)
-  std::string transport = "udp";  // "udp" (later "dpdk")
+  std::string transport = "udp";  // "udp" or "dpdk" (when built with DPDK)
+  DpdkConfig dpdk;                // used when transport == "dpdk"
   FloatWire float_wire = FloatWire::kBlockInt32;
   Duration retransmit_timeout = std::chrono::milliseconds(20);
   Duration max_retransmit_timeout = std::chrono::milliseconds(500);
@@ -33,7 +60,8 @@ struct Config {
   // NETAGG_JOB_ID to pick from a multi-job file), NETAGG_RANK (else OMPI_COMM_WORLD_RANK,
   // PMI_RANK, RANK), NETAGG_WORLD_SIZE (else OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must
   // match the job), NETAGG_AGGREGATOR, NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS,
-  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED. Validated before returning.
+  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, and NETAGG_DPDK_* for the
+  // fields of `dpdk` (docs/configuration.md). Validated before returning.
   static Config from_env();
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).
   void validate() const;
@@ -46,5 +74,8 @@ struct Config {
 
 FloatWire parse_float_wire(std::string_view text);  // "int32-bfp" | "fp32"
 std::string_view to_string(FloatWire w);
+
+// Whether this libnetagg was built with the DPDK transport.
+bool dpdk_built();
 
 }  // namespace netagg

@@ -13,6 +13,8 @@
 
 namespace netagg {
 
+struct Config;
+
 struct TransportCounters {
   std::uint64_t sent = 0, received = 0, dropped_foreign = 0;  // foreign: not from the aggregator
   std::uint64_t dropped_malformed = 0;  // truncated or oversized datagrams
@@ -35,6 +37,11 @@ class Transport {
 
 // Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`.
 std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator);
+
+// The transport cfg.transport names for cfg.rank: "udp" (make_udp_transport) or "dpdk"
+// (netagg/dpdk.hpp; Error(kUnsupported) if this libnetagg was built without DPDK).
+// Loss injection (cfg.loss) is not applied here: the Communicator adds it.
+std::unique_ptr<Transport> make_transport(const Config& cfg);
 
 // Seeded loss injection around any transport: drops each sent and each received packet with
 // probability `loss` (0..1), deterministically for a given seed.

@@ -1,0 +1,269 @@
+#include "ctl_fpga.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "netagg/error.hpp"
+#include "netagg/fpga/control.hpp"
+#include "netagg/fpga/device.hpp"
+#include "netagg/job.hpp"
+
+namespace netagg::ctl {
+namespace {
+
+namespace fpga = netagg::fpga;
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitDevice = 1;
+
+struct FpgaOptions {
+  std::optional<unsigned> device;
+  std::string sim;
+  std::string xclbin;
+  std::string compute_unit;
+  // job add
+  std::string job_file;
+  unsigned entry = 0;
+  std::string aggregator;
+  std::string aggregator_mac;
+  // job remove
+  unsigned remove_entry = 0;
+  // stats
+  bool json = false;
+  bool nonzero = false;
+  // reset
+  bool counters_only = false;
+};
+
+std::string ip_string(std::uint32_t ip) {
+  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
+}
+std::string mac_string(const wire::Mac& m) {
+  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4],
+                     m[5]);
+}
+
+wire::Mac parse_mac(const std::string& text) {
+  wire::Mac mac{};
+  unsigned parts = 0;
+  std::size_t pos = 0;
+  while (parts < 6) {
+    const std::size_t end = parts < 5 ? text.find_first_of(":-", pos) : text.size();
+    if (end == std::string::npos || end - pos != 2) break;
+    unsigned byte = 0;
+    if (std::sscanf(text.substr(pos, 2).c_str(), "%2x", &byte) != 1 ||
+        !std::isxdigit(static_cast<unsigned char>(text[pos])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[pos + 1])))
+      break;
+    mac[parts++] = static_cast<std::uint8_t>(byte);
+    pos = end + 1;
+  }
+  if (parts != 6)
+    throw Error(Errc::kConfig, fmt::format("--aggregator-mac: '{}' is not a MAC", text));
+  return mac;
+}
+
+std::unique_ptr<fpga::Device> open(const FpgaOptions& o) {
+  if (o.device) {
+    fpga::XrtOptions x;
+    x.index = *o.device;
+    x.xclbin = o.xclbin;
+    x.compute_unit = o.compute_unit;
+    return fpga::open_xrt_device(x);
+  }
+  if (!o.xclbin.empty())
+    throw Error(Errc::kConfig,
+                "--xclbin is for --device: netagg-fpgad (--sim) has its RTL built in");
+  return fpga::open_sim_device(o.sim);
+}
+
+void print_info(fpga::Device& device, const fpga::DeviceInfo& info) {
+  const fpga::AggregatorAddress a = device.aggregator_address();
+  std::printf(
+      "%s: netagg aggregator design %u, wire format %u\n"
+      "  %u ports, %u job table entries, %u slots, %u elements per packet, %u workers per job\n"
+      "  aggregator address %s:%u, MAC %s\n",
+      device.name().c_str(), info.design_version, info.wire_version, info.num_ports,
+      info.max_jobs, info.slots, info.max_elements(), info.max_workers, ip_string(a.ip).c_str(),
+      a.udp_port, mac_string(a.mac).c_str());
+}
+
+void load(const FpgaOptions& o) {
+  if (o.device && o.xclbin.empty())
+    throw Error(Errc::kConfig, "fpga load --device: --xclbin FILE is required");
+  auto device = open(o);
+  const fpga::DeviceInfo info = device->identify();
+  if (o.device)
+    std::printf("loaded %s\n", o.xclbin.c_str());
+  else
+    std::printf("netagg-fpgad has its model built in: nothing to load\n");
+  print_info(*device, info);
+}
+
+void job_add(const FpgaOptions& o) {
+  // The file first: its errors name the field and need no device.
+  const std::vector<JobSpec> jobs = load_jobs(o.job_file);
+  std::optional<Endpoint> aggregator;
+  if (!o.aggregator.empty()) aggregator = Endpoint::parse(o.aggregator, "--aggregator");
+  std::optional<wire::Mac> mac;
+  if (!o.aggregator_mac.empty()) mac = parse_mac(o.aggregator_mac);
+
+  auto device = open(o);
+  const fpga::DeviceInfo info = device->identify();
+  // One address for the whole device: --aggregator, else the job file's, else what it has.
+  fpga::AggregatorAddress address = device->aggregator_address();
+  const fpga::AggregatorAddress before = address;
+  std::string source = "kept";
+  if (aggregator) {
+    address.ip = aggregator->ip;
+    address.udp_port = aggregator->port;
+    source = "from --aggregator";
+  } else if (jobs.front().aggregator) {
+    address.ip = jobs.front().aggregator->ip;
+    address.udp_port = jobs.front().aggregator->port;
+    source = fmt::format("from {}", o.job_file);
+  }
+  if (mac) address.mac = *mac;
+  device->add_jobs(jobs, o.entry, address);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& job = jobs[i];
+    std::string ports;
+    for (const WorkerSpec& w : job.workers)
+      ports += fmt::format("{}{}", ports.empty() ? "" : " ", fpga::worker_port(w, info.num_ports));
+    std::printf("job %u -> entry %u: %zu workers, slots [%u, %u), %u elements per packet, ports "
+                "by rank %s\n",
+                job.job_id, o.entry + static_cast<unsigned>(i), job.workers.size(), job.slot_base,
+                job.slot_base + job.slot_count, job.elements_per_packet, ports.c_str());
+  }
+  const bool changed = address.ip != before.ip || address.udp_port != before.udp_port ||
+                       address.mac != before.mac;
+  std::printf("aggregator address %s:%u (%s%s)\n", ip_string(address.ip).c_str(), address.udp_port,
+              source.c_str(), changed ? "; changed: the device's other jobs use it too" : "");
+}
+
+void job_remove(const FpgaOptions& o) {
+  auto device = open(o);
+  device->remove_job(o.remove_entry);
+  std::printf("entry %u removed\n", o.remove_entry);
+}
+
+void stats(const FpgaOptions& o) {
+  auto device = open(o);
+  device->identify();
+  const auto counters = device->counters();
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& c : counters)
+      if (!o.nonzero || c.value != 0) j[std::string(c.name)] = c.value;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::string text = fmt::format("{}: counters\n", device->name());
+  for (const auto& c : counters)
+    if (!o.nonzero || c.value != 0) text += fmt::format("  {:<34} {}\n", c.name, c.value);
+  std::fputs(text.c_str(), stdout);
+}
+
+void reset(const FpgaOptions& o) {
+  auto device = open(o);
+  device->identify();
+  if (o.counters_only) {
+    device->clear_counters();
+    std::printf("%s: counters cleared\n", device->name().c_str());
+  } else {
+    device->reset();
+    std::printf("%s: soft reset (slots, job table and counters cleared)\n", device->name().c_str());
+  }
+}
+
+// Runs an action; netagg errors become a message and CLI::RuntimeError with the exit status.
+template <class F>
+std::function<void()> guarded(std::shared_ptr<FpgaOptions> o, F action) {
+  return [o, action] {
+    if (!o->device && o->sim.empty()) {
+      std::fputs("netagg-ctl fpga: give --device N (an Alveo card) or --sim IP:PORT (netagg-fpgad's "
+                 "--control address)\n",
+                 stderr);
+      throw CLI::RuntimeError(kExitBadInput);
+    }
+    try {
+      action(*o);
+      std::fflush(stdout);
+    } catch (const Error& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "netagg-ctl fpga: %s\n", e.what());
+      const bool bad_input = e.code() == Errc::kConfig || e.code() == Errc::kInvalidArgument ||
+                             e.code() == Errc::kUnsupported;
+      throw CLI::RuntimeError(bad_input ? kExitBadInput : kExitDevice);
+    }
+  };
+}
+
+}  // namespace
+
+void add_fpga_command(CLI::App& app) {
+  auto o = std::make_shared<FpgaOptions>();
+  CLI::App* fpga_cmd = app.add_subcommand(
+      "fpga", "the FPGA aggregator: an Alveo card (--device) or netagg-fpgad (--sim)");
+  fpga_cmd->require_subcommand(1);
+  auto* device = fpga_cmd->add_option_function<unsigned>(
+      "--device", [o](const unsigned& n) { o->device = n; },
+      "Alveo card index (xrt::device; `xbutil examine` lists them)");
+  auto* sim = fpga_cmd->add_option("--sim", o->sim,
+                                   "netagg-fpgad's CSR control channel, IP:PORT (its --control)");
+  device->excludes(sim);
+  fpga_cmd->add_option("--xclbin", o->xclbin,
+                       "with --device: the xclbin (load: the one to load; other commands: the "
+                       "one on the card, loaded if the card holds another)");
+  fpga_cmd->add_option("--cu", o->compute_unit,
+                       "with --device: the aggregator's compute unit (default: the first "
+                       "netagg_aggregator CU of the xclbin)");
+
+  CLI::App* load_cmd = fpga_cmd->add_subcommand(
+      "load", "--device: load the xclbin and check the aggregator's version; --sim: check it");
+  load_cmd->fallthrough();
+  load_cmd->callback(guarded(o, load));
+
+  CLI::App* job = fpga_cmd->add_subcommand("job", "the job table");
+  job->require_subcommand(1);
+  job->fallthrough();
+  CLI::App* add = job->add_subcommand(
+      "add", "check the job(s) of FILE against the device and install them (docs/job-format.md)");
+  add->fallthrough();
+  add->add_option("file", o->job_file, "job description file")->required();
+  add->add_option("--entry", o->entry,
+                  "job table entry of the file's first job (the others follow)")
+      ->capture_default_str();
+  add->add_option("--aggregator", o->aggregator,
+                  "the aggregator's IP:PORT (default: the job file's \"aggregator\", else the "
+                  "device's current address)");
+  add->add_option("--aggregator-mac", o->aggregator_mac,
+                  "the aggregator's MAC, the source of result frames (default: the device's)");
+  add->callback(guarded(o, job_add));
+  CLI::App* remove = job->add_subcommand("remove", "empty a job table entry and clear its slots");
+  remove->fallthrough();
+  remove->add_option("entry", o->remove_entry, "job table entry")->required();
+  remove->callback(guarded(o, job_remove));
+
+  CLI::App* stats_cmd = fpga_cmd->add_subcommand("stats", "the device's counters");
+  stats_cmd->fallthrough();
+  stats_cmd->add_flag("--json", o->json, "as a JSON object");
+  stats_cmd->add_flag("--nonzero", o->nonzero, "only the counters that are not 0");
+  stats_cmd->callback(guarded(o, stats));
+
+  CLI::App* reset_cmd =
+      fpga_cmd->add_subcommand("reset", "soft reset: slots, job table and counters cleared");
+  reset_cmd->fallthrough();
+  reset_cmd->add_flag("--counters", o->counters_only, "clear the counters only");
+  reset_cmd->callback(guarded(o, reset));
+}
+
+}  // namespace netagg::ctl

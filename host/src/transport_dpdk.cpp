@@ -1,0 +1,655 @@
+// DPDK transport: one DPDK port per transport, frames built with wire::encode_frame straight into
+// mbufs and parsed with wire::decode_frame, burst send/receive, ARP for the aggregator's MAC and
+// ARP replies for our own IP (so that a kernel peer, such as netagg-switchd on kernel UDP, can
+// send back to us). The protocol engine is the same as over kernel UDP; only the bytes' path
+// differs.
+//
+// The EAL lives once per process (DPDK cannot start it twice): a process-wide registry remembers
+// the options it was started with and the ports in use and set up. Ports stay configured and
+// started for the life of the process; a transport claims one and releases it when destroyed.
+#include <sched.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <rte_arp.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_pause.h>
+#include <rte_udp.h>
+
+#include "netagg/dpdk.hpp"
+#include "netagg/error.hpp"
+
+namespace netagg::dpdk {
+namespace {
+
+constexpr std::size_t kMaxFrame = wire::kFrameOverhead + wire::kMaxPacketSize;
+constexpr std::uint16_t kRxDescriptors = 1024, kTxDescriptors = 1024;
+constexpr std::uint32_t kDefaultNoHugeMemoryMb = 256;
+// How long send() keeps offering packets to a full transmit queue before it gives the rest up to
+// retransmission (as the UDP transport does with a full socket buffer).
+constexpr auto kSendStall = std::chrono::milliseconds(200);
+constexpr auto kArpRetry = std::chrono::milliseconds(200);
+// Receive polls: DPDK has no blocking receive on these PMDs, so an idle worker spins a little
+// (a result usually follows within microseconds when the window is full) and then sleeps in
+// short steps, leaving the core to the others (the aggregator daemon may share it).
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(20);
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
+
+std::string mac_text(const wire::Mac& m) {
+  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4],
+                     m[5]);
+}
+
+std::string ip_text(std::uint32_t ip) {
+  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
+}
+
+wire::Mac to_mac(const rte_ether_addr& a) {
+  wire::Mac m;
+  std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
+  return m;
+}
+
+rte_ether_addr to_ether(const wire::Mac& m) {
+  rte_ether_addr a{};
+  std::copy(m.begin(), m.end(), std::begin(a.addr_bytes));
+  return a;
+}
+
+std::string port_name(std::uint16_t port) {
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  if (rte_eth_dev_get_name_by_port(port, name) != 0) return "?";
+  return name;
+}
+
+// One's complement sum over pseudo-header and datagram, checksum field included, is 0xFFFF for
+// a correct checksum (rte_ipv4_udptcp_cksum_verify does this too, but is not stable ABI in 22.11).
+bool udp_checksum_ok(const rte_ipv4_hdr* ip, const rte_udp_hdr* udp, std::size_t udp_len) {
+  std::uint32_t sum = rte_raw_cksum(udp, udp_len);
+  sum += rte_ipv4_phdr_cksum(ip, 0);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return sum == 0xFFFF;
+}
+
+// ---- the process's EAL and ports -------------------------------------------------------------
+
+struct PortState {
+  rte_mempool* pool = nullptr;
+  bool claimed = false;
+};
+
+struct Registry {
+  std::mutex mutex;
+  bool started = false;
+  std::optional<Error> failure;  // the EAL failed to start: it cannot be tried again
+  std::vector<std::string> arguments;
+  std::map<std::uint16_t, PortState> ports;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+// The last lines the EAL logged, for error messages.
+std::string log_tail(const std::string& log, std::size_t lines) {
+  std::vector<std::string> all;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(start, end - start);
+    if (!line.empty() && line.find_first_not_of(" \t") != std::string::npos)
+      all.push_back(std::move(line));
+    start = end + 1;
+  }
+  if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(lines));
+  return fmt::format("{}", fmt::join(all, " | "));
+}
+
+bool contains_nocase(std::string text, std::string_view what) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text.find(what) != std::string::npos;
+}
+
+Error eal_start_error(int err, const std::string& log, const std::vector<std::string>& args) {
+  const std::string said = log_tail(log, 3);
+  std::string advice;
+  if (contains_nocase(said, "hugepage") || err == EACCES || err == ENOMEM) {
+    advice =
+        "no usable hugepages. Reserve some as root (echo 512 > "
+        "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; hugetlbfs mounted on "
+        "/dev/hugepages), or set dpdk.no_huge = true (NETAGG_DPDK_NO_HUGE=1) to run the EAL on "
+        "ordinary memory (tests, veth and af_packet; slower with real NICs)";
+  } else if (contains_nocase(said, "vdev") || contains_nocase(said, "probe") ||
+             contains_nocase(said, "iface")) {
+    advice =
+        "a device could not be created: check dpdk.vdevs (NETAGG_DPDK_VDEVS), e.g. that the "
+        "interface of net_af_packet's iface= exists and is up, and that this process is root";
+  } else if (contains_nocase(said, "lcore") || contains_nocase(said, "core")) {
+    advice = "check dpdk.lcores (NETAGG_DPDK_LCORES): the cores must exist and be allowed";
+  } else if (err == EALREADY) {
+    advice = "something else in this process started the EAL already; start it through netagg";
+  } else {
+    advice = "see the EAL's message; dpdk.eal_args (NETAGG_DPDK_EAL_ARGS) passes more options";
+  }
+  return Error(Errc::kConfig,
+               fmt::format("dpdk: the EAL could not start (rte_eal_init: {}; EAL said: {}): {}. "
+                           "EAL arguments: {}",
+                           rte_strerror(err), said.empty() ? "nothing" : said, advice,
+                           fmt::join(args, " ")));
+}
+
+// Calls rte_eal_init with the registry locked. The EAL's start-up chatter goes to a buffer,
+// shown only if it fails; the calling thread's CPU affinity is restored afterwards (the EAL pins
+// it to the main lcore, and the communicator's thread would inherit that).
+void start_eal_locked(Registry& reg, const std::vector<std::string>& args) {
+  cpu_set_t affinity;
+  const bool have_affinity = ::sched_getaffinity(0, sizeof affinity, &affinity) == 0;
+  char* log_buffer = nullptr;
+  std::size_t log_size = 0;
+  FILE* log = ::open_memstream(&log_buffer, &log_size);
+  if (log) rte_openlog_stream(log);
+  std::vector<std::string> copy = args;  // rte_eal_init may permute argv
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+  const int err = rte_errno;
+  rte_openlog_stream(stderr);
+  std::string text;
+  if (log) {
+    std::fclose(log);
+    if (log_buffer) text.assign(log_buffer, log_size);
+    std::free(log_buffer);
+  }
+  if (have_affinity) ::sched_setaffinity(0, sizeof affinity, &affinity);
+  if (rc < 0) {
+    reg.failure = eal_start_error(err, text, args);
+    throw *reg.failure;
+  }
+  reg.started = true;
+  reg.arguments = args;
+}
+
+void init_eal_locked(Registry& reg, const DpdkConfig& cfg) {
+  const auto args = eal_arguments(cfg);
+  if (reg.failure)
+    throw Error(reg.failure->code(),
+                fmt::format("{} (the EAL failed earlier in this process and cannot be started "
+                            "again)",
+                            reg.failure->what()));
+  if (reg.started) {
+    if (args == reg.arguments) return;
+    throw Error(Errc::kConfig,
+                fmt::format("dpdk: the EAL of this process was started with [{}], this transport "
+                            "asks for [{}]. DPDK's EAL can be initialised once per process: every "
+                            "DPDK transport of a process must have the same dpdk.lcores, vdevs, "
+                            "no_huge, no_pci, memory_mb, file_prefix and eal_args (ports may "
+                            "differ)",
+                            fmt::join(reg.arguments, " "), fmt::join(args, " ")));
+  }
+  start_eal_locked(reg, args);
+}
+
+// Configures and starts `port` the first time a transport asks for it; claims it.
+rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
+  const std::uint16_t port = cfg.port;
+  if (!rte_eth_dev_is_valid_port(port)) {
+    std::vector<std::string> have;
+    std::uint16_t id;
+    RTE_ETH_FOREACH_DEV(id) { have.push_back(fmt::format("{} ({})", id, port_name(id))); }
+    throw Error(
+        Errc::kConfig,
+        fmt::format("dpdk.port: there is no DPDK port {}; the EAL has {}. Add one with "
+                    "dpdk.vdevs (e.g. net_af_packet0,iface=eth1) or bind a NIC to a DPDK "
+                    "driver",
+                    port, have.empty() ? "none" : fmt::format("{}", fmt::join(have, ", "))));
+  }
+  PortState& st = reg.ports[port];
+  if (st.claimed)
+    throw Error(Errc::kConfig,
+                fmt::format("dpdk.port: port {} ({}) is in use by another transport of this "
+                            "process; give each communicator its own port",
+                            port, port_name(port)));
+  if (st.pool == nullptr) {
+    const std::string pool_name = fmt::format("netagg_pool_{}", port);
+    const auto data_room =
+        static_cast<std::uint16_t>(RTE_PKTMBUF_HEADROOM + ((kMaxFrame + 63) / 64) * 64);
+    rte_mempool* pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 0, 0, data_room,
+                                                static_cast<int>(rte_eth_dev_socket_id(port)));
+    if (pool == nullptr)
+      throw Error(Errc::kConfig,
+                  fmt::format("dpdk.mbufs: cannot allocate {} mbufs of {} bytes for port {}: {}; "
+                              "lower dpdk.mbufs or give the EAL more memory (dpdk.memory_mb)",
+                              cfg.mbufs, data_room, port, rte_strerror(rte_errno)));
+    rte_eth_conf conf{};
+    int rc = rte_eth_dev_configure(port, 1, 1, &conf);
+    std::uint16_t rxd = kRxDescriptors, txd = kTxDescriptors;
+    if (rc == 0) rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
+    const auto socket = static_cast<unsigned>(rte_eth_dev_socket_id(port));
+    if (rc == 0) rc = rte_eth_rx_queue_setup(port, 0, rxd, socket, nullptr, pool);
+    if (rc == 0) rc = rte_eth_tx_queue_setup(port, 0, txd, socket, nullptr);
+    if (rc == 0) rc = rte_eth_dev_start(port);
+    if (rc != 0) {
+      rte_mempool_free(pool);
+      throw Error(Errc::kTransport, fmt::format("dpdk: cannot set up port {} ({}): {}", port,
+                                                port_name(port), rte_strerror(-rc)));
+    }
+    st.pool = pool;
+  }
+  st.claimed = true;
+  return st.pool;
+}
+
+// ---- the transport ---------------------------------------------------------------------------
+
+class DpdkTransport final : public Transport {
+ public:
+  DpdkTransport(const DpdkConfig& cfg, const Endpoint& local, const Endpoint& aggregator,
+                std::size_t max_packet)
+      : cfg_(cfg),
+        local_(local),
+        aggregator_(aggregator),
+        port_(cfg.port),
+        max_packet_(max_packet) {
+    {
+      Registry& reg = registry();
+      std::lock_guard lock(reg.mutex);
+      init_eal_locked(reg, cfg);
+      pool_ = claim_port_locked(reg, cfg);
+    }
+    try {
+      setup();
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~DpdkTransport() override {
+    drain();
+    release();
+  }
+
+  void send(std::span<const std::span<const std::byte>> packets) override {
+    std::size_t done = 0;
+    while (done < packets.size()) {
+      const std::size_t n = std::min<std::size_t>(cfg_.burst, packets.size() - done);
+      if (rte_pktmbuf_alloc_bulk(pool_, tx_.data(), static_cast<unsigned>(n)) != 0) {
+        // The pool is empty (mbufs stuck in the transmit ring): what is not sent now is
+        // retransmitted on timeout, as after a loss.
+        ++counters_.dropped_malformed;  // never happens with the sizes validate() enforces
+        return;
+      }
+      for (std::size_t i = 0; i < n; ++i) build_frame(tx_[i], packets[done + i]);
+      transmit(tx_.data(), static_cast<std::uint16_t>(n));
+      done += n;
+    }
+  }
+
+  std::size_t receive(Duration timeout, const PacketHandler& on_packet) override {
+    const auto start = Clock::now();
+    const auto deadline = start + std::max(Duration::zero(), timeout);
+    auto last_activity = start;
+    for (;;) {
+      const std::uint16_t n = rte_eth_rx_burst(port_, 0, rx_.data(), cfg_.burst);
+      std::size_t handed = 0;
+      for (std::uint16_t i = 0; i < n; ++i) {
+        handed += handle_frame(rx_[i], on_packet);
+        rte_pktmbuf_free(rx_[i]);
+      }
+      if (handed > 0) return handed;
+      const auto now = Clock::now();
+      if (n > 0) last_activity = now;
+      if (now >= deadline) return 0;
+      if (now - last_activity < kSpinBeforeSleep) {
+        rte_pause();
+      } else {
+        const auto nap = std::min<Duration>(kIdleSleep, deadline - now);
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count();
+        const timespec ts{0, static_cast<long>(ns)};
+        ::nanosleep(&ts, nullptr);
+      }
+    }
+  }
+
+  std::string name() const override {
+    return fmt::format("dpdk port {} ({}) {} {} -> {} {}", port_, port_name(port_), mac_text(mac_),
+                       local_.to_string(), mac_text(aggregator_mac_), aggregator_.to_string());
+  }
+
+  TransportCounters counters() const override { return counters_; }
+
+ private:
+  void setup() {
+    if (local_.ip == 0 || local_.port == 0)
+      throw Error(Errc::kConfig,
+                  fmt::format("dpdk: the worker's address {} in the job (workers[].address) "
+                              "must name its IPv4 address and UDP port: DPDK has no kernel to "
+                              "pick them",
+                              local_.to_string()));
+    tx_.resize(cfg_.burst);
+    rx_.resize(cfg_.burst);
+    rte_ether_addr port_mac;
+    if (rte_eth_macaddr_get(port_, &port_mac) != 0)
+      throw Error(Errc::kTransport, fmt::format("dpdk: cannot read the MAC of port {}", port_));
+    mac_ = to_mac(port_mac);
+    const std::optional<wire::Mac>& wanted = cfg_.mac;
+    if (wanted && *wanted != mac_) {
+      rte_ether_addr a = to_ether(*wanted);
+      if (rte_eth_dev_default_mac_addr_set(port_, &a) != 0 &&
+          rte_eth_promiscuous_enable(port_) != 0)
+        throw Error(Errc::kConfig,
+                    fmt::format("dpdk.mac: port {} ({}) can neither take MAC {} nor receive in "
+                                "promiscuous mode; leave dpdk.mac out to use the port's {}",
+                                port_, port_name(port_), mac_text(*wanted), mac_text(mac_)));
+      mac_ = *wanted;
+    }
+    std::uint16_t mtu = 0;
+    const std::size_t datagram = max_packet_ + wire::kIpv4HeaderSize + wire::kUdpHeaderSize;
+    if (rte_eth_dev_get_mtu(port_, &mtu) == 0 && datagram > mtu) {
+      const std::size_t fits =
+          (mtu - wire::kIpv4HeaderSize - wire::kUdpHeaderSize - wire::kHeaderSize) / 4;
+      throw Error(Errc::kConfig,
+                  fmt::format("job: elements_per_packet makes IP datagrams of up to {} bytes, but "
+                              "port {} ({}) has MTU {}: at most {} elements per packet, or raise "
+                              "the interface's MTU",
+                              datagram, port_, port_name(port_), mtu, fits));
+    }
+    drain();  // whatever arrived while nobody held the port is stale
+    if (cfg_.aggregator_mac) {
+      aggregator_mac_ = *cfg_.aggregator_mac;
+    } else {
+      aggregator_mac_ = resolve(cfg_.next_hop.value_or(aggregator_.ip));
+    }
+    address_.src_mac = mac_;
+    address_.dst_mac = aggregator_mac_;
+    address_.src_ip = local_.ip;
+    address_.dst_ip = aggregator_.ip;
+    address_.src_port = local_.port;
+    address_.dst_port = aggregator_.port;
+  }
+
+  void release() {
+    Registry& reg = registry();
+    std::lock_guard lock(reg.mutex);
+    reg.ports[port_].claimed = false;
+  }
+
+  void drain() {
+    for (;;) {
+      const std::uint16_t n = rte_eth_rx_burst(port_, 0, rx_.data(), cfg_.burst);
+      if (n == 0) return;
+      rte_pktmbuf_free_bulk(rx_.data(), n);
+    }
+  }
+
+  void build_frame(rte_mbuf* m, std::span<const std::byte> packet) {
+    auto* data = rte_pktmbuf_mtod(m, std::byte*);
+    const std::size_t room = rte_pktmbuf_tailroom(m);
+    const std::size_t len = wire::encode_frame(address_, packet, {data, room});
+    // Frames below Ethernet's 60-byte minimum are padded (an exponent-only netagg packet is 64
+    // bytes framed, so this only guards odd sizes).
+    const std::size_t wire_len = std::max<std::size_t>(len, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+    if (wire_len > len) std::memset(data + len, 0, wire_len - len);
+    m->data_len = static_cast<std::uint16_t>(wire_len);
+    m->pkt_len = static_cast<std::uint32_t>(wire_len);
+    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(data + wire::kEthHeaderSize);
+    auto* udp = reinterpret_cast<rte_udp_hdr*>(data + wire::kEthHeaderSize + wire::kIpv4HeaderSize);
+    udp->dgram_cksum = 0;
+    udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+  }
+
+  // Hands frames to the port until all are taken or the queue stays full for kSendStall.
+  void transmit(rte_mbuf** frames, std::uint16_t n) {
+    std::uint16_t sent = 0;
+    std::optional<TimePoint> stalled_since;
+    while (sent < n) {
+      const std::uint16_t k = rte_eth_tx_burst(port_, 0, frames + sent, n - sent);
+      sent += k;
+      if (k > 0) {
+        stalled_since.reset();
+        continue;
+      }
+      const auto now = Clock::now();
+      if (!stalled_since) stalled_since = now;
+      if (now - *stalled_since > kSendStall) break;
+      rte_pause();
+    }
+    counters_.sent += sent;
+    if (sent < n) rte_pktmbuf_free_bulk(frames + sent, n - sent);
+  }
+
+  // A contiguous view of the frame (copied if the PMD chained segments).
+  std::span<const std::byte> frame_of(rte_mbuf* m) {
+    if (m->nb_segs == 1) return {rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
+    if (m->pkt_len > scratch_.size()) scratch_.resize(m->pkt_len);
+    const void* p = rte_pktmbuf_read(m, 0, m->pkt_len, scratch_.data());
+    return {static_cast<const std::byte*>(p), m->pkt_len};
+  }
+
+  // Returns 1 if the frame was handed to on_packet.
+  std::size_t handle_frame(rte_mbuf* m, const PacketHandler& on_packet) {
+    const auto frame = frame_of(m);
+    if (frame.size() < wire::kEthHeaderSize) {
+      ++counters_.dropped_malformed;
+      return 0;
+    }
+    const std::uint16_t ether_type = wire::load_be16(frame.data() + 12);
+    if (ether_type == RTE_ETHER_TYPE_ARP) {
+      handle_arp(frame);
+      return 0;
+    }
+    wire::Mac dst;
+    std::copy_n(reinterpret_cast<const std::uint8_t*>(frame.data()), 6, dst.begin());
+    if (dst != mac_) {  // for somebody else (the port may be promiscuous) or broadcast
+      ++counters_.dropped_foreign;
+      return 0;
+    }
+    if (frame.size() > kMaxFrame + RTE_ETHER_CRC_LEN) {
+      ++counters_.dropped_malformed;
+      return 0;
+    }
+    const wire::DecodedFrame f = wire::decode_frame(frame, local_.port);
+    using E = wire::Error;
+    switch (f.error) {
+      case E::kNotIpv4:  // IPv6, LLDP, ...: traffic of the link, not ours
+      case E::kNotUdp:   // ICMP and others
+      case E::kWrongPort:
+        ++counters_.dropped_foreign;
+        return 0;
+      case E::kBadIpHeader:
+      case E::kIpLengthMismatch:
+      case E::kUdpLengthMismatch:
+        ++counters_.dropped_malformed;
+        return 0;
+      case E::kTruncated:
+        if (frame.size() < wire::kFrameOverhead) {
+          ++counters_.dropped_malformed;
+          return 0;
+        }
+        break;
+      default:
+        break;  // ok, or a netagg-level error: the engine judges the packet (as over UDP)
+    }
+    if (f.address.dst_ip != local_.ip || f.address.src_ip != aggregator_.ip ||
+        f.address.src_port != aggregator_.port) {
+      ++counters_.dropped_foreign;
+      return 0;
+    }
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(frame.data() + wire::kEthHeaderSize);
+    const std::size_t ip_len = rte_be_to_cpu_16(ip->total_length);
+    const auto* udp = reinterpret_cast<const rte_udp_hdr*>(frame.data() + wire::kEthHeaderSize +
+                                                           wire::kIpv4HeaderSize);
+    if (cfg_.verify_udp_checksum && udp->dgram_cksum != 0 &&
+        !udp_checksum_ok(ip, udp, ip_len - wire::kIpv4HeaderSize)) {
+      ++counters_.dropped_malformed;
+      return 0;
+    }
+    const auto payload =
+        frame.subspan(wire::kFrameOverhead, ip_len - wire::kIpv4HeaderSize - wire::kUdpHeaderSize);
+    if (payload.size() > wire::kMaxPacketSize) {
+      ++counters_.dropped_malformed;
+      return 0;
+    }
+    ++counters_.received;
+    on_packet(payload);
+    return 1;
+  }
+
+  // Answers requests for our IP; takes the reply we wait for while resolving.
+  void handle_arp(std::span<const std::byte> frame) {
+    if (frame.size() < sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr)) return;
+    rte_arp_hdr arp;
+    std::memcpy(&arp, frame.data() + sizeof(rte_ether_hdr), sizeof arp);
+    if (rte_be_to_cpu_16(arp.arp_hardware) != RTE_ARP_HRD_ETHER ||
+        rte_be_to_cpu_16(arp.arp_protocol) != RTE_ETHER_TYPE_IPV4 || arp.arp_hlen != 6 ||
+        arp.arp_plen != 4)
+      return;
+    const std::uint16_t op = rte_be_to_cpu_16(arp.arp_opcode);
+    const std::uint32_t sender_ip = rte_be_to_cpu_32(arp.arp_data.arp_sip);
+    const std::uint32_t target_ip = rte_be_to_cpu_32(arp.arp_data.arp_tip);
+    if (resolving_ && sender_ip == *resolving_ &&
+        (op == RTE_ARP_OP_REPLY || (op == RTE_ARP_OP_REQUEST && target_ip == local_.ip)))
+      resolved_ = to_mac(arp.arp_data.arp_sha);
+    if (op == RTE_ARP_OP_REQUEST && target_ip == local_.ip)
+      send_arp(RTE_ARP_OP_REPLY, to_mac(arp.arp_data.arp_sha), to_mac(arp.arp_data.arp_sha),
+               sender_ip);
+  }
+
+  void send_arp(std::uint16_t op, const wire::Mac& eth_dst, const wire::Mac& target_mac,
+                std::uint32_t target_ip) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) return;  // the peer asks again
+    auto* data = rte_pktmbuf_mtod(m, std::uint8_t*);
+    constexpr std::size_t kLen = RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN;  // 60, padded
+    std::memset(data, 0, kLen);
+    rte_ether_hdr eth;
+    eth.dst_addr = to_ether(eth_dst);
+    eth.src_addr = to_ether(mac_);
+    eth.ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+    rte_arp_hdr arp;
+    arp.arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+    arp.arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+    arp.arp_hlen = 6;
+    arp.arp_plen = 4;
+    arp.arp_opcode = rte_cpu_to_be_16(op);
+    arp.arp_data.arp_sha = to_ether(mac_);
+    arp.arp_data.arp_sip = rte_cpu_to_be_32(local_.ip);
+    arp.arp_data.arp_tha = to_ether(target_mac);
+    arp.arp_data.arp_tip = rte_cpu_to_be_32(target_ip);
+    std::memcpy(data, &eth, sizeof eth);
+    std::memcpy(data + sizeof eth, &arp, sizeof arp);
+    m->data_len = kLen;
+    m->pkt_len = kLen;
+    if (rte_eth_tx_burst(port_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+  }
+
+  wire::Mac resolve(std::uint32_t ip) {
+    resolving_ = ip;
+    resolved_.reset();
+    const auto give_up = Clock::now() + cfg_.arp_timeout;
+    auto next_request = Clock::now();
+    const PacketHandler ignore = [](std::span<const std::byte>) {};
+    while (!resolved_) {
+      const auto now = Clock::now();
+      if (now >= give_up) {
+        resolving_.reset();
+        const bool via_router = cfg_.next_hop.has_value();
+        throw Error(
+            Errc::kTransport,
+            fmt::format(
+                "dpdk: no ARP reply from {} ({}) on port {} ({}) within {} ms. Check that "
+                "the port is linked to it and that {} is its address, or set "
+                "dpdk.aggregator_mac (NETAGG_DPDK_AGGREGATOR_MAC){}",
+                ip_text(ip), via_router ? "dpdk.next_hop" : "the aggregator", port_,
+                port_name(port_),
+                std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.arp_timeout).count(),
+                ip_text(ip), via_router ? "" : " or dpdk.next_hop if a router stands in between"));
+      }
+      if (now >= next_request) {
+        send_arp(RTE_ARP_OP_REQUEST, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, wire::Mac{},
+                 ip);
+        next_request = now + kArpRetry;
+      }
+      // Frames other than ARP cannot be ours yet (nothing was sent): receive() drops them.
+      receive(std::min<Duration>(std::chrono::milliseconds(10), give_up - now), ignore);
+    }
+    resolving_.reset();
+    return *resolved_;
+  }
+
+  DpdkConfig cfg_;
+  Endpoint local_, aggregator_;
+  std::uint16_t port_;
+  rte_mempool* pool_ = nullptr;
+  wire::Mac mac_{}, aggregator_mac_{};
+  wire::FrameAddress address_;
+  std::size_t max_packet_;
+  std::optional<std::uint32_t> resolving_;
+  std::optional<wire::Mac> resolved_;
+  std::vector<rte_mbuf*> tx_, rx_;
+  std::vector<std::byte> scratch_;
+  TransportCounters counters_;
+};
+
+}  // namespace
+
+std::vector<std::string> eal_arguments(const DpdkConfig& cfg) {
+  std::vector<std::string> a{"netagg", "-l", cfg.lcores};
+  if (cfg.no_huge) a.push_back("--no-huge");
+  if (cfg.no_pci) a.push_back("--no-pci");
+  const std::uint32_t mb = cfg.memory_mb ? cfg.memory_mb : cfg.no_huge ? kDefaultNoHugeMemoryMb : 0;
+  if (mb) a.insert(a.end(), {"-m", std::to_string(mb)});
+  // Without a prefix no shared files at all, so that independent processes (one per worker) do
+  // not collide on the default prefix's lock.
+  if (cfg.file_prefix.empty())
+    a.push_back("--no-shconf");
+  else
+    a.insert(a.end(), {"--file-prefix", cfg.file_prefix});
+  for (const auto& v : cfg.vdevs) a.insert(a.end(), {"--vdev", v});
+  a.insert(a.end(), cfg.eal_args.begin(), cfg.eal_args.end());
+  return a;
+}
+
+void init_eal(const DpdkConfig& cfg) {
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mutex);
+  init_eal_locked(reg, cfg);
+}
+
+std::unique_ptr<Transport> make_transport(const DpdkConfig& cfg, const Endpoint& local,
+                                          const std::optional<wire::Mac>& job_mac,
+                                          const Endpoint& aggregator, std::size_t max_packet) {
+  if (aggregator.port == 0 || aggregator.ip == 0)
+    throw Error(Errc::kConfig, fmt::format("dpdk: aggregator address {} is not a destination",
+                                           aggregator.to_string()));
+  DpdkConfig c = cfg;
+  if (!c.mac && job_mac) c.mac = job_mac;
+  return std::make_unique<DpdkTransport>(c, local, aggregator,
+                                         std::min(max_packet, wire::kMaxPacketSize));
+}
+
+}  // namespace netagg::dpdk

@@ -1,0 +1,587 @@
+/* netagg switch pipeline for BMv2 simple_switch (v1model): the behaviour of p4/tofino/netagg.p4,
+ * with the same table, action, parameter, register and counter names (controls NetaggIngress /
+ * NetaggEgress), for users without a Tofino. docs/switch-pipeline.md maps it to the model
+ * (sim/switch/switch_model.cpp). NOT COMPILED in CI (p4c and BMv2 are not Debian packages).
+ *
+ * Choice: BMv2 has no stage or ALU limits, so this program takes every decision and adds every
+ * lane in ONE ingress pass, with no recirculation. The registers keep Tofino's layout: the
+ * value registers value_0..value_31 (NETAGG_LANES_PER_PASS), lane 32*b + i in value_i at index
+ * (slot*2 + set) * NETAGG_BMV2_MAX_PASSES + b, exactly where the Tofino program's pass b puts
+ * it; b runs over NETAGG_BMV2_MAX_PASSES = 8 lane blocks (256 lanes, 1 KiB payload, fits a
+ * 1500-byte MTU). The decision uses the same registers as the Tofino program (has_round,
+ * completed_seq, round_seq, round_count, bitmap, remaining, exponent) in the same order; where
+ * Tofino needs a second pass to mark a round complete, BMv2 marks it in the same pass.
+ * Differences: `bitmap` is bit<32> per (slot, set) (index slot*2+set, as in the contract; the
+ * Tofino program pairs the two sets of a slot), and a duplicate leaves every register alone
+ * (the model's rule; on Tofino it clears the sender's bit in the other set, already clear for
+ * a correct worker group).
+ * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
+ * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
+ * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
+ * switch originates get wire::encode_frame's IPv4 header (TOS 0, id 0, DF, TTL 64, checksum),
+ * UDP checksum 0 and no trailing bytes (truncate); forwarded frames leave unchanged.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../common/headers.p4"
+
+#define NETAGG_MAX_PASSES NETAGG_BMV2_MAX_PASSES
+#define NETAGG_LANES_PER_PACKET 256     /* NETAGG_LANES_PER_PASS * NETAGG_MAX_PASSES */
+#define NETAGG_REGISTER_SIZE 2048       /* 2 * NETAGG_POOL_SLOTS */
+#define NETAGG_VALUE_REGISTER_SIZE 16384 /* 2 * NETAGG_POOL_SLOTS * NETAGG_MAX_PASSES */
+#define PKT_INSTANCE_TYPE_REPLICATION 5
+
+#define OP_WRITE 0
+#define OP_ADD 1
+#define OP_READ 2
+
+#define CLASS_NEW 1
+#define CLASS_EQUAL 2
+#define CLASS_STALE 3
+#define CLASS_AHEAD 4
+
+struct headers_t {
+    ethernet_h    ethernet;
+    arp_h         arp;
+    ipv4_h        ipv4;
+    icmp_h        icmp;
+    udp_h         udp;
+    netagg_h      netagg;
+    netagg_lane_h[NETAGG_LANES_PER_PACKET] lanes;
+}
+
+struct metadata_t {
+    mac_addr_t  switch_mac;
+    ipv4_addr_t switch_ip;
+    bit<16> lanes_left;
+    bit<1>  job_hit;
+    bit<8>  worker_count;
+    bit<16> slot_base;
+    bit<16> slot_count;
+    bit<16> elements_per_packet;
+    bit<16> mcast_grp;
+    bit<1>  worker_hit;
+    bit<8>  worker_rank;
+    bit<32> rank_bit;
+    bit<16> slot_offset;
+    bit<16> payload_bytes;
+    bit<32> at;
+    bit<32> other;
+    bit<1>  checked;
+    bit<8>  drop_reason;
+    bit<1>  drop;
+    bit<8>  has_round;
+    bit<32> completed_seq;
+    bit<32> round_seq;
+    bit<32> seq_diff;
+    bit<1>  complete;
+    bit<8>  class;
+    bit<16> round_count;
+    bit<32> bitmap_s;
+    bit<32> bitmap_other;
+    bit<8>  remaining;
+    bit<16> exponent_biased;
+    bit<16> exponent_out;
+    bit<8>  op;
+    bit<1>  is_result;        /* multicast copies: rewritten by result_destination */
+    bit<1>  originated;       /* the switch built this frame: fresh IPv4 checksum, truncated */
+    bit<32> frame_length;     /* originated frames: their exact length (truncate in egress) */
+    bit<16> ipv4_residual;    /* csum16 over the whole IPv4 header, checksum included: 0 = valid */
+    bit<1>  ipv4_ok;          /* wire::decode_frame's IPv4 header check */
+    bit<1>  frame_holds_ipv4; /* the frame holds the IPv4 total length (14 + total_len bytes) */
+    bit<1>  frame_ok;         /* a well-formed netagg UDP/20033 frame, up to the netagg header */
+    bit<32> vbase;
+    bit<32> vidx;
+    bit<32> v;
+}
+
+/* ================================= parser ================================================= */
+
+parser NetaggParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTOCOL_ICMP): parse_icmp;
+            (5, 0, IP_PROTOCOL_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_icmp {
+        pkt.extract(hdr.icmp);
+        transition accept;
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            NETAGG_UDP_PORT: parse_netagg;
+            default: accept;
+        }
+    }
+    state parse_netagg {
+        pkt.extract(hdr.netagg);
+        meta.lanes_left = hdr.netagg.count;
+        /* int32/fp32 lanes only (bf16 is dropped as unsupported before any lane is used);
+         * more than NETAGG_LANES_PER_PACKET: not parsed, the packet is dropped by the checks */
+        transition select(hdr.netagg.dtype, hdr.netagg.count) {
+            (NETAGG_DTYPE_BF16, _): accept;
+            (_, 0): accept;
+            (_, 1 .. NETAGG_LANES_PER_PACKET): parse_lane;
+            default: accept;
+        }
+    }
+    state parse_lane {
+        pkt.extract(hdr.lanes.next);
+        meta.lanes_left = meta.lanes_left - 1;
+        transition select(meta.lanes_left) {
+            0: accept;
+            default: parse_lane;
+        }
+    }
+}
+
+control NetaggVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+/* ================================= ingress ================================================ */
+
+control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+
+    counter(NETAGG_DROP_REASONS, CounterType.packets) drops;
+    counter(1, CounterType.packets) packets_in;
+    counter(1, CounterType.packets) completions;
+    counter(1, CounterType.packets) results_unicast;
+
+    register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
+    register<bit<32>>(NETAGG_REGISTER_SIZE) completed_seq;
+    register<bit<32>>(NETAGG_REGISTER_SIZE) round_seq;
+    register<bit<16>>(NETAGG_REGISTER_SIZE) round_count;
+    register<bit<32>>(NETAGG_REGISTER_SIZE) bitmap;
+    register<bit<8>>(NETAGG_REGISTER_SIZE) remaining;
+    register<bit<16>>(NETAGG_REGISTER_SIZE) exponent;   /* exponent XOR 0x8000, as on Tofino */
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_0;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_1;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_2;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_3;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_4;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_5;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_6;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_7;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_8;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_9;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_10;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_11;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_12;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_13;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_14;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_15;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_16;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_17;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_18;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_19;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_20;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_21;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_22;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_23;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_24;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_25;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_26;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_27;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_28;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_29;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_30;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_31;
+
+    action set_switch_identity(bit<48> mac, bit<32> ip) {
+        meta.switch_mac = mac;
+        meta.switch_ip = ip;
+    }
+    table switch_identity {
+        actions = { set_switch_identity; }
+        default_action = set_switch_identity(0, 0);
+        size = 1;
+    }
+
+    action set_job(bit<8> worker_count, bit<16> slot_base, bit<16> slot_count,
+                   bit<16> elements_per_packet, bit<16> mcast_grp) {
+        meta.job_hit = 1;
+        meta.worker_count = worker_count;
+        meta.slot_base = slot_base;
+        meta.slot_count = slot_count;
+        meta.elements_per_packet = elements_per_packet;
+        meta.mcast_grp = mcast_grp;
+    }
+    action job_miss() { meta.job_hit = 0; }
+    table job_table {
+        key = { hdr.netagg.job_id : exact; }
+        actions = { set_job; job_miss; }
+        default_action = job_miss();
+        size = 1024;
+    }
+
+    action set_worker(bit<8> rank) {
+        meta.worker_hit = 1;
+        meta.worker_rank = rank;
+    }
+    action worker_miss() { meta.worker_hit = 0; }
+    table worker_table {
+        key = {
+            hdr.netagg.job_id : exact;
+            hdr.ipv4.src_addr : exact;
+            hdr.udp.src_port  : exact;
+        }
+        actions = { set_worker; worker_miss; }
+        default_action = worker_miss();
+        size = 8192;
+    }
+
+    action set_egress_port(bit<9> port) { standard_metadata.egress_spec = port; }
+    action forward_miss() { mark_to_drop(standard_metadata); }
+    table forward {
+        key = { hdr.ethernet.dst_addr : exact; }
+        actions = { set_egress_port; forward_miss; }
+        default_action = forward_miss();
+        size = 4096;
+    }
+
+    action drop_for(bit<8> reason) {
+        meta.drop = 1;
+        meta.drop_reason = reason;
+    }
+
+    /* wire::encode_frame's IPv4 header for a frame the switch originates (results, echo
+     * replies): TOS 0, identification 0, DF, TTL 64; the checksum is recomputed in
+     * NetaggComputeChecksum (originated frames only). Version/IHL are 4/5 already (checked). */
+    action originate_ipv4() {
+        hdr.ipv4.dscp = 0;
+        hdr.ipv4.ecn = 0;
+        hdr.ipv4.identification = 0;
+        hdr.ipv4.flags = NETAGG_IP_FLAGS_DF;
+        hdr.ipv4.frag_offset = 0;
+        hdr.ipv4.ttl = NETAGG_IP_TTL;
+        meta.originated = 1;
+        meta.frame_length = (bit<32>)hdr.ipv4.total_len + 14;
+    }
+
+/* Lane 32*b + i: value_i at index at * NETAGG_MAX_PASSES + b (the Tofino program's pass b). */
+#define LANE_OP(i, b)                                                                         \
+    if (hdr.lanes[32 * b + i].isValid()) {                                                    \
+        meta.vidx = meta.vbase + b;                                                           \
+        value_##i.read(meta.v, meta.vidx);                                                    \
+        if (meta.op == OP_WRITE) {                                                            \
+            meta.v = hdr.lanes[32 * b + i].value;                                             \
+        } else if (meta.op == OP_ADD) {                                                       \
+            meta.v = meta.v + hdr.lanes[32 * b + i].value;                                    \
+        }                                                                                     \
+        value_##i.write(meta.vidx, meta.v);                                                   \
+        hdr.lanes[32 * b + i].value = meta.v;                                                 \
+    }
+#define LANE_BLOCK(b)                                                                         \
+    LANE_OP(0, b)  LANE_OP(1, b)  LANE_OP(2, b)  LANE_OP(3, b)  LANE_OP(4, b)  LANE_OP(5, b)   \
+    LANE_OP(6, b)  LANE_OP(7, b)  LANE_OP(8, b)  LANE_OP(9, b)  LANE_OP(10, b) LANE_OP(11, b)  \
+    LANE_OP(12, b) LANE_OP(13, b) LANE_OP(14, b) LANE_OP(15, b) LANE_OP(16, b) LANE_OP(17, b)  \
+    LANE_OP(18, b) LANE_OP(19, b) LANE_OP(20, b) LANE_OP(21, b) LANE_OP(22, b) LANE_OP(23, b)  \
+    LANE_OP(24, b) LANE_OP(25, b) LANE_OP(26, b) LANE_OP(27, b) LANE_OP(28, b) LANE_OP(29, b)  \
+    LANE_OP(30, b) LANE_OP(31, b)
+
+    apply {
+        switch_identity.apply();
+        meta.is_result = 0;
+        meta.originated = 0;
+
+        if (hdr.arp.isValid() && hdr.arp.hw_type == 1 && hdr.arp.proto_type == ETHERTYPE_IPV4 &&
+            hdr.arp.hw_addr_len == 6 && hdr.arp.proto_addr_len == 4 &&
+            hdr.arp.opcode == ARP_OPCODE_REQUEST && hdr.arp.target_proto_addr == meta.switch_ip) {
+            /* ---- ARP request for the switch's IP: a 42-byte reply out of the ingress port ---- */
+            hdr.ethernet.dst_addr = hdr.arp.sender_hw_addr;
+            hdr.ethernet.src_addr = meta.switch_mac;
+            hdr.arp.opcode = ARP_OPCODE_REPLY;
+            hdr.arp.target_hw_addr = hdr.arp.sender_hw_addr;
+            hdr.arp.target_proto_addr = hdr.arp.sender_proto_addr;
+            hdr.arp.sender_hw_addr = meta.switch_mac;
+            hdr.arp.sender_proto_addr = meta.switch_ip;
+            standard_metadata.egress_spec = standard_metadata.ingress_port;
+            meta.frame_length = 42;          /* no Ethernet padding of the request */
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.dst_addr == meta.switch_ip) {
+            /* ---- for the switch (pipeline.cpp: EtherType IPv4, IPv4 dst = the switch's IP) ---- */
+            /* wire::ipv4_checksum(header) == 0: csum16 over all ten words, checksum included */
+            hash(meta.ipv4_residual, HashAlgorithm.csum16, 16w0,
+                 { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                   hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                   hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.hdr_checksum,
+                   hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+                 32w65536);
+            if (hdr.ipv4.version == 4 && hdr.ipv4.ihl == 5 && hdr.ipv4.flags[0:0] == 0 &&
+                hdr.ipv4.frag_offset == 0 && meta.ipv4_residual == 0) {
+                meta.ipv4_ok = 1;            /* 0x45, not a fragment (MF clear, offset 0) */
+            }
+            if ((bit<32>)hdr.ipv4.total_len + 14 <= standard_metadata.packet_length) {
+                meta.frame_holds_ipv4 = 1;
+            }
+
+            if (meta.ipv4_ok == 1 && meta.frame_holds_ipv4 == 1 && hdr.icmp.isValid() &&
+                hdr.ipv4.total_len >= 28 &&
+                hdr.icmp.icmp_type == ICMP_ECHO_REQUEST && hdr.icmp.code == 0) {
+                /* ---- ICMP echo request: the reply out of the ingress port ---- */
+                hdr.icmp.icmp_type = ICMP_ECHO_REPLY;
+                /* RFC 1624 eqn. 3 for the word type/code 0x0800 -> 0x0000, exactly as
+                 * pipeline.cpp computes it: HC' = ~(~HC + 0xF7FF), one end-around carry.
+                 * That is HC + 0x0800 (+1 on a carry), except HC = 0xF7FF, which gives 0x0000. */
+                if (hdr.icmp.checksum >= 0xF800) {
+                    hdr.icmp.checksum = hdr.icmp.checksum + 0x0801;
+                } else if (hdr.icmp.checksum == 0xF7FF) {
+                    hdr.icmp.checksum = 0;
+                } else {
+                    hdr.icmp.checksum = hdr.icmp.checksum + 0x0800;
+                }
+                mac_addr_t mac = hdr.ethernet.src_addr;
+                hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+                hdr.ethernet.dst_addr = mac;
+                ipv4_addr_t ip = hdr.ipv4.src_addr;
+                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                hdr.ipv4.dst_addr = ip;
+                originate_ipv4();
+                standard_metadata.egress_spec = standard_metadata.ingress_port;
+            } else {
+                /* ---- the netagg checks: everything else to the switch's IP ---- */
+                packets_in.count(32w0);
+                job_table.apply();
+                worker_table.apply();
+                meta.slot_offset = hdr.netagg.slot - meta.slot_base;
+                if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
+                    meta.payload_bytes = hdr.netagg.count << 1;
+                } else {
+                    meta.payload_bytes = hdr.netagg.count << 2;
+                }
+                meta.exponent_biased = hdr.netagg.exponent ^ 0x8000;
+                meta.at = (bit<32>)hdr.netagg.slot * 2 + (bit<32>)hdr.netagg.flags[0:0];
+                meta.other = meta.at ^ 1;
+                /* wire::decode_frame: bad_ip_header, not_udp, ip_length_mismatch,
+                 * udp_length_mismatch, wrong_port; a frame shorter than the netagg header or
+                 * than its lanes is a parser error. Not UDP (TCP, ICMP other than an echo
+                 * request) leaves hdr.udp invalid; another UDP port leaves hdr.netagg invalid. */
+                if (meta.ipv4_ok == 1 && meta.frame_holds_ipv4 == 1 && hdr.udp.isValid() &&
+                    hdr.udp.length + 20 == hdr.ipv4.total_len &&
+                    hdr.udp.dst_port == NETAGG_UDP_PORT && hdr.netagg.isValid() &&
+                    standard_metadata.parser_error == error.NoError) {
+                    meta.frame_ok = 1;
+                }
+
+                if (meta.frame_ok == 0) {
+                    drop_for(NETAGG_DROP_MALFORMED);
+                } else if (hdr.netagg.version != NETAGG_WIRE_VERSION ||
+                           (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION &&
+                            hdr.netagg.msg_type != NETAGG_MSG_RESULT) ||
+                           hdr.netagg.dtype > NETAGG_DTYPE_BF16 ||
+                           (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) != 0 ||
+                           hdr.netagg.reserved != 0 ||
+                           hdr.netagg.count > NETAGG_MAX_COUNT ||
+                           hdr.udp.length != 8 + NETAGG_HEADER_SIZE + meta.payload_bytes) {
+                    drop_for(NETAGG_DROP_MALFORMED);         /* wire::decode */
+                } else if (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION) {
+                    drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                } else if (meta.job_hit == 0) {
+                    drop_for(NETAGG_DROP_UNKNOWN_JOB);
+                } else if (hdr.netagg.rank >= (bit<16>)meta.worker_count) {
+                    drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
+                } else if (meta.worker_hit == 0 || (bit<16>)meta.worker_rank != hdr.netagg.rank) {
+                    drop_for(NETAGG_DROP_FOREIGN_SOURCE);
+                } else if (meta.slot_offset >= meta.slot_count) {
+                    drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+                } else if (hdr.netagg.dtype != NETAGG_DTYPE_INT32) {
+                    drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+                } else if (hdr.netagg.count > meta.elements_per_packet ||
+                           hdr.netagg.count > NETAGG_LANES_PER_PACKET) {
+                    drop_for(NETAGG_DROP_COUNT_TOO_LARGE_FOR_JOB);
+                } else {
+                    meta.checked = 1;
+                }
+
+                if (meta.checked == 1) {
+                    meta.rank_bit = (bit<32>)1 << hdr.netagg.rank;
+                    has_round.read(meta.has_round, meta.at);
+                    completed_seq.read(meta.completed_seq, meta.at);
+                    round_seq.read(meta.round_seq, meta.at);
+                    meta.seq_diff = hdr.netagg.seq - meta.round_seq;
+                    if (meta.has_round == NETAGG_ROUND_SEEN &&
+                        meta.round_seq == meta.completed_seq) {
+                        meta.complete = 1;
+                    }
+                    if (meta.has_round == NETAGG_ROUND_NONE) {
+                        meta.class = CLASS_NEW;
+                    } else if (meta.seq_diff[31:31] == 1) {
+                        meta.class = CLASS_STALE;
+                    } else if (meta.seq_diff != 0) {
+                        if (meta.complete == 1) {
+                            meta.class = CLASS_NEW;
+                        } else {
+                            meta.class = CLASS_AHEAD;
+                        }
+                    } else {
+                        meta.class = CLASS_EQUAL;
+                    }
+                    round_count.read(meta.round_count, meta.at);
+                    bitmap.read(meta.bitmap_s, meta.at);
+                    bitmap.read(meta.bitmap_other, meta.other);
+
+                    if (meta.class == CLASS_STALE) {
+                        drop_for(NETAGG_DROP_STALE);
+                    } else if (meta.class == CLASS_AHEAD) {
+                        drop_for(NETAGG_DROP_AHEAD);
+                    } else if (meta.class == CLASS_EQUAL &&
+                               meta.round_count != hdr.netagg.count) {
+                        drop_for(NETAGG_DROP_COUNT_MISMATCH);
+                    } else if (meta.class == CLASS_EQUAL && meta.complete == 1) {
+                        meta.op = OP_READ;
+                        exponent.read(meta.exponent_out, meta.at);
+                    } else if (meta.class == CLASS_EQUAL &&
+                               (meta.bitmap_s & meta.rank_bit) != 0) {
+                        drop_for(NETAGG_DROP_DUPLICATE);
+                    } else {
+                        /* a new round or a join: SwitchML's bitmap update */
+                        bitmap.write(meta.at, meta.bitmap_s | meta.rank_bit);
+                        bitmap.write(meta.other, meta.bitmap_other & ~meta.rank_bit);
+                        if (meta.class == CLASS_NEW) {
+                            meta.op = OP_WRITE;
+                            if (meta.has_round == NETAGG_ROUND_NONE) {
+                                has_round.write(meta.at, NETAGG_ROUND_OPEN);
+                            }
+                            round_seq.write(meta.at, hdr.netagg.seq);
+                            round_count.write(meta.at, hdr.netagg.count);
+                            meta.remaining = meta.worker_count - 1;
+                            meta.exponent_out = meta.exponent_biased;
+                        } else {
+                            meta.op = OP_ADD;
+                            remaining.read(meta.remaining, meta.at);
+                            meta.remaining = meta.remaining - 1;
+                            exponent.read(meta.exponent_out, meta.at);
+                            if (meta.exponent_biased > meta.exponent_out) {
+                                meta.exponent_out = meta.exponent_biased;
+                            }
+                        }
+                        remaining.write(meta.at, meta.remaining);
+                        exponent.write(meta.at, meta.exponent_out);
+                    }
+                }
+
+                if (meta.drop == 1) {
+                    drops.count((bit<32>)meta.drop_reason);
+                    mark_to_drop(standard_metadata);
+                } else {
+                    /* the value lanes: every block in this pass */
+                    meta.vbase = meta.at * NETAGG_MAX_PASSES;
+                    LANE_BLOCK(0) LANE_BLOCK(1) LANE_BLOCK(2) LANE_BLOCK(3)
+                    LANE_BLOCK(4) LANE_BLOCK(5) LANE_BLOCK(6) LANE_BLOCK(7)
+                    hdr.netagg.exponent = meta.exponent_out ^ 0x8000;
+
+                    if (meta.op == OP_READ) {
+                        /* a retransmission to a completed round: the stored result, to it alone */
+                        results_unicast.count(32w0);
+                        hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                        hdr.udp.checksum = 0;
+                        mac_addr_t mac = hdr.ethernet.src_addr;
+                        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+                        hdr.ethernet.dst_addr = mac;
+                        ipv4_addr_t ip = hdr.ipv4.src_addr;
+                        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                        hdr.ipv4.dst_addr = ip;
+                        bit<16> port = hdr.udp.src_port;
+                        hdr.udp.src_port = hdr.udp.dst_port;
+                        hdr.udp.dst_port = port;
+                        originate_ipv4();
+                        standard_metadata.egress_spec = standard_metadata.ingress_port;
+                    } else if (meta.remaining == 0) {
+                        /* completed: mark it (Tofino does this in its result pass), multicast */
+                        completions.count(32w0);
+                        has_round.write(meta.at, NETAGG_ROUND_SEEN);
+                        completed_seq.write(meta.at, hdr.netagg.seq);
+                        hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                        hdr.udp.checksum = 0;
+                        originate_ipv4();
+                        hdr.ethernet.src_addr = meta.switch_mac;
+                        hdr.ipv4.src_addr = meta.switch_ip;
+                        hdr.udp.src_port = NETAGG_UDP_PORT;
+                        standard_metadata.mcast_grp = meta.mcast_grp;
+                        meta.is_result = 1;
+                    } else {
+                        mark_to_drop(standard_metadata);    /* aggregated; nothing to send */
+                    }
+                }
+            }
+        } else {
+            forward.apply();                 /* plain L2, the frame unchanged */
+        }
+    }
+}
+
+/* ================================= egress ================================================= */
+
+control NetaggEgress(inout headers_t hdr, inout metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    action set_result_destination(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<8> rank) {
+        hdr.ethernet.dst_addr = mac;
+        hdr.ipv4.dst_addr = ip;
+        hdr.udp.dst_port = udp_port;
+        hdr.netagg.rank = (bit<16>)rank;
+    }
+    action result_destination_miss() { mark_to_drop(standard_metadata); }
+    table result_destination {
+        key = { standard_metadata.egress_rid : exact; }
+        actions = { set_result_destination; result_destination_miss; }
+        default_action = result_destination_miss();
+        size = 8192;
+    }
+    apply {
+        if (meta.is_result == 1 &&
+            standard_metadata.instance_type == PKT_INSTANCE_TYPE_REPLICATION) {
+            result_destination.apply();
+        }
+        /* An originated frame is exactly its headers (+ the request's payload for an echo
+         * reply): drop whatever followed the request's IPv4 total length (Ethernet padding). */
+        if (meta.frame_length != 0) {
+            truncate(meta.frame_length);
+        }
+    }
+}
+
+control NetaggComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        /* Originated frames only: a forwarded frame leaves byte for byte as it came. */
+        update_checksum(meta.originated == 1 && hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control NetaggDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.arp);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.icmp);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.netagg);
+        pkt.emit(hdr.lanes);
+    }
+}
+
+V1Switch(NetaggParser(), NetaggVerifyChecksum(), NetaggIngress(), NetaggEgress(),
+         NetaggComputeChecksum(), NetaggDeparser()) main;

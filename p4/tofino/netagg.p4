@@ -1,0 +1,924 @@
+/* netagg switch pipeline for Tofino 1 (TNA): SwitchML (Sapio et al., NSDI 2021, Algorithm 2)
+ * plus a per-(slot, set) round seq, as sim/switch/switch_model.{hpp,cpp} (the register-level
+ * model) and sim/switch/README.md (the decision table) define it. docs/switch-pipeline.md maps
+ * every register, table and action to the model. NOT COMPILED here (no bf-p4c in CI): see
+ * docs/switch-pipeline.md, "What is not verified".
+ *
+ * ---- Stage and register budget (Tofino 1: 12 MAU stages per gress, 4 stateful ALUs each) ----
+ *
+ * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, 11 stages planned):
+ *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward   (SRAM/TCAM)
+ *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length
+ *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
+ *   stage 3   has_round      bit<8>  [2*POOL]  SALU 1  read, NONE -> OPEN
+ *             completed_seq  bit<32> [2*POOL]  SALU 2  read
+ *   stage 4   seq - completed_seq (VLIW)
+ *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start / advance-if-complete / read
+ *   stage 6   seq - round_seq (VLIW); complete = has_round==SEEN && round_seq==completed_seq
+ *   stage 7   classify (gateways): new / stale / ahead / equal
+ *             round_count    bit<16> [2*POOL]  SALU 4  write (new) / read (equal)
+ *   stage 8   count mismatch, resend (gateways)
+ *             bitmap   pair {set0,set1} bit<32> [POOL, by slot]  SALU 5  SwitchML's update
+ *   stage 9   duplicate = bitmap_before & rank_bit (VLIW)
+ *   stage 10  remaining      bit<8>  [2*POOL]  SALU 6  n-1 (new) / -1 (join)
+ *             exponent       bit<16> [2*POOL]  SALU 7  write / max / read (stored XOR 0x8000)
+ *   stage 11  outcome, counters, bridge header, egress port = the pipe's recirculation port
+ *   SRAM: 7 registers of 2048 entries (<= 64 Kbit each), well under one stage's 80 blocks.
+ * INGRESS, result pass (recirculated, last): has_round := SEEN and completed_seq := seq (the
+ *   same two ALUs of stage 3, other RegisterActions), then multicast or unicast.
+ * EGRESS of every pass through the recirculation port (the value lanes; 32 stateful ALUs):
+ *   stage 0       clear the pass's lanes of a resend (reads are "add 0")
+ *   stages 1..8   value_0 .. value_31  bit<32> [2*POOL*2]  4 SALUs per stage, 4 RegisterActions
+ *                 each (write/add x lane block 0/1); 2*1024*2*32 bit = 128 Kbit per register
+ *   stage 9       next pass or result pass or drop; result_destination (multicast copies)
+ *   PHV: 64 lanes (2048 bit) + headers (~700 bit) + bridge (64 bit).
+ *
+ * Lanes: NETAGG_LANES_PER_PASS = 32 per pass, NETAGG_TOFINO_MAX_PASSES = 2 passes, so at most
+ * 64 int32 elements per packet (SwitchML's 256-byte payload); the control plane rejects jobs
+ * with more. The whole payload is in the PHV on every egress pass (it must be re-emitted), so
+ * more passes would not fit the PHV; more lanes per pass would not fit the stateful ALUs.
+ *
+ * Passes of a contribution (all through port 68 of the ingress pipe, one FIFO, so every
+ * register sees the packets in the order of their decisions):
+ *   pass 0   ingress: checks + decision (above); egress: lanes 0..31 (value_i index at*2+0)
+ *   pass 1   ingress: nothing (bridge kind VALUES); egress: lanes 32..63 (index at*2+1)
+ *            (only if count > 32)
+ *   result   ingress: for a completion: has_round/completed_seq, multicast to the job's group;
+ *            for a resend: back out of the sender's port, addresses swapped. A contribution that
+ *            neither completes nor is answered is dropped at the end of its last egress pass.
+ * Every pass writes the lane block it adds back into the packet (the register action returns
+ * the updated value), so after the last pass the payload holds the whole sum, in place: a
+ * result carries all lanes without any reassembly.
+ *
+ * One difference from the model, for packets no correct worker group sends (docs): the bitmap
+ * update of a duplicate also clears the sender's bit in the other set (SwitchML's unconditional
+ * pair update); for a correct group that bit is already clear. Registers are per pipe: all
+ * workers of a job must be on one pipe.
+ *
+ * Frames (sim/switch/pipeline.cpp, as the BMv2 program): ARP and ICMP echo answered for the
+ * switch's IP; every other frame to that IP counts in packets_in and goes through the frame and
+ * header checks (drops[malformed]); originated frames get wire::encode_frame's IPv4 header and a
+ * checksum recomputed (originated frames only); forwarded frames leave unchanged. Two frame-level
+ * differences the hardware imposes (docs/switch-pipeline.md): ingress cannot see the frame's
+ * length (a frame shorter than its IPv4 total length is not recognised), and Tofino 1 cannot
+ * truncate, so a reply carries the request's bytes after its IPv4 total length (padding).
+ */
+#include <core.p4>
+#include <tna.p4>
+
+#include "../common/headers.p4"
+
+#define NETAGG_MAX_PASSES NETAGG_TOFINO_MAX_PASSES
+#define NETAGG_LANES_PER_PACKET 64      /* NETAGG_LANES_PER_PASS * NETAGG_MAX_PASSES */
+#define NETAGG_RECIRC_PORT 68           /* the recirculation port of each pipe (local number) */
+#define NETAGG_REGISTER_SIZE 2048       /* 2 * NETAGG_POOL_SLOTS */
+#define NETAGG_VALUE_REGISTER_SIZE 4096 /* 2 * NETAGG_POOL_SLOTS * NETAGG_MAX_PASSES */
+
+/* bridge.kind (ingress -> egress) and recirculation kind (egress -> ingress) */
+#define BRIDGE_NONE 0      /* forwarded / answered frame: egress leaves it alone */
+#define BRIDGE_VALUES 1    /* egress adds lane block `pass`; ingress of a recirculated one: pass on */
+#define BRIDGE_MCAST 2     /* a multicast result copy: egress rewrites it (result_destination) */
+#define BRIDGE_RESULT 3    /* recirculated: the result pass */
+
+/* bridge.op: what the value registers do */
+#define OP_WRITE 0         /* a new round: overwrite */
+#define OP_ADD 1           /* a join: add */
+#define OP_READ 2          /* a resend: lanes cleared, then add 0 */
+
+/* bridge.outcome */
+#define OUTCOME_AGGREGATED 0
+#define OUTCOME_COMPLETED 1
+#define OUTCOME_RESENT 2
+
+/* classification of a contribution in the first pass */
+#define CLASS_NEW 1
+#define CLASS_EQUAL 2
+#define CLASS_STALE 3
+#define CLASS_AHEAD 4
+
+header netagg_bridge_h {
+    bit<8>  kind;
+    bit<8>  pass;
+    bit<8>  op;
+    bit<8>  outcome;
+    bit<16> at;          /* slot * 2 + set */
+    bit<7>  pad;
+    PortId_t orig_port;  /* where the contribution came in (unicast answers) */
+}
+
+struct headers_t {
+    netagg_bridge_h bridge;
+    ethernet_h      ethernet;
+    arp_h           arp;
+    ipv4_h          ipv4;
+    icmp_h          icmp;
+    udp_h           udp;
+    netagg_h        netagg;
+    netagg_lane_h[NETAGG_LANES_PER_PACKET] lanes;   /* egress only */
+}
+
+struct bitmap_pair_t {
+    bit<32> set0;
+    bit<32> set1;
+}
+
+@pa_auto_init_metadata
+struct ig_metadata_t {
+    mac_addr_t  switch_mac;
+    ipv4_addr_t switch_ip;
+    bit<1>  job_hit;
+    bit<8>  worker_count;
+    bit<8>  worker_count_minus_1;
+    bit<16> slot_base;
+    bit<16> slot_count;
+    bit<16> elements_per_packet;
+    bit<16> mcast_grp;
+    bit<1>  worker_hit;
+    bit<8>  worker_rank;
+    bit<32> rank_bit;
+    bit<16> slot_offset;
+    bit<16> payload_bytes;
+    bit<16> at;
+    bit<1>  checked;          /* passed every check of the job table */
+    bit<8>  drop_reason;
+    bit<1>  drop;
+    bit<8>  has_round;        /* before this packet */
+    bit<32> completed_seq;
+    bit<32> seq_minus_completed;
+    bit<32> round_seq;        /* before this packet */
+    bit<32> seq_diff;
+    bit<1>  complete;
+    bit<8>  class;
+    bit<16> round_count;
+    bit<32> bitmap_before;
+    bit<32> duplicate;
+    bit<8>  remaining;        /* after this packet */
+    bit<16> exponent_biased;  /* the packet's exponent XOR 0x8000 (signed order as unsigned) */
+    bit<16> exponent_out;     /* the round's exponent after this packet, biased */
+    bit<8>  op;
+    bool    ipv4_checksum_ok; /* the parser's Checksum.verify(): wire::ipv4_checksum == 0 */
+    bit<1>  ipv4_ok;          /* wire::decode_frame's IPv4 header check */
+    bit<16> udp_length_plus_20;
+    bit<1>  frame_ok;         /* a well-formed netagg UDP/20033 frame, up to the netagg header */
+    bit<1>  originated;       /* the switch built this frame: fresh IPv4 checksum */
+}
+
+@pa_auto_init_metadata
+struct eg_metadata_t {
+    bit<32> value_index;
+}
+
+/* ================================= ingress ================================================ */
+
+parser IngressParser(packet_in pkt, out headers_t hdr, out ig_metadata_t md,
+                     out ingress_intrinsic_metadata_t ig_intr_md) {
+    Checksum() ipv4_checksum;
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        transition select(ig_intr_md.ingress_port[6:0]) {
+            NETAGG_RECIRC_PORT: parse_recirculated;
+            default: parse_ethernet;
+        }
+    }
+    state parse_recirculated {
+        pkt.extract(hdr.bridge);
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        ipv4_checksum.add(hdr.ipv4);                 /* all ten words, checksum included */
+        md.ipv4_checksum_ok = ipv4_checksum.verify();
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTOCOL_ICMP): parse_icmp;
+            (5, 0, IP_PROTOCOL_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_icmp {
+        pkt.extract(hdr.icmp);
+        transition accept;
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            NETAGG_UDP_PORT: parse_netagg;
+            default: accept;
+        }
+    }
+    state parse_netagg {
+        pkt.extract(hdr.netagg);
+        transition accept;
+    }
+}
+
+control Ingress(inout headers_t hdr, inout ig_metadata_t md,
+                in ingress_intrinsic_metadata_t ig_intr_md,
+                in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    /* ---- counters (sim::SwitchCounters) ---- */
+    Counter<bit<64>, bit<8>>(NETAGG_DROP_REASONS, CounterType_t.PACKETS) drops;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) packets_in;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) completions;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_unicast;
+
+    /* ---- tables of the control-plane contract ---- */
+    action set_switch_identity(bit<48> mac, bit<32> ip) {
+        md.switch_mac = mac;
+        md.switch_ip = ip;
+    }
+    table switch_identity {
+        actions = { set_switch_identity; }
+        default_action = set_switch_identity(0, 0);
+        size = 1;
+    }
+
+    action set_job(bit<8> worker_count, bit<16> slot_base, bit<16> slot_count,
+                   bit<16> elements_per_packet, bit<16> mcast_grp) {
+        md.job_hit = 1;
+        md.worker_count = worker_count;
+        md.worker_count_minus_1 = worker_count - 1;
+        md.slot_base = slot_base;
+        md.slot_count = slot_count;
+        md.elements_per_packet = elements_per_packet;
+        md.mcast_grp = mcast_grp;
+    }
+    action job_miss() { md.job_hit = 0; }
+    table job_table {
+        key = { hdr.netagg.job_id : exact; }
+        actions = { set_job; job_miss; }
+        default_action = job_miss();
+        size = 1024;
+    }
+
+    action set_worker(bit<8> rank) {
+        md.worker_hit = 1;
+        md.worker_rank = rank;
+    }
+    action worker_miss() { md.worker_hit = 0; }
+    table worker_table {
+        key = {
+            hdr.netagg.job_id : exact;
+            hdr.ipv4.src_addr : exact;
+            hdr.udp.src_port  : exact;
+        }
+        actions = { set_worker; worker_miss; }
+        default_action = worker_miss();
+        size = 8192;
+    }
+
+    action set_egress_port(bit<9> port) { ig_tm_md.ucast_egress_port = port; }
+    action forward_miss() { ig_dprsr_md.drop_ctl = 1; }
+    table forward {
+        key = { hdr.ethernet.dst_addr : exact; }
+        actions = { set_egress_port; forward_miss; }
+        default_action = forward_miss();
+        size = 4096;
+    }
+
+    /* rank -> its bitmap bit; Tofino has no shift by a run-time amount. Ranks >= 32 are
+     * dropped (rank_out_of_range) before the bit is used. */
+    action set_rank_bit(bit<32> bit_) { md.rank_bit = bit_; }
+    table rank_bit {
+        key = { hdr.netagg.rank : exact; }
+        actions = { set_rank_bit; NoAction; }
+        const entries = {
+            0 : set_rank_bit(32w1 << 0);   1 : set_rank_bit(32w1 << 1);
+            2 : set_rank_bit(32w1 << 2);   3 : set_rank_bit(32w1 << 3);
+            4 : set_rank_bit(32w1 << 4);   5 : set_rank_bit(32w1 << 5);
+            6 : set_rank_bit(32w1 << 6);   7 : set_rank_bit(32w1 << 7);
+            8 : set_rank_bit(32w1 << 8);   9 : set_rank_bit(32w1 << 9);
+            10 : set_rank_bit(32w1 << 10); 11 : set_rank_bit(32w1 << 11);
+            12 : set_rank_bit(32w1 << 12); 13 : set_rank_bit(32w1 << 13);
+            14 : set_rank_bit(32w1 << 14); 15 : set_rank_bit(32w1 << 15);
+            16 : set_rank_bit(32w1 << 16); 17 : set_rank_bit(32w1 << 17);
+            18 : set_rank_bit(32w1 << 18); 19 : set_rank_bit(32w1 << 19);
+            20 : set_rank_bit(32w1 << 20); 21 : set_rank_bit(32w1 << 21);
+            22 : set_rank_bit(32w1 << 22); 23 : set_rank_bit(32w1 << 23);
+            24 : set_rank_bit(32w1 << 24); 25 : set_rank_bit(32w1 << 25);
+            26 : set_rank_bit(32w1 << 26); 27 : set_rank_bit(32w1 << 27);
+            28 : set_rank_bit(32w1 << 28); 29 : set_rank_bit(32w1 << 29);
+            30 : set_rank_bit(32w1 << 30); 31 : set_rank_bit(32w1 << 31);
+        }
+        default_action = NoAction();
+        size = 32;
+    }
+
+    /* ---- registers, index at = slot * 2 + set unless said ---- */
+    Register<bit<8>, bit<16>>(NETAGG_REGISTER_SIZE, NETAGG_ROUND_NONE) has_round;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(has_round) has_round_touch = {
+        void apply(inout bit<8> value, out bit<8> before) {
+            before = value;
+            if (value == NETAGG_ROUND_NONE) {  /* any packet to an empty set starts its round */
+                value = NETAGG_ROUND_OPEN;
+            }
+        }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(has_round) has_round_completed = {
+        void apply(inout bit<8> value) { value = NETAGG_ROUND_SEEN; }
+    };
+
+    Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) completed_seq;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(completed_seq) completed_seq_read = {
+        void apply(inout bit<32> value, out bit<32> read) { read = value; }
+    };
+    RegisterAction<bit<32>, bit<16>, bit<32>>(completed_seq) completed_seq_write = {
+        void apply(inout bit<32> value) { value = hdr.netagg.seq; }
+    };
+
+    Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) round_seq;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_start = {
+        void apply(inout bit<32> value, out bit<32> before) {
+            before = value;
+            value = hdr.netagg.seq;
+        }
+    };
+    /* Chosen only when the packet's seq is newer than completed_seq: if the set's round is the
+     * completed one, the packet starts the next round. One condition (register == PHV). */
+    RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_advance = {
+        void apply(inout bit<32> value, out bit<32> before) {
+            before = value;
+            if (value == md.completed_seq) {
+                value = hdr.netagg.seq;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_read = {
+        void apply(inout bit<32> value, out bit<32> before) { before = value; }
+    };
+
+    Register<bit<16>, bit<16>>(NETAGG_REGISTER_SIZE, 0) round_count;
+    RegisterAction<bit<16>, bit<16>, bit<16>>(round_count) round_count_write = {
+        void apply(inout bit<16> value, out bit<16> before) {
+            before = value;
+            value = hdr.netagg.count;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(round_count) round_count_read = {
+        void apply(inout bit<16> value, out bit<16> before) { before = value; }
+    };
+
+    /* SwitchML's bitmap: both sets of a slot in one pair register, indexed by slot. */
+    Register<bitmap_pair_t, bit<16>>(NETAGG_POOL_SLOTS) bitmap;
+    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_set0 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.set0;
+            value.set0 = value.set0 | md.rank_bit;
+            value.set1 = value.set1 & ~md.rank_bit;
+        }
+    };
+    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_set1 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.set1;
+            value.set0 = value.set0 & ~md.rank_bit;
+            value.set1 = value.set1 | md.rank_bit;
+        }
+    };
+
+    Register<bit<8>, bit<16>>(NETAGG_REGISTER_SIZE, 0) remaining;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(remaining) remaining_start = {
+        void apply(inout bit<8> value, out bit<8> after) {
+            value = md.worker_count_minus_1;
+            after = value;
+        }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(remaining) remaining_join = {
+        void apply(inout bit<8> value, out bit<8> after) {
+            value = value - 1;
+            after = value;
+        }
+    };
+
+    /* Holds exponent XOR 0x8000, so that the unsigned max is the signed max and the cleared
+     * register (0) is wire::kExponentNone. */
+    Register<bit<16>, bit<16>>(NETAGG_REGISTER_SIZE, 0) exponent;
+    RegisterAction<bit<16>, bit<16>, bit<16>>(exponent) exponent_write = {
+        void apply(inout bit<16> value, out bit<16> after) {
+            value = md.exponent_biased;
+            after = value;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(exponent) exponent_max = {
+        void apply(inout bit<16> value, out bit<16> after) {
+            if (md.exponent_biased > value) {
+                value = md.exponent_biased;
+            }
+            after = value;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<16>>(exponent) exponent_read = {
+        void apply(inout bit<16> value, out bit<16> after) { after = value; }
+    };
+
+    /* ---- actions ---- */
+    action drop_for(bit<8> reason) {
+        md.drop = 1;
+        md.drop_reason = reason;
+    }
+
+    /* wire::encode_frame's IPv4 header for a frame the switch originates (results, echo
+     * replies): TOS 0, identification 0, DF, TTL 64; the ingress deparser recomputes the
+     * checksum of originated frames only. Version/IHL are 4/5 already (checked). */
+    action originate_ipv4() {
+        hdr.ipv4.dscp = 0;
+        hdr.ipv4.ecn = 0;
+        hdr.ipv4.identification = 0;
+        hdr.ipv4.flags = NETAGG_IP_FLAGS_DF;
+        hdr.ipv4.frag_offset = 0;
+        hdr.ipv4.ttl = NETAGG_IP_TTL;
+        md.originated = 1;
+    }
+
+    action to_recirculation(bit<8> kind) {
+        hdr.bridge.setValid();
+        hdr.bridge.kind = kind;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ 7w68;
+    }
+
+    apply {
+        switch_identity.apply();
+        if (!hdr.bridge.isValid()) {
+            hdr.bridge.setValid();
+            hdr.bridge.kind = BRIDGE_NONE;
+            hdr.bridge.pass = 0;
+        }
+
+        if (ig_intr_md.ingress_port[6:0] == NETAGG_RECIRC_PORT && hdr.netagg.isValid()) {
+            /* ---------------- a recirculated contribution ---------------- */
+            if (hdr.bridge.kind == BRIDGE_VALUES) {
+                to_recirculation(BRIDGE_VALUES);           /* egress adds the next lane block */
+            } else if (hdr.bridge.kind == BRIDGE_RESULT) {
+                hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                originate_ipv4();
+                hdr.udp.checksum = 0;
+                if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
+                    /* the round is complete from now on (the model: remaining == 0) */
+                    has_round_completed.execute(hdr.bridge.at);
+                    completed_seq_write.execute(hdr.bridge.at);
+                    job_table.apply();
+                    hdr.ethernet.src_addr = md.switch_mac;
+                    hdr.ipv4.src_addr = md.switch_ip;
+                    hdr.udp.src_port = NETAGG_UDP_PORT;
+                    ig_tm_md.mcast_grp_a = md.mcast_grp;
+                    ig_tm_md.rid = 0;
+                    hdr.bridge.kind = BRIDGE_MCAST;
+                } else {
+                    /* a resend: back to the sender, addresses swapped */
+                    mac_addr_t mac = hdr.ethernet.src_addr;
+                    hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+                    hdr.ethernet.dst_addr = mac;
+                    ipv4_addr_t ip = hdr.ipv4.src_addr;
+                    hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                    hdr.ipv4.dst_addr = ip;
+                    bit<16> port = hdr.udp.src_port;
+                    hdr.udp.src_port = hdr.udp.dst_port;
+                    hdr.udp.dst_port = port;
+                    ig_tm_md.ucast_egress_port = hdr.bridge.orig_port;
+                    hdr.bridge.kind = BRIDGE_NONE;
+                }
+            } else {
+                ig_dprsr_md.drop_ctl = 1;
+            }
+        } else if (hdr.arp.isValid() && hdr.arp.hw_type == 1 &&
+                   hdr.arp.proto_type == ETHERTYPE_IPV4 && hdr.arp.hw_addr_len == 6 &&
+                   hdr.arp.proto_addr_len == 4 && hdr.arp.opcode == ARP_OPCODE_REQUEST &&
+                   hdr.arp.target_proto_addr == md.switch_ip) {
+            /* ---------------- ARP: who has the switch's IP ---------------- */
+            hdr.ethernet.dst_addr = hdr.arp.sender_hw_addr;
+            hdr.ethernet.src_addr = md.switch_mac;
+            hdr.arp.opcode = ARP_OPCODE_REPLY;
+            hdr.arp.target_hw_addr = hdr.arp.sender_hw_addr;
+            hdr.arp.target_proto_addr = hdr.arp.sender_proto_addr;
+            hdr.arp.sender_hw_addr = md.switch_mac;
+            hdr.arp.sender_proto_addr = md.switch_ip;
+            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.dst_addr == md.switch_ip) {
+            /* ---- for the switch (pipeline.cpp: EtherType IPv4, IPv4 dst = the switch's IP) ---- */
+            if (hdr.ipv4.version == 4 && hdr.ipv4.ihl == 5 && hdr.ipv4.flags[0:0] == 0 &&
+                hdr.ipv4.frag_offset == 0 && md.ipv4_checksum_ok) {
+                md.ipv4_ok = 1;              /* 0x45, not a fragment (MF clear, offset 0) */
+            }
+            md.udp_length_plus_20 = hdr.udp.length + 20;
+            if (md.ipv4_ok == 1 && hdr.icmp.isValid() && hdr.ipv4.total_len >= 28 &&
+                hdr.icmp.icmp_type == ICMP_ECHO_REQUEST && hdr.icmp.code == 0) {
+                /* ---------------- ICMP echo to the switch ---------------- */
+                hdr.icmp.icmp_type = ICMP_ECHO_REPLY;
+                /* RFC 1624 eqn. 3 for the word type/code 0x0800 -> 0x0000, exactly as
+                 * pipeline.cpp computes it: HC' = ~(~HC + 0xF7FF), one end-around carry.
+                 * That is HC + 0x0800 (+1 on a carry), except HC = 0xF7FF, which gives 0. */
+                if (hdr.icmp.checksum >= 0xF800) {
+                    hdr.icmp.checksum = hdr.icmp.checksum + 0x0801;
+                } else if (hdr.icmp.checksum == 0xF7FF) {
+                    hdr.icmp.checksum = 0;
+                } else {
+                    hdr.icmp.checksum = hdr.icmp.checksum + 0x0800;
+                }
+                mac_addr_t mac = hdr.ethernet.src_addr;
+                hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+                hdr.ethernet.dst_addr = mac;
+                ipv4_addr_t ip = hdr.ipv4.src_addr;
+                hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                hdr.ipv4.dst_addr = ip;
+                originate_ipv4();
+                ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+            } else {
+                /* ---------------- the netagg checks: first pass ---------------- */
+                packets_in.count(0);
+                job_table.apply();
+                worker_table.apply();
+                rank_bit.apply();
+                md.slot_offset = hdr.netagg.slot - md.slot_base;
+                if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
+                    md.payload_bytes = hdr.netagg.count << 1;
+                } else {
+                    md.payload_bytes = hdr.netagg.count << 2;
+                }
+                md.exponent_biased = hdr.netagg.exponent ^ 0x8000;
+                md.at = hdr.netagg.slot[14:0] ++ hdr.netagg.flags[0:0];
+                /* wire::decode_frame: bad_ip_header, not_udp, udp_length_mismatch, wrong_port
+                 * (not UDP leaves hdr.udp invalid, another port hdr.netagg invalid; a frame
+                 * shorter than the netagg header is a parser error). The frame's length
+                 * (ip_length_mismatch) is not known in ingress: docs/switch-pipeline.md. */
+                if (md.ipv4_ok == 1 && hdr.udp.isValid() &&
+                    md.udp_length_plus_20 == hdr.ipv4.total_len &&
+                    hdr.udp.dst_port == NETAGG_UDP_PORT && hdr.netagg.isValid() &&
+                    ig_prsr_md.parser_err == 0) {
+                    md.frame_ok = 1;
+                }
+
+                /* wire::decode's checks, then the job table's, in the model's order */
+                if (md.frame_ok == 0) {
+                    drop_for(NETAGG_DROP_MALFORMED);
+                } else if (hdr.netagg.version != NETAGG_WIRE_VERSION ||
+                           (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION &&
+                            hdr.netagg.msg_type != NETAGG_MSG_RESULT) ||
+                           hdr.netagg.dtype > NETAGG_DTYPE_BF16 ||
+                           (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) != 0 ||
+                           hdr.netagg.reserved != 0 ||
+                           hdr.netagg.count > NETAGG_MAX_COUNT ||
+                           hdr.udp.length != 8 + NETAGG_HEADER_SIZE + md.payload_bytes) {
+                    drop_for(NETAGG_DROP_MALFORMED);
+                } else if (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION) {
+                    drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                } else if (md.job_hit == 0) {
+                    drop_for(NETAGG_DROP_UNKNOWN_JOB);
+                } else if (hdr.netagg.rank >= (bit<16>)md.worker_count) {
+                    drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
+                } else if (md.worker_hit == 0 || (bit<16>)md.worker_rank != hdr.netagg.rank) {
+                    drop_for(NETAGG_DROP_FOREIGN_SOURCE);
+                } else if (md.slot_offset >= md.slot_count) {
+                    drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+                } else if (hdr.netagg.dtype != NETAGG_DTYPE_INT32) {
+                    drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+                } else if (hdr.netagg.count > md.elements_per_packet ||
+                           hdr.netagg.count > NETAGG_LANES_PER_PACKET) {
+                    drop_for(NETAGG_DROP_COUNT_TOO_LARGE_FOR_JOB);
+                } else {
+                    md.checked = 1;
+                }
+
+                if (md.checked == 1) {
+                    /* ---- the round's seq decides what the packet is ---- */
+                    md.has_round = has_round_touch.execute(md.at);
+                    md.completed_seq = completed_seq_read.execute(md.at);
+                    md.seq_minus_completed = hdr.netagg.seq - md.completed_seq;
+                    if (md.has_round == NETAGG_ROUND_NONE) {
+                        md.round_seq = round_seq_start.execute(md.at);
+                    } else if (md.has_round == NETAGG_ROUND_SEEN &&
+                               md.seq_minus_completed != 0 &&
+                               md.seq_minus_completed[31:31] == 0) {
+                        md.round_seq = round_seq_advance.execute(md.at);
+                    } else {
+                        md.round_seq = round_seq_read.execute(md.at);
+                    }
+                    md.seq_diff = hdr.netagg.seq - md.round_seq;
+                    if (md.has_round == NETAGG_ROUND_SEEN && md.round_seq == md.completed_seq) {
+                        md.complete = 1;
+                    }
+                    if (md.has_round == NETAGG_ROUND_NONE) {
+                        md.class = CLASS_NEW;
+                    } else if (md.seq_diff[31:31] == 1) {
+                        md.class = CLASS_STALE;
+                    } else if (md.seq_diff != 0) {
+                        if (md.complete == 1) {
+                            md.class = CLASS_NEW;
+                        } else {
+                            md.class = CLASS_AHEAD;
+                        }
+                    } else {
+                        md.class = CLASS_EQUAL;
+                    }
+
+                    if (md.class == CLASS_STALE) {
+                        drop_for(NETAGG_DROP_STALE);
+                    } else if (md.class == CLASS_AHEAD) {
+                        drop_for(NETAGG_DROP_AHEAD);
+                    } else {
+                        if (md.class == CLASS_NEW) {
+                            round_count_write.execute(md.at);
+                        } else {
+                            md.round_count = round_count_read.execute(md.at);
+                        }
+                        if (md.class == CLASS_EQUAL && md.round_count != hdr.netagg.count) {
+                            drop_for(NETAGG_DROP_COUNT_MISMATCH);
+                        } else if (md.class == CLASS_EQUAL && md.complete == 1) {
+                            /* a retransmission to a completed round: its stored result */
+                            md.op = OP_READ;
+                            md.exponent_out = exponent_read.execute(md.at);
+                            results_unicast.count(0);
+                        } else {
+                            if (hdr.netagg.flags[0:0] == 0) {
+                                md.bitmap_before = bitmap_set0.execute(hdr.netagg.slot);
+                            } else {
+                                md.bitmap_before = bitmap_set1.execute(hdr.netagg.slot);
+                            }
+                            md.duplicate = md.bitmap_before & md.rank_bit;
+                            if (md.class == CLASS_EQUAL && md.duplicate != 0) {
+                                drop_for(NETAGG_DROP_DUPLICATE);
+                            } else if (md.class == CLASS_NEW) {
+                                md.op = OP_WRITE;
+                                md.remaining = remaining_start.execute(md.at);
+                                md.exponent_out = exponent_write.execute(md.at);
+                            } else {
+                                md.op = OP_ADD;
+                                md.remaining = remaining_join.execute(md.at);
+                                md.exponent_out = exponent_max.execute(md.at);
+                            }
+                        }
+                    }
+                }
+
+                if (md.drop == 1) {
+                    drops.count(md.drop_reason);
+                    ig_dprsr_md.drop_ctl = 1;
+                } else {
+                    /* to the value lanes in egress, through the recirculation port */
+                    to_recirculation(BRIDGE_VALUES);
+                    hdr.bridge.pass = 0;
+                    hdr.bridge.op = md.op;
+                    hdr.bridge.at = md.at;
+                    hdr.bridge.orig_port = ig_intr_md.ingress_port;
+                    hdr.netagg.exponent = md.exponent_out ^ 0x8000;
+                    if (md.op == OP_READ) {
+                        hdr.bridge.outcome = OUTCOME_RESENT;
+                    } else if (md.remaining == 0) {
+                        hdr.bridge.outcome = OUTCOME_COMPLETED;
+                        completions.count(0);
+                    } else {
+                        hdr.bridge.outcome = OUTCOME_AGGREGATED;
+                    }
+                }
+            }
+        } else {
+            forward.apply();                 /* plain L2, the frame unchanged */
+        }
+    }
+}
+
+control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_metadata_t md,
+                        in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_checksum;
+    apply {
+        /* Originated frames only (echo replies, results): a forwarded frame, or a
+         * contribution on its way to the recirculation port, keeps its bytes. */
+        if (md.originated == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr.bridge);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.arp);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.icmp);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.netagg);
+    }
+}
+
+/* ================================= egress ================================================= */
+
+/* Lane i of the payload; a packet with count c has lanes 0..c-1. */
+#define LANE_STATE(i, next)                                        \
+    state parse_lane_##i {                                         \
+        pkt.extract(hdr.lanes[i]);                                 \
+        transition select(hdr.netagg.count) {                      \
+            i + 1: accept;                                         \
+            default: next;                                         \
+        }                                                          \
+    }
+
+parser EgressParser(packet_in pkt, out headers_t hdr, out eg_metadata_t md,
+                    out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.bridge.kind, hdr.ethernet.ether_type) {
+            (BRIDGE_VALUES, ETHERTYPE_IPV4): parse_ipv4;
+            (BRIDGE_MCAST, ETHERTYPE_IPV4): parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.netagg);
+        transition select(hdr.bridge.kind, hdr.netagg.count) {
+            (BRIDGE_VALUES, 0): accept;
+            (BRIDGE_VALUES, _): parse_lane_0;
+            default: accept;
+        }
+    }
+    LANE_STATE(0, parse_lane_1)   LANE_STATE(1, parse_lane_2)   LANE_STATE(2, parse_lane_3)
+    LANE_STATE(3, parse_lane_4)   LANE_STATE(4, parse_lane_5)   LANE_STATE(5, parse_lane_6)
+    LANE_STATE(6, parse_lane_7)   LANE_STATE(7, parse_lane_8)   LANE_STATE(8, parse_lane_9)
+    LANE_STATE(9, parse_lane_10)  LANE_STATE(10, parse_lane_11) LANE_STATE(11, parse_lane_12)
+    LANE_STATE(12, parse_lane_13) LANE_STATE(13, parse_lane_14) LANE_STATE(14, parse_lane_15)
+    LANE_STATE(15, parse_lane_16) LANE_STATE(16, parse_lane_17) LANE_STATE(17, parse_lane_18)
+    LANE_STATE(18, parse_lane_19) LANE_STATE(19, parse_lane_20) LANE_STATE(20, parse_lane_21)
+    LANE_STATE(21, parse_lane_22) LANE_STATE(22, parse_lane_23) LANE_STATE(23, parse_lane_24)
+    LANE_STATE(24, parse_lane_25) LANE_STATE(25, parse_lane_26) LANE_STATE(26, parse_lane_27)
+    LANE_STATE(27, parse_lane_28) LANE_STATE(28, parse_lane_29) LANE_STATE(29, parse_lane_30)
+    LANE_STATE(30, parse_lane_31) LANE_STATE(31, parse_lane_32) LANE_STATE(32, parse_lane_33)
+    LANE_STATE(33, parse_lane_34) LANE_STATE(34, parse_lane_35) LANE_STATE(35, parse_lane_36)
+    LANE_STATE(36, parse_lane_37) LANE_STATE(37, parse_lane_38) LANE_STATE(38, parse_lane_39)
+    LANE_STATE(39, parse_lane_40) LANE_STATE(40, parse_lane_41) LANE_STATE(41, parse_lane_42)
+    LANE_STATE(42, parse_lane_43) LANE_STATE(43, parse_lane_44) LANE_STATE(44, parse_lane_45)
+    LANE_STATE(45, parse_lane_46) LANE_STATE(46, parse_lane_47) LANE_STATE(47, parse_lane_48)
+    LANE_STATE(48, parse_lane_49) LANE_STATE(49, parse_lane_50) LANE_STATE(50, parse_lane_51)
+    LANE_STATE(51, parse_lane_52) LANE_STATE(52, parse_lane_53) LANE_STATE(53, parse_lane_54)
+    LANE_STATE(54, parse_lane_55) LANE_STATE(55, parse_lane_56) LANE_STATE(56, parse_lane_57)
+    LANE_STATE(57, parse_lane_58) LANE_STATE(58, parse_lane_59) LANE_STATE(59, parse_lane_60)
+    LANE_STATE(60, parse_lane_61) LANE_STATE(61, parse_lane_62) LANE_STATE(62, parse_lane_63)
+    LANE_STATE(63, accept)
+}
+
+/* One value register per lane of a pass: value_i holds lane i (pass 0) and lane 32+i (pass 1)
+ * of every (slot, set), at index at * 2 + pass. Four RegisterActions (the most a register
+ * takes), chosen by a table with constant entries: write/add x lane block 0/1. A resend's lanes
+ * were cleared, so its "add" reads. Each returns the updated value into the packet. */
+#define VALUE_LANE(i, hi)                                                                   \
+    Register<bit<32>, bit<32>>(NETAGG_VALUE_REGISTER_SIZE, 0) value_##i;                    \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(value_##i) value_##i##_write_b0 = {           \
+        void apply(inout bit<32> value, out bit<32> after) {                                \
+            value = hdr.lanes[i].value; after = value; } };                                 \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(value_##i) value_##i##_add_b0 = {             \
+        void apply(inout bit<32> value, out bit<32> after) {                                \
+            value = value + hdr.lanes[i].value; after = value; } };                         \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(value_##i) value_##i##_write_b1 = {           \
+        void apply(inout bit<32> value, out bit<32> after) {                                \
+            value = hdr.lanes[hi].value; after = value; } };                                \
+    RegisterAction<bit<32>, bit<32>, bit<32>>(value_##i) value_##i##_add_b1 = {             \
+        void apply(inout bit<32> value, out bit<32> after) {                                \
+            value = value + hdr.lanes[hi].value; after = value; } };                        \
+    action lane_##i##_write_b0() {                                                          \
+        hdr.lanes[i].value = value_##i##_write_b0.execute(md.value_index); }                \
+    action lane_##i##_add_b0() {                                                            \
+        hdr.lanes[i].value = value_##i##_add_b0.execute(md.value_index); }                  \
+    action lane_##i##_write_b1() {                                                          \
+        hdr.lanes[hi].value = value_##i##_write_b1.execute(md.value_index); }               \
+    action lane_##i##_add_b1() {                                                            \
+        hdr.lanes[hi].value = value_##i##_add_b1.execute(md.value_index); }                 \
+    table lane_##i {                                                                        \
+        key = {                                                                             \
+            hdr.bridge.pass : exact;                                                        \
+            hdr.bridge.op : exact;                                                          \
+            hdr.lanes[i].isValid() : exact;                                                 \
+            hdr.lanes[hi].isValid() : exact;                                                \
+        }                                                                                   \
+        actions = { lane_##i##_write_b0; lane_##i##_add_b0; lane_##i##_write_b1;            \
+                    lane_##i##_add_b1; NoAction; }                                          \
+        const entries = {                                                                   \
+            (0, OP_WRITE, true, false) : lane_##i##_write_b0();                             \
+            (0, OP_WRITE, true, true) : lane_##i##_write_b0();                              \
+            (0, OP_ADD, true, false) : lane_##i##_add_b0();                                 \
+            (0, OP_ADD, true, true) : lane_##i##_add_b0();                                  \
+            (0, OP_READ, true, false) : lane_##i##_add_b0();                                \
+            (0, OP_READ, true, true) : lane_##i##_add_b0();                                 \
+            (1, OP_WRITE, true, true) : lane_##i##_write_b1();                              \
+            (1, OP_ADD, true, true) : lane_##i##_add_b1();                                  \
+            (1, OP_READ, true, true) : lane_##i##_add_b1();                                 \
+        }                                                                                   \
+        default_action = NoAction();                                                        \
+        size = 16;                                                                          \
+    }
+
+#define CLEAR_BLOCK(b, o)                                                                     \
+    action clear_block_##b() {                                                                \
+        hdr.lanes[o + 0].value = 0;  hdr.lanes[o + 1].value = 0;  hdr.lanes[o + 2].value = 0;   \
+        hdr.lanes[o + 3].value = 0;  hdr.lanes[o + 4].value = 0;  hdr.lanes[o + 5].value = 0;   \
+        hdr.lanes[o + 6].value = 0;  hdr.lanes[o + 7].value = 0;  hdr.lanes[o + 8].value = 0;   \
+        hdr.lanes[o + 9].value = 0;  hdr.lanes[o + 10].value = 0; hdr.lanes[o + 11].value = 0;  \
+        hdr.lanes[o + 12].value = 0; hdr.lanes[o + 13].value = 0; hdr.lanes[o + 14].value = 0;  \
+        hdr.lanes[o + 15].value = 0; hdr.lanes[o + 16].value = 0; hdr.lanes[o + 17].value = 0;  \
+        hdr.lanes[o + 18].value = 0; hdr.lanes[o + 19].value = 0; hdr.lanes[o + 20].value = 0;  \
+        hdr.lanes[o + 21].value = 0; hdr.lanes[o + 22].value = 0; hdr.lanes[o + 23].value = 0;  \
+        hdr.lanes[o + 24].value = 0; hdr.lanes[o + 25].value = 0; hdr.lanes[o + 26].value = 0;  \
+        hdr.lanes[o + 27].value = 0; hdr.lanes[o + 28].value = 0; hdr.lanes[o + 29].value = 0;  \
+        hdr.lanes[o + 30].value = 0; hdr.lanes[o + 31].value = 0;                             \
+    }
+
+control Egress(inout headers_t hdr, inout eg_metadata_t md,
+               in egress_intrinsic_metadata_t eg_intr_md,
+               in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+               inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+               inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    VALUE_LANE(0, 32)  VALUE_LANE(1, 33)  VALUE_LANE(2, 34)  VALUE_LANE(3, 35)
+    VALUE_LANE(4, 36)  VALUE_LANE(5, 37)  VALUE_LANE(6, 38)  VALUE_LANE(7, 39)
+    VALUE_LANE(8, 40)  VALUE_LANE(9, 41)  VALUE_LANE(10, 42) VALUE_LANE(11, 43)
+    VALUE_LANE(12, 44) VALUE_LANE(13, 45) VALUE_LANE(14, 46) VALUE_LANE(15, 47)
+    VALUE_LANE(16, 48) VALUE_LANE(17, 49) VALUE_LANE(18, 50) VALUE_LANE(19, 51)
+    VALUE_LANE(20, 52) VALUE_LANE(21, 53) VALUE_LANE(22, 54) VALUE_LANE(23, 55)
+    VALUE_LANE(24, 56) VALUE_LANE(25, 57) VALUE_LANE(26, 58) VALUE_LANE(27, 59)
+    VALUE_LANE(28, 60) VALUE_LANE(29, 61) VALUE_LANE(30, 62) VALUE_LANE(31, 63)
+
+    CLEAR_BLOCK(0, 0)
+    CLEAR_BLOCK(1, 32)
+
+    action set_result_destination(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<8> rank) {
+        hdr.ethernet.dst_addr = mac;
+        hdr.ipv4.dst_addr = ip;
+        hdr.udp.dst_port = udp_port;
+        hdr.netagg.rank = (bit<16>)rank;
+    }
+    action result_destination_miss() { eg_dprsr_md.drop_ctl = 1; }
+    table result_destination {
+        key = { eg_intr_md.egress_rid : exact; }
+        actions = { set_result_destination; result_destination_miss; }
+        default_action = result_destination_miss();
+        size = 8192;
+    }
+
+    apply {
+        if (hdr.bridge.kind == BRIDGE_VALUES) {
+            md.value_index = (bit<32>)(hdr.bridge.at ++ hdr.bridge.pass[0:0]);  /* at*2 + pass */
+            if (hdr.bridge.op == OP_READ) {
+                if (hdr.bridge.pass == 0) { clear_block_0(); } else { clear_block_1(); }
+            }
+            lane_0.apply();  lane_1.apply();  lane_2.apply();  lane_3.apply();
+            lane_4.apply();  lane_5.apply();  lane_6.apply();  lane_7.apply();
+            lane_8.apply();  lane_9.apply();  lane_10.apply(); lane_11.apply();
+            lane_12.apply(); lane_13.apply(); lane_14.apply(); lane_15.apply();
+            lane_16.apply(); lane_17.apply(); lane_18.apply(); lane_19.apply();
+            lane_20.apply(); lane_21.apply(); lane_22.apply(); lane_23.apply();
+            lane_24.apply(); lane_25.apply(); lane_26.apply(); lane_27.apply();
+            lane_28.apply(); lane_29.apply(); lane_30.apply(); lane_31.apply();
+            /* next: another lane block, the result pass, or the end of an aggregated packet */
+            if (hdr.bridge.pass == 0 && hdr.netagg.count > NETAGG_LANES_PER_PASS) {
+                hdr.bridge.pass = 1;                      /* recirculates: port 68 */
+            } else if (hdr.bridge.outcome == OUTCOME_AGGREGATED) {
+                eg_dprsr_md.drop_ctl = 1;
+            } else {
+                hdr.bridge.kind = BRIDGE_RESULT;          /* recirculates into the result pass */
+            }
+        } else {
+            if (hdr.bridge.kind == BRIDGE_MCAST) {
+                result_destination.apply();
+            }
+            hdr.bridge.setInvalid();                      /* leaves the switch */
+        }
+    }
+}
+
+control EgressDeparser(packet_out pkt, inout headers_t hdr, in eg_metadata_t md,
+                       in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+                hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+                hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+                hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr.bridge);   /* valid only when recirculating */
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.netagg);
+        pkt.emit(hdr.lanes);
+    }
+}
+
+Pipeline(IngressParser(), Ingress(), IngressDeparser(),
+         EgressParser(), Egress(), EgressDeparser()) pipe;
+
+Switch(pipe) main;

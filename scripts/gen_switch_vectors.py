@@ -1,0 +1,802 @@
+#!/usr/bin/env python3
+"""Writes the switch conformance vectors in tests/vectors/switch/.
+
+Each vector is one case of the switch's behaviour as whole Ethernet frames: the switch's
+configuration (its MAC/IP, the jobs in the docs/job-format.md JSON, and the BMv2
+simple_switch_CLI lines the P4 control-plane contract derives from them), then steps: a frame in
+on a port, the outcome, the frames out (port + bytes), and the counters at the end. The format is
+described in tests/vectors/README.md.
+
+Nothing here runs or imports the C++ code. Frames are encoded with Python's struct, and the
+expected outputs come from a second implementation of the algorithm in sim/switch/README.md (the
+seq table, the bitmap, the countdown) and of the frame handling in sim/switch/pipeline.md
+(ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields). Every step also states the
+outcome its author expects, and every case may state the sums it expects: the generator stops if
+its model disagrees, so a vector is right by two independent accounts.
+    python3 scripts/gen_switch_vectors.py
+"""
+import json
+import pathlib
+import struct
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "switch"
+
+NETAGG_PORT = 20033
+EXP_NONE = -32768
+CONTRIBUTION, RESULT = 1, 2
+DTYPES = {"int32": 0, "fp32": 1, "bf16": 2}
+MAX_COUNT = 1024
+
+SWITCH_MAC = "02:00:00:00:00:fe"
+SWITCH_IP = "10.0.0.254"
+
+# Drop reasons of the netagg check (sim::DropReason, same order and names).
+DROP_REASONS = ["malformed", "not_contribution", "unknown_job", "rank_out_of_range",
+                "foreign_source", "slot_out_of_range", "unsupported_dtype",
+                "count_too_large_for_job", "count_mismatch", "duplicate", "stale", "ahead"]
+
+
+# ---- encoding ---------------------------------------------------------------------------------
+
+def mac_bytes(text):
+    return bytes(int(x, 16) for x in text.split(":"))
+
+
+def mac_text(b):
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def ip_int(text):
+    a, b, c, d = (int(x) for x in text.split("."))
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+def ip_text(v):
+    return ".".join(str((v >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+
+def ones_sum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def checksum(data):
+    return (~ones_sum(data)) & 0xFFFF
+
+
+def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, job_id=1, rank=0, slot=0, values=(),
+                  exponent=EXP_NONE, seq=0, version=1, flags=None, reserved=0, count=None,
+                  raw_dtype=None, extra=b""):
+    d = DTYPES[dtype] if raw_dtype is None else raw_dtype
+    n = len(values) if count is None else count
+    hdr = struct.pack(">BBBBHHHHhII", version, type, d, set if flags is None else flags, job_id,
+                      rank, slot, n, exponent, seq & 0xFFFFFFFF, reserved)
+    if dtype == "bf16":
+        body = b"".join(struct.pack(">H", v & 0xFFFF) for v in values)
+    else:
+        body = b"".join(struct.pack(">I", v & 0xFFFFFFFF) for v in values)
+    return hdr + body + extra
+
+
+def ipv4_header(src_ip, dst_ip, proto, payload_len, tos=0, ident=0, flags_frag=0x4000, ttl=64,
+                corrupt_checksum=False, length_delta=0):
+    ip = bytearray(struct.pack(">BBHHHBBHII", 0x45, tos, 20 + payload_len + length_delta, ident,
+                               flags_frag, ttl, proto, 0, ip_int(src_ip), ip_int(dst_ip)))
+    c = checksum(bytes(ip))
+    if corrupt_checksum:
+        c ^= 0x0101
+    ip[10:12] = struct.pack(">H", c)
+    return bytes(ip)
+
+
+def eth(dst_mac, src_mac, ethertype):
+    return mac_bytes(dst_mac) + mac_bytes(src_mac) + struct.pack(">H", ethertype)
+
+
+def udp_frame(src_mac, dst_mac, src_ip, dst_ip, src_port, dst_port, payload, tos=0, ident=0,
+              ttl=64, udp_checksum=0, proto=17, **ip_kw):
+    udp = struct.pack(">HHHH", src_port, dst_port, 8 + len(payload), udp_checksum)
+    return (eth(dst_mac, src_mac, 0x0800) +
+            ipv4_header(src_ip, dst_ip, proto, 8 + len(payload), tos=tos, ident=ident, ttl=ttl,
+                        **ip_kw) + udp + payload)
+
+
+def arp_frame(op, src_mac, dst_mac, sha, spa, tha, tpa):
+    return eth(dst_mac, src_mac, 0x0806) + struct.pack(
+        ">HHBBH6s4s6s4s", 1, 0x0800, 6, 4, op, mac_bytes(sha), struct.pack(">I", ip_int(spa)),
+        mac_bytes(tha), struct.pack(">I", ip_int(tpa)))
+
+
+def icmp_echo_frame(src_mac, dst_mac, src_ip, dst_ip, type, ident, seq, data, tos=0, ip_ident=0,
+                    ttl=64):
+    msg = bytearray(struct.pack(">BBHHH", type, 0, 0, ident, seq) + data)
+    msg[2:4] = struct.pack(">H", checksum(bytes(msg)))
+    return (eth(dst_mac, src_mac, 0x0800) +
+            ipv4_header(src_ip, dst_ip, 1, len(msg), tos=tos, ident=ip_ident, ttl=ttl) +
+            bytes(msg))
+
+
+# ---- the switch, as sim/switch/README.md and sim/switch/pipeline.md state it -----------------
+
+def serial_age(seq, round_seq):
+    d = (seq - round_seq) & 0xFFFFFFFF
+    return d - (1 << 32) if d >= (1 << 31) else d
+
+
+class SlotSet:
+    def __init__(self):
+        self.bitmap = 0
+        self.remaining = 0
+        self.count = 0
+        self.exponent = EXP_NONE
+        self.seq = 0
+        self.has_round = False
+        self.values = []
+
+
+class Switch:
+    """The frame-level pipeline: ARP/ICMP for the switch's address, the netagg checks and
+    registers, multicast by the job's workers, unicast answers, L2 forwarding."""
+
+    def __init__(self, switch_mac, switch_ip, jobs):
+        self.mac, self.ip = switch_mac, switch_ip
+        self.jobs = {j["job_id"]: j for j in jobs}
+        self.forward = {}
+        for j in jobs:
+            for w in j["workers"]:
+                self.forward[w["mac"]] = w["switch_port"]
+        self.slots = {}
+        self.counters = {}
+
+    def count(self, name, n=1):
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    def regs(self, slot, s):
+        return self.slots.setdefault((slot, s), SlotSet())
+
+    def drop(self, reason, error=None):
+        self.count("dropped_" + reason)
+        if error:
+            self.count("malformed_" + error)
+        return ("dropped " + reason + (" " + error if error else "")), []
+
+    def result_packet(self, job_id, slot, s, rank):
+        r = self.regs(slot, s)
+        return netagg_packet(type=RESULT, set=s, job_id=job_id, rank=rank, slot=slot,
+                             values=r.values[:r.count], exponent=r.exponent, seq=r.seq)
+
+    def out_udp(self, dst_mac, dst_ip, dst_port, payload, src_mac=None, src_ip=None,
+                src_port=NETAGG_PORT):
+        # Every frame the switch originates: IPv4 TOS 0, identification 0, DF, TTL 64,
+        # header checksum computed; UDP checksum 0 (sim/switch/pipeline.md).
+        return udp_frame(src_mac or self.mac, dst_mac, src_ip or self.ip, dst_ip, src_port,
+                         dst_port, payload)
+
+    def frame_error(self, f):
+        """wire::decode_frame's check order, for a frame addressed to the switch's IP."""
+        if len(f) < 42:
+            return "truncated"
+        if struct.unpack(">H", f[12:14])[0] != 0x0800:
+            return "not_ipv4"
+        ip = f[14:34]
+        if ip[0] != 0x45 or (struct.unpack(">H", ip[6:8])[0] & 0x3FFF) or checksum(ip) != 0:
+            return "bad_ip_header"
+        if ip[9] != 17:
+            return "not_udp"
+        ip_len = struct.unpack(">H", ip[2:4])[0]
+        if ip_len < 28 or 14 + ip_len > len(f):
+            return "ip_length_mismatch"
+        if struct.unpack(">H", f[38:40])[0] != ip_len - 20:
+            return "udp_length_mismatch"
+        if struct.unpack(">H", f[36:38])[0] != NETAGG_PORT:
+            return "wrong_port"
+        return None
+
+    def packet_error(self, p):
+        if len(p) < 22:
+            return "truncated"
+        version, type, dtype, flags = p[0], p[1], p[2], p[3]
+        count = struct.unpack(">H", p[10:12])[0]
+        if version != 1:
+            return "bad_version"
+        if type not in (CONTRIBUTION, RESULT):
+            return "bad_type"
+        if dtype > 2:
+            return "bad_dtype"
+        if flags & 0xFE:
+            return "bad_flags"
+        if struct.unpack(">I", p[18:22])[0] != 0:
+            return "reserved_nonzero"
+        if count > MAX_COUNT:
+            return "count_too_large"
+        if len(p) != 22 + count * (2 if dtype == 2 else 4):
+            return "length_mismatch"
+        return None
+
+    def process(self, port, f):
+        """One frame in on `port`: returns (outcome, [(port, frame), ...])."""
+        self.count("frames_in")
+        outcome, out = self.classify(port, f)
+        self.count("frames_out", len(out))
+        return outcome, out
+
+    def classify(self, port, f):
+        if len(f) < 14:
+            self.count("dropped_runt")
+            return "dropped runt", []
+        ethertype = struct.unpack(">H", f[12:14])[0]
+        if ethertype == 0x0806 and len(f) >= 42:
+            htype, ptype, hlen, plen, op = struct.unpack(">HHBBH", f[14:22])
+            tpa = ip_text(struct.unpack(">I", f[38:42])[0])
+            if (htype, ptype, hlen, plen, op) == (1, 0x0800, 6, 4, 1) and tpa == self.ip:
+                sha, spa = mac_text(f[22:28]), ip_text(struct.unpack(">I", f[28:32])[0])
+                self.count("arp_replies")
+                return "arp_reply", [(port, arp_frame(2, self.mac, sha, self.mac, self.ip, sha,
+                                                      spa))]
+        if ethertype == 0x0800 and len(f) >= 34 and ip_text(
+                struct.unpack(">I", f[30:34])[0]) == self.ip:
+            return self.for_switch(port, f)
+        dst = mac_text(f[0:6])
+        if dst in self.forward:
+            self.count("forwarded")
+            return "forwarded", [(self.forward[dst], f)]
+        self.count("dropped_no_forward_entry")
+        return "dropped no_forward_entry", []
+
+    def for_switch(self, port, f):
+        ip = f[14:34]
+        ip_ok = (ip[0] == 0x45 and not (struct.unpack(">H", ip[6:8])[0] & 0x3FFF) and
+                 checksum(ip) == 0)
+        ip_len = struct.unpack(">H", ip[2:4])[0]
+        if (ip_ok and ip[9] == 1 and ip_len >= 28 and 14 + ip_len <= len(f) and f[34] == 8 and
+                f[35] == 0):
+            # Echo reply: type 0, the rest of the message as it came; its checksum recomputed
+            # here over the whole message (the P4 and C++ update it incrementally: the same
+            # result for a request whose checksum was right).
+            msg = bytearray(f[34:14 + ip_len])
+            msg[0] = 0
+            msg[2:4] = b"\0\0"
+            msg[2:4] = struct.pack(">H", checksum(bytes(msg)))
+            reply = (eth(mac_text(f[6:12]), mac_text(f[0:6]), 0x0800) +
+                     ipv4_header(ip_text(struct.unpack(">I", ip[16:20])[0]),
+                                 ip_text(struct.unpack(">I", ip[12:16])[0]), 1, len(msg)) +
+                     bytes(msg))
+            self.count("icmp_echo_replies")
+            return "icmp_echo_reply", [(port, reply)]
+        self.count("packets_in")
+        err = self.frame_error(f)
+        if err:
+            return self.drop("malformed", err)
+        ip_len = struct.unpack(">H", f[16:18])[0]
+        p = f[42:14 + ip_len]
+        err = self.packet_error(p)
+        if err:
+            return self.drop("malformed", err)
+        version, type, dtype, flags, job_id, rank, slot, count, exponent, seq, _ = struct.unpack(
+            ">BBBBHHHHhII", p[:22])
+        s = flags & 1
+        src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
+        if type != CONTRIBUTION:
+            return self.drop("not_contribution")
+        job = self.jobs.get(job_id)
+        if job is None:
+            return self.drop("unknown_job")
+        workers = sorted(job["workers"], key=lambda w: w["rank"])
+        if rank >= len(workers):
+            return self.drop("rank_out_of_range")
+        ip_s, port_s = workers[rank]["address"].split(":")
+        if (ip_s, int(port_s)) != src:
+            return self.drop("foreign_source")
+        base, n_slots = job["slots"]["base"], job["slots"]["count"]
+        if not base <= slot < base + n_slots:
+            return self.drop("slot_out_of_range")
+        if dtype != 0:
+            return self.drop("unsupported_dtype")
+        if count > job["elements_per_packet"]:
+            return self.drop("count_too_large_for_job")
+
+        r, other = self.regs(slot, s), self.regs(slot, 1 - s)
+        bit = 1 << rank
+        first = True
+        if r.has_round:
+            age = serial_age(seq, r.seq)
+            complete = r.remaining == 0
+            if age < 0:
+                return self.drop("stale")
+            if age > 0 and not complete:
+                return self.drop("ahead")
+            if age == 0:
+                if count != r.count:
+                    return self.drop("count_mismatch")
+                if complete:
+                    self.count("results_unicast")
+                    # Back out of the ingress port, MAC, IP and UDP port swapped.
+                    answer = self.out_udp(mac_text(f[6:12]), src[0], src[1],
+                                          self.result_packet(job_id, slot, s, rank),
+                                          src_mac=mac_text(f[0:6]),
+                                          src_ip=ip_text(struct.unpack(">I", f[30:34])[0]),
+                                          src_port=struct.unpack(">H", f[36:38])[0])
+                    return "result_resent", [(port, answer)]
+                if r.bitmap & bit:
+                    return self.drop("duplicate")
+            first = age > 0
+        values = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0] for i in range(count)]
+        r.bitmap |= bit
+        other.bitmap &= ~bit
+        if first:
+            r.has_round = True
+            r.remaining = len(workers)
+            r.count = count
+            r.exponent = exponent
+            r.seq = seq
+            r.values = values
+        else:
+            r.exponent = max(r.exponent, exponent)
+            r.values = [((a + b + 2**31) % 2**32) - 2**31 for a, b in zip(r.values, values)]
+        r.remaining -= 1
+        self.count("aggregated")
+        if r.remaining:
+            return "aggregated", []
+        self.count("completions")
+        self.count("results_multicast", len(workers))
+        out = []
+        for w in workers:
+            w_ip, w_port = w["address"].split(":")
+            out.append((w["switch_port"],
+                        self.out_udp(w["mac"], w_ip, int(w_port),
+                                     self.result_packet(job_id, slot, s, w["rank"]))))
+        return "completed", out
+
+    def final_counters(self):
+        c = dict(self.counters)
+        drops = sum(v for k, v in c.items() if k[len("dropped_"):] in DROP_REASONS)
+        if drops:
+            c["dropped_total"] = drops
+        return c
+
+
+# ---- the control-plane contract: the BMv2 lines for the jobs ---------------------------------
+
+def bmv2_lines(switch_mac, switch_ip, jobs):
+    """/tmp/netagg-p4-context.md: job k gets multicast group k + 1, worker r of job k gets
+    rid 1 + 32k + r, one multicast node per worker (handles 0, 1, ... in creation order)."""
+    lines = [f"table_set_default NetaggIngress.switch_identity set_switch_identity "
+             f"{switch_mac} {switch_ip}"]
+    forwarded = {}
+    for job in jobs:
+        for w in sorted(job["workers"], key=lambda w: w["rank"]):
+            if w["mac"] in forwarded:
+                assert forwarded[w["mac"]] == w["switch_port"], "one MAC on two ports"
+                continue
+            forwarded[w["mac"]] = w["switch_port"]
+            lines.append(f"table_add NetaggIngress.forward set_egress_port {w['mac']} => "
+                         f"{w['switch_port']}")
+    handle = 0
+    for k, job in enumerate(jobs):
+        workers = sorted(job["workers"], key=lambda w: w["rank"])
+        grp = k + 1
+        lines.append(f"table_add NetaggIngress.job_table set_job {job['job_id']} => "
+                     f"{len(workers)} {job['slots']['base']} {job['slots']['count']} "
+                     f"{job['elements_per_packet']} {grp}")
+        for w in workers:
+            ip, port = w["address"].split(":")
+            lines.append(f"table_add NetaggIngress.worker_table set_worker {job['job_id']} {ip} "
+                         f"{port} => {w['rank']}")
+        for w in workers:
+            ip, port = w["address"].split(":")
+            lines.append(f"table_add NetaggEgress.result_destination set_result_destination "
+                         f"{1 + 32 * k + w['rank']} => {w['mac']} {ip} {port} {w['rank']}")
+        lines.append(f"mc_mgrp_create {grp}")
+        handles = []
+        for w in workers:
+            lines.append(f"mc_node_create {1 + 32 * k + w['rank']} {w['switch_port']}")
+            handles.append(handle)
+            handle += 1
+        for h in handles:
+            lines.append(f"mc_node_associate {grp} {h}")
+    return lines
+
+
+# ---- cases ------------------------------------------------------------------------------------
+
+def make_job(job_id, n, base, count, epp, host=1, first_port=31000, switch_port=1):
+    """Worker r: MAC 02:00:00:00:<job>:<r>, IP 10.0.<job>.<host + r>, UDP first_port + r,
+    switch port switch_port + r."""
+    return {"job_id": job_id, "slots": {"base": base, "count": count},
+            "elements_per_packet": epp, "aggregator": f"{SWITCH_IP}:{NETAGG_PORT}",
+            "workers": [{"rank": r, "address": f"10.0.{job_id}.{host + r}:{first_port + r}",
+                         "mac": f"02:00:00:00:{job_id:02x}:{r + 1:02x}",
+                         "switch_port": switch_port + r} for r in range(n)]}
+
+
+def hex_groups(frame, cuts):
+    """Hex with a space between the protocol headers, so a reader sees the layers."""
+    parts, at = [], 0
+    for c in cuts + [len(frame)]:
+        if c > at and at < len(frame):
+            parts.append(frame[at:min(c, len(frame))].hex())
+            at = c
+    return " ".join(parts)
+
+
+def layers(frame):
+    if len(frame) >= 14 and frame[12:14] == b"\x08\x00":
+        cuts = [6, 12, 14, 34]
+        if len(frame) >= 34 and frame[23] == 17:
+            cuts += [42, 64]
+        return hex_groups(frame, cuts)
+    return hex_groups(frame, [6, 12, 14])
+
+
+class Case:
+    def __init__(self, name, description, jobs, switch_mac=SWITCH_MAC, switch_ip=SWITCH_IP):
+        self.name, self.description, self.jobs = name, description, jobs
+        self.switch = Switch(switch_mac, switch_ip, jobs)
+        self.lines = [f"# {description}", f"name: {name}",
+                      f"switch: {switch_mac} {switch_ip}"]
+        self.lines += ["job: " + json.dumps(j, separators=(", ", ": ")) for j in jobs]
+        self.lines += ["bmv2: " + line for line in bmv2_lines(switch_mac, switch_ip, jobs)]
+
+    def worker(self, job_id, rank):
+        return next(w for w in self.jobs_by_id()[job_id]["workers"] if w["rank"] == rank)
+
+    def jobs_by_id(self):
+        return {j["job_id"]: j for j in self.jobs}
+
+    def frame(self, port, frame, expect, note, sums=None):
+        """Sends one frame; `expect` is the author's outcome, `sums` the values every output
+        frame's payload must hold. Both are checked against the model before anything is
+        written."""
+        outcome, out = self.switch.process(port, frame)
+        if outcome != expect:
+            raise SystemExit(f"{self.name}: step '{note}': model says '{outcome}', "
+                             f"case says '{expect}'")
+        if sums is not None:
+            for _, o in out:
+                got = [struct.unpack(">i", o[64 + 4 * i:68 + 4 * i])[0] for i in range(len(sums))]
+                if got != sums or len(o) != 64 + 4 * len(sums):
+                    raise SystemExit(f"{self.name}: step '{note}': sums {got}, case says {sums}")
+        self.lines.append("")
+        self.lines.append(f"step: {note}")
+        self.lines.append(f"in: {port} {layers(frame)}")
+        self.lines.append(f"expect: {outcome}")
+        for p, o in sorted(out, key=lambda x: x[0]):
+            self.lines.append(f"out: {p} {layers(o)}")
+        return out
+
+    def contribution_frame(self, job_id, rank, slot, s, seq, values, exponent=EXP_NONE,
+                           sender=None, **kw):
+        w = self.worker(*(sender or (job_id, rank)))
+        ip, port = w["address"].split(":")
+        pkt = netagg_packet(set=s, job_id=job_id, rank=rank, slot=slot, values=values,
+                            exponent=exponent, seq=seq, **kw)
+        return w["switch_port"], udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port),
+                                           NETAGG_PORT, pkt)
+
+    def send(self, job_id, rank, slot, s, seq, values, expect, exponent=EXP_NONE, sums=None,
+             note=None, sender=None, **kw):
+        port, f = self.contribution_frame(job_id, rank, slot, s, seq, values, exponent, sender,
+                                          **kw)
+        if note is None:
+            who = f"job {job_id} rank {rank}" + (f" (from job {sender[0]} rank {sender[1]}'s "
+                                                 f"address)" if sender else "")
+            note = f"{who}: slot {slot} set {s} seq {seq} values {list(values)}"
+            if exponent != EXP_NONE:
+                note += f" exponent {exponent}"
+        return self.frame(port, f, expect, note, sums)
+
+    def write(self):
+        self.lines.append("")
+        counters = self.switch.final_counters()
+        self.lines.append("counters: " + " ".join(f"{k}={v}" for k, v in sorted(counters.items())))
+        (OUT / f"{self.name}.vec").write_text("\n".join(self.lines) + "\n")
+
+
+def cases():
+    out = []
+    J1 = make_job(1, 3, 8, 4, 4)  # slots [8, 12), W = 4, ports 1..3
+
+    c = Case("basic_reduction", "Three workers add four lanes in slot 9, set 0; the last one "
+             "completes the round and every worker gets the sum, addressed to it.", [J1])
+    c.send(1, 0, 9, 0, 77, [1, 2, 3, 4], "aggregated", exponent=2)
+    c.send(1, 2, 9, 0, 77, [100, 200, 300, 400], "aggregated", exponent=2)
+    c.send(1, 1, 9, 0, 77, [10, 20, 30, 40], "completed", exponent=2, sums=[111, 222, 333, 444])
+    out.append(c)
+
+    c = Case("retransmission_after_completion", "A worker that lost its result sends its "
+             "contribution again: the stored result comes back to it alone, out of its port, "
+             "every time; nothing is added twice.", [J1])
+    c.send(1, 0, 10, 0, 5, [1, 1, 1], "aggregated", exponent=4)
+    c.send(1, 1, 10, 0, 5, [2, 2, 2], "aggregated", exponent=6)
+    c.send(1, 2, 10, 0, 5, [3, 3, 3], "completed", exponent=5, sums=[6, 6, 6])
+    c.send(1, 1, 10, 0, 5, [2, 2, 2], "result_resent", exponent=6, sums=[6, 6, 6])
+    c.send(1, 1, 10, 0, 5, [2, 2, 2], "result_resent", exponent=6, sums=[6, 6, 6])
+    out.append(c)
+
+    J2w = make_job(1, 2, 8, 4, 4)
+    c = Case("other_set", "A round in set 1 of slot 11; set 0 of the slot stays empty (a set-0 "
+             "packet with another seq afterwards starts its own round).", [J2w])
+    c.send(1, 0, 11, 1, 900, [7, 8], "aggregated", exponent=1)
+    c.send(1, 1, 11, 1, 900, [-7, 100], "completed", exponent=3, sums=[0, 108])
+    c.send(1, 0, 11, 0, 902, [1, 1], "aggregated")
+    out.append(c)
+
+    c = Case("retransmission_from_previous_set", "Set 0 of slot 8 completes; ranks 0 and 1 move "
+             "on to set 1 while rank 2 lost its result: its set-0 retransmission gets the set-0 "
+             "result, set 1 is left alone, then rank 2's set-1 packet completes set 1.", [J1])
+    c.send(1, 0, 8, 0, 40, [1, 2], "aggregated")
+    c.send(1, 1, 8, 0, 40, [3, 4], "aggregated")
+    c.send(1, 2, 8, 0, 40, [5, 6], "completed", sums=[9, 12])
+    c.send(1, 0, 8, 1, 44, [10, 10], "aggregated")
+    c.send(1, 1, 8, 1, 44, [20, 20], "aggregated")
+    c.send(1, 2, 8, 0, 40, [5, 6], "result_resent", sums=[9, 12])
+    c.send(1, 2, 8, 1, 44, [30, 30], "completed", sums=[60, 60])
+    out.append(c)
+
+    J1w1 = make_job(1, 3, 20, 1, 2)  # one slot: every round alternates sets
+    c = Case("both_sets", "Six rounds through one slot (W = 1), alternating sets, each in another "
+             "arrival order; while each round fills, the worker that completed the previous one "
+             "retransmits into the other set and gets that set's stored result.", [J1w1])
+    orders = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [2, 0, 1], [0, 2, 1], [1, 2, 0]]
+    for p, order in enumerate(orders):
+        s = p % 2
+        for i, r in enumerate(order):
+            v = 1000 * (p + 1) + r
+            total = 3000 * (p + 1) + 3
+            last = i + 1 == len(order)
+            c.send(1, r, 20, s, p, [v, -v], "completed" if last else "aggregated",
+                   sums=[total, -total] if last else None)
+            if i == 0 and p > 0 and orders[p - 1][-1] != r:
+                q = orders[p - 1][-1]
+                prev = 3000 * p + 3
+                c.send(1, q, 20, 1 - s, p - 1, [1000 * p + q, -(1000 * p + q)], "result_resent",
+                       sums=[prev, -prev])
+    out.append(c)
+
+    J2slot = make_job(1, 2, 30, 2, 1)
+    c = Case("slot_reuse", "W = 2: packet P goes to slot 30 + P mod 2, set (P / 2) mod 2. Each "
+             "set is reused every 4 packets and each new round overwrites the old sum.", [J2slot])
+    for p in range(8):
+        slot, s = 30 + p % 2, (p // 2) % 2
+        c.send(1, 0, slot, s, p, [2 * p + 1], "aggregated")
+        c.send(1, 1, slot, s, p, [2 * p + 2], "completed", sums=[4 * p + 3])
+    out.append(c)
+
+    c = Case("ignored_retransmissions", "Copies of contributions to a round in progress are "
+             "dropped as duplicates; each worker is counted once.", [J1])
+    c.send(1, 0, 9, 0, 1, [5, 5], "aggregated")
+    c.send(1, 0, 9, 0, 1, [5, 5], "dropped duplicate")
+    c.send(1, 0, 9, 0, 1, [5, 5], "dropped duplicate")
+    c.send(1, 1, 9, 0, 1, [6, 6], "aggregated")
+    c.send(1, 1, 9, 0, 1, [6, 6], "dropped duplicate")
+    c.send(1, 2, 9, 0, 1, [7, 7], "completed", sums=[18, 18])
+    out.append(c)
+
+    J2a = make_job(1, 2, 8, 4, 4)
+    J2b = make_job(2, 2, 12, 4, 4, first_port=32000, switch_port=4)
+    c = Case("foreign_job", "Job 1's worker sends into job 2 (its address is not job 2's), into "
+             "job 2's slots under its own job id, and to a job nobody installed; nothing of job 2 "
+             "changes, which the next round of job 2 shows.", [J2a, J2b])
+    c.send(2, 0, 12, 0, 0, [1], "dropped foreign_source", sender=(1, 0))
+    c.send(1, 0, 12, 0, 0, [1], "dropped slot_out_of_range")
+    c.send(3, 0, 8, 0, 0, [1], "dropped unknown_job", sender=(1, 0))
+    c.send(2, 0, 12, 0, 0, [5], "aggregated")
+    c.send(2, 1, 12, 0, 0, [6], "completed", sums=[11])
+    out.append(c)
+
+    c = Case("unknown_source", "Right job and rank from the wrong address: another UDP port, "
+             "another IP, another rank's address. Dropped, no slot changes.", [J1])
+    w0 = c.worker(1, 0)
+    pkt = netagg_packet(job_id=1, rank=0, slot=8, values=[1], seq=0)
+    c.frame(1, udp_frame(w0["mac"], SWITCH_MAC, "10.0.1.1", SWITCH_IP, 40999, NETAGG_PORT, pkt),
+            "dropped foreign_source", "rank 0's packet from 10.0.1.1:40999 (its IP, another port)")
+    c.frame(1, udp_frame(w0["mac"], SWITCH_MAC, "10.0.9.9", SWITCH_IP, 31000, NETAGG_PORT, pkt),
+            "dropped foreign_source", "rank 0's packet from 10.0.9.9:31000 (another IP)")
+    c.send(1, 0, 8, 0, 0, [1], "dropped foreign_source", sender=(1, 1),
+           note="rank 0's packet from rank 1's address")
+    c.send(1, 0, 8, 0, 0, [1], "aggregated", note="rank 0's own packet starts the round")
+    out.append(c)
+
+    c = Case("slot_out_of_range", "Slots below and above the job's range [8, 12), and far "
+             "outside the pool; then slot 11, the last of the range, works.", [J1])
+    c.send(1, 0, 7, 0, 0, [1], "dropped slot_out_of_range")
+    c.send(1, 0, 12, 0, 0, [1], "dropped slot_out_of_range")
+    c.send(1, 0, 65535, 1, 0, [1], "dropped slot_out_of_range")
+    c.send(1, 0, 11, 0, 0, [1], "aggregated")
+    out.append(c)
+
+    c = Case("rank_out_of_range", "Rank 3 in a three-worker job, and rank 31, the bitmap's "
+             "last bit: dropped before the worker table.", [J1])
+    c.send(1, 3, 8, 0, 0, [1], "dropped rank_out_of_range", sender=(1, 0))
+    c.send(1, 31, 8, 0, 0, [1], "dropped rank_out_of_range", sender=(1, 2))
+    out.append(c)
+
+    J2one = make_job(1, 2, 8, 1, 2)
+    c = Case("stale_and_ahead", "Rounds 0 (set 0), 1 (set 1), 2 (set 0) complete. Copies of "
+             "round 0 are stale; with round 4 in progress on set 0, an older copy is stale and a "
+             "newer packet ahead; none of them touches a register, and round 4 completes right.",
+             [J2one])
+    for p in range(3):
+        c.send(1, 0, 8, p % 2, p, [1, 1], "aggregated")
+        c.send(1, 1, 8, p % 2, p, [2, 2], "completed", sums=[3, 3])
+    c.send(1, 0, 8, 0, 0, [7, 7], "dropped stale")
+    c.send(1, 1, 8, 0, 0, [7, 7], "dropped stale")
+    c.send(1, 0, 8, 1, 3, [1, 1], "aggregated")
+    c.send(1, 1, 8, 1, 3, [2, 2], "completed", sums=[3, 3])
+    c.send(1, 0, 8, 0, 4, [4, 4], "aggregated")
+    c.send(1, 1, 8, 0, 2, [9, 9], "dropped stale")
+    c.send(1, 1, 8, 0, 6, [9, 9], "dropped ahead")
+    c.send(1, 0, 8, 0, 6, [9, 9], "dropped ahead")
+    c.send(1, 1, 8, 0, 4, [40, 40], "completed", sums=[44, 44])
+    out.append(c)
+
+    c = Case("retransmission_overtaken", "A late copy of rank 0's packet 0 arrives after its "
+             "packet 1 cleared its set-0 bit: answered with round 0's result, not a new round.",
+             [J2one])
+    c.send(1, 0, 8, 0, 0, [1, 2], "aggregated")
+    c.send(1, 1, 8, 0, 0, [10, 20], "completed", sums=[11, 22])
+    c.send(1, 0, 8, 1, 1, [3, 4], "aggregated")
+    c.send(1, 0, 8, 0, 0, [1, 2], "result_resent", sums=[11, 22])
+    c.send(1, 1, 8, 1, 1, [30, 40], "completed", sums=[33, 44])
+    c.send(1, 0, 8, 0, 2, [5, 6], "aggregated")
+    c.send(1, 1, 8, 0, 2, [50, 60], "completed", sums=[55, 66])
+    out.append(c)
+
+    c = Case("seq_wrap", "Rounds across the 32-bit seq wrap (seq 4294967295, then 0 in the other "
+             "set, then 1): serial-number arithmetic keeps them in order; 4294967295 is stale "
+             "after 1.", [J2one])
+    for p in (0xFFFFFFFF, 0, 1):
+        s = p % 2
+        c.send(1, 0, 8, s, p, [p & 0xFF, 1], "aggregated")
+        c.send(1, 1, 8, s, p, [1, 1], "completed", sums=[(p & 0xFF) + 1, 2])
+    c.send(1, 0, 8, 1, 0xFFFFFFFF, [9, 9], "dropped stale")
+    out.append(c)
+
+    c = Case("count_checks", "count differs from the round's (count_mismatch, also on a "
+             "retransmission to the complete round); count above the job's elements_per_packet; "
+             "count 0 carries only an exponent, max-reduced.", [J2w])
+    c.send(1, 0, 8, 0, 0, [1, 2, 3], "aggregated")
+    c.send(1, 1, 8, 0, 0, [1, 2], "dropped count_mismatch")
+    c.send(1, 1, 8, 0, 0, [1, 2, 3, 4, 5], "dropped count_too_large_for_job")
+    c.send(1, 1, 8, 0, 0, [4, 5, 6], "completed", sums=[5, 7, 9])
+    c.send(1, 1, 8, 0, 0, [4, 5], "dropped count_mismatch")
+    c.send(1, 0, 9, 0, 1, [], "aggregated", exponent=-3)
+    c.send(1, 1, 9, 0, 1, [], "completed", exponent=7, sums=[])
+    out.append(c)
+
+    c = Case("type_and_dtype", "A result sent to the switch (not_contribution) and fp32 and bf16 "
+             "contributions (the switch adds int32 only): dropped, nothing changes.", [J2w])
+    c.send(1, 0, 8, 0, 0, [1], "dropped not_contribution", type=RESULT)
+    c.send(1, 0, 8, 0, 0, [0x3F800000], "dropped unsupported_dtype", dtype="fp32")
+    c.send(1, 0, 8, 0, 0, [0x3F80], "dropped unsupported_dtype", dtype="bf16")
+    c.send(1, 0, 8, 0, 0, [1], "aggregated")
+    out.append(c)
+
+    c = Case("malformed", "Frames for the switch's address that are not well-formed netagg "
+             "contributions: each is dropped as malformed, counted by the decoder's reason.",
+             [J2w])
+    w = c.worker(1, 0)
+    ip, port = w["address"].split(":")
+    port = int(port)
+    good = netagg_packet(job_id=1, rank=0, slot=8, values=[1, 2], seq=0)
+
+    def to_switch(payload, **kw):
+        return udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, port, kw.pop("dst_port",
+                                                                           NETAGG_PORT),
+                         payload, **kw)
+
+    bad = [
+        ("a 10-byte UDP payload", to_switch(good[:10]), "truncated"),
+        ("version 2", to_switch(netagg_packet(job_id=1, slot=8, version=2)), "bad_version"),
+        ("type 3", to_switch(netagg_packet(job_id=1, slot=8, type=3)), "bad_type"),
+        ("dtype 3", to_switch(netagg_packet(job_id=1, slot=8, raw_dtype=3)), "bad_dtype"),
+        ("flag bit 1", to_switch(netagg_packet(job_id=1, slot=8, flags=2)), "bad_flags"),
+        ("reserved word 1", to_switch(netagg_packet(job_id=1, slot=8, reserved=1)),
+         "reserved_nonzero"),
+        ("count 1025", to_switch(netagg_packet(job_id=1, slot=8, count=1025)), "count_too_large"),
+        ("count 2 with 12 payload bytes",
+         to_switch(netagg_packet(job_id=1, slot=8, values=[1, 2], extra=b"\0" * 4)),
+         "length_mismatch"),
+        ("IPv4 header checksum wrong", to_switch(good, corrupt_checksum=True), "bad_ip_header"),
+        ("UDP to port 20034", to_switch(good, dst_port=20034), "wrong_port"),
+        ("TCP (protocol 6)", to_switch(good, proto=6), "not_udp"),
+        ("IP total length 4 beyond the frame", to_switch(good, length_delta=4),
+         "ip_length_mismatch"),
+    ]
+    for note, f, err in bad:
+        c.frame(1, f, "dropped malformed " + err, note)
+    # UDP length disagreeing with IP: built by hand.
+    f = bytearray(to_switch(good))
+    f[38:40] = struct.pack(">H", struct.unpack(">H", f[38:40])[0] - 2)
+    c.frame(1, bytes(f), "dropped malformed udp_length_mismatch", "UDP length 2 less than IP says")
+    c.send(1, 0, 8, 0, 0, [1, 2], "aggregated", note="then a good contribution is taken")
+    out.append(c)
+
+    J3 = make_job(2, 3, 0, 8, 8, switch_port=4)
+    c = Case("two_jobs", "Jobs 1 (slots [8, 12), ports 1-2) and 2 (slots [0, 8), ports 4-6) at "
+             "once, interleaved, the same slot offsets and seqs: each job's results go to its "
+             "own workers (its multicast group), and neither sum mixes with the other.",
+             [J2w, J3])
+    c.send(1, 0, 8, 0, 0, [1, 1], "aggregated")
+    c.send(2, 0, 0, 0, 0, [100, 100, 100], "aggregated")
+    c.send(2, 1, 0, 0, 0, [200, 200, 200], "aggregated")
+    c.send(1, 1, 8, 0, 0, [2, 2], "completed", sums=[3, 3])
+    c.send(2, 2, 0, 0, 0, [300, 300, 300], "completed", sums=[600, 600, 600])
+    c.send(2, 2, 0, 0, 0, [300, 300, 300], "result_resent", sums=[600, 600, 600])
+    out.append(c)
+
+    J1big = make_job(1, 2, 8, 2, 100)
+    c = Case("many_lanes", "100 lanes per packet: four passes of 32 lanes in the model (BMv2 adds "
+             "them in one pass; Tofino takes at most 64 lanes a packet, so its control plane "
+             "rejects this job); values near the int32 limits wrap as the switch's ALUs do.",
+             [J1big])
+    a = [2147483647 - i for i in range(100)]
+    b = [i + 1 for i in range(100)]
+    c.send(1, 0, 9, 1, 3, a, "aggregated", exponent=-5,
+           note="rank 0: 100 lanes, 2147483647 - i")
+    c.send(1, 1, 9, 1, 3, b, "completed", exponent=-7, note="rank 1: 100 lanes, i + 1",
+           sums=[-2147483648] * 100)
+    out.append(c)
+
+    c = Case("arp_and_icmp", "ARP requests for the switch's IP and ICMP echo requests to it are "
+             "answered out of the ingress port; an ARP request for another IP is not (broadcast "
+             "has no forwarding entry), nor is an ICMP echo reply sent to the switch.", [J2w])
+    w0, w1 = c.worker(1, 0), c.worker(1, 1)
+    ip0 = w0["address"].split(":")[0]
+    ip1 = w1["address"].split(":")[0]
+    c.frame(1, arp_frame(1, w0["mac"], "ff:ff:ff:ff:ff:ff", w0["mac"], ip0, "00:00:00:00:00:00",
+                         SWITCH_IP), "arp_reply", "rank 0: who has 10.0.0.254? (broadcast)")
+    c.frame(2, arp_frame(1, w1["mac"], SWITCH_MAC, w1["mac"], ip1, "00:00:00:00:00:00",
+                         SWITCH_IP), "arp_reply", "rank 1: who has 10.0.0.254? (unicast)")
+    c.frame(1, arp_frame(1, w0["mac"], "ff:ff:ff:ff:ff:ff", w0["mac"], ip0, "00:00:00:00:00:00",
+                         "10.0.0.77"), "dropped no_forward_entry", "rank 0: who has 10.0.0.77?")
+    data = bytes(range(56))
+    c.frame(1, icmp_echo_frame(w0["mac"], SWITCH_MAC, ip0, SWITCH_IP, 8, 0x1234, 1, data,
+                               ip_ident=0x5555, ttl=63),
+            "icmp_echo_reply", "rank 0 pings the switch (id 0x1234, seq 1, 56 bytes)")
+    c.frame(2, icmp_echo_frame(w1["mac"], SWITCH_MAC, ip1, SWITCH_IP, 8, 0xFFFF, 0xF7FF,
+                               b"\xff" * 8),
+            "icmp_echo_reply", "rank 1 pings the switch (a checksum that needs the carry)")
+    c.frame(1, icmp_echo_frame(w0["mac"], SWITCH_MAC, ip0, SWITCH_IP, 0, 1, 1, b""),
+            "dropped malformed not_udp", "an ICMP echo reply to the switch")
+    out.append(c)
+
+    c = Case("l2_forwarding", "Frames not for the switch's IP are forwarded unchanged by "
+             "destination MAC (the forward table holds every worker's MAC and port); unknown MACs "
+             "and broadcast are dropped. Netagg-looking frames to a worker's IP are forwarded "
+             "too, not aggregated.", [J2w, J3])
+    w0, w1, w2 = c.worker(1, 0), c.worker(1, 1), c.worker(2, 2)
+    ip0, ip2 = w0["address"].split(":")[0], w2["address"].split(":")[0]
+    c.frame(1, udp_frame(w0["mac"], w2["mac"], ip0, ip2, 5000, 6000, b"hello, job 2"),
+            "forwarded", "UDP from job 1 rank 0 to job 2 rank 2")
+    c.frame(6, udp_frame(w2["mac"], w0["mac"], ip2, ip0, 6000, 5000, b"x" * 30),
+            "forwarded", "and back")
+    c.frame(1, udp_frame(w0["mac"], w1["mac"], ip0, w1["address"].split(":")[0], 31000,
+                         NETAGG_PORT, netagg_packet(job_id=1, slot=8, values=[1], seq=0)),
+            "forwarded", "a contribution addressed to rank 1's IP, not the switch's")
+    c.frame(1, eth(w1["mac"], w0["mac"], 0x88B5) + b"local experimental ethertype",
+            "forwarded", "a non-IP frame (EtherType 0x88b5) to rank 1")
+    c.frame(1, udp_frame(w0["mac"], "02:00:00:00:99:99", ip0, "10.0.0.99", 1, 2, b"?"),
+            "dropped no_forward_entry", "to a MAC the switch does not know")
+    c.frame(2, eth("ff:ff:ff:ff:ff:ff", w1["mac"], 0x88B5) + b"broadcast",
+            "dropped no_forward_entry", "broadcast is not flooded")
+    out.append(c)
+    return out
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for old in OUT.glob("*.vec"):
+        old.unlink()
+    all_cases = cases()
+    for c in all_cases:
+        c.write()
+    print(f"wrote {len(all_cases)} switch vectors to {OUT}")
+
+
+if __name__ == "__main__":
+    main()

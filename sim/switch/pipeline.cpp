@@ -1,0 +1,586 @@
+#include "pipeline.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "netagg/error.hpp"
+
+namespace netagg::sim {
+
+namespace {
+
+constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
+constexpr std::uint16_t kEtherTypeArp = 0x0806;
+constexpr std::size_t kArpFrameSize = 42;  // Ethernet + ARP for IPv4 over Ethernet
+constexpr std::uint8_t kIpProtoIcmp = 1;
+constexpr std::uint8_t kIcmpEchoRequest = 8;
+constexpr unsigned kPortBits = 9;  // BMv2/Tofino egress_spec width
+
+// ---- CLI parsing -------------------------------------------------------------------------
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  std::size_t at = 0;
+  while (at < line.size()) {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
+    const std::size_t begin = at;
+    while (at < line.size() && line[at] != ' ' && line[at] != '\t' && line[at] != '\r') ++at;
+    if (at > begin) words.push_back(line.substr(begin, at - begin));
+  }
+  return words;
+}
+
+class LineParser {
+ public:
+  LineParser(std::string_view source, std::size_t number, std::string_view text)
+      : source_(source), line_{number, std::string(text)} {}
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw Error(Errc::kConfig,
+                fmt::format("{}:{}: '{}': {}", source_, line_.number, line_.text, problem));
+  }
+
+  // An unsigned number of `bits` bits, decimal or 0x-hex (as simple_switch_CLI takes them).
+  std::uint64_t number(std::string_view word, unsigned bits, std::string_view what) const {
+    int base = 10;
+    std::string_view digits = word;
+    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+      base = 16;
+      digits.remove_prefix(2);
+    }
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
+      fail(fmt::format("{} '{}' is not a number", what, word));
+    if (bits < 64 && v >> bits)
+      fail(fmt::format("{} {} does not fit in {} bits", what, word, bits));
+    return v;
+  }
+
+  wire::Mac mac(std::string_view word, std::string_view what) const {
+    wire::Mac m{};
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < 6; ++i) {
+      if (i > 0) {
+        if (at >= word.size() || word[at] != ':')
+          fail(fmt::format("{} '{}' is not a MAC", what, word));
+        ++at;
+      }
+      unsigned v = 0;
+      const auto [end, ec] =
+          std::from_chars(word.data() + at, word.data() + std::min(word.size(), at + 2), v, 16);
+      if (ec != std::errc() || end != word.data() + at + 2)
+        fail(fmt::format("{} '{}' is not a MAC", what, word));
+      m[i] = static_cast<std::uint8_t>(v);
+      at += 2;
+    }
+    if (at != word.size()) fail(fmt::format("{} '{}' is not a MAC", what, word));
+    return m;
+  }
+
+  std::uint32_t ip(std::string_view word, std::string_view what) const {
+    std::uint32_t v = 0;
+    std::size_t at = 0;
+    for (int i = 0; i < 4; ++i) {
+      if (i > 0) {
+        if (at >= word.size() || word[at] != '.')
+          fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
+        ++at;
+      }
+      unsigned octet = 0;
+      const char* begin = word.data() + at;
+      const auto [end, ec] = std::from_chars(begin, word.data() + word.size(), octet);
+      if (ec != std::errc() || end == begin || end - begin > 3 || octet > 255)
+        fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
+      v = (v << 8) | octet;
+      at = static_cast<std::size_t>(end - word.data());
+    }
+    if (at != word.size()) fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
+    return v;
+  }
+
+  const Bmv2Config::Line& line() const { return line_; }
+
+ private:
+  std::string_view source_;
+  Bmv2Config::Line line_;
+};
+
+struct TableSpec {
+  std::string_view table, action;
+  std::size_t keys, params;
+};
+constexpr TableSpec kTables[] = {
+    {bmv2::kForward, "set_egress_port", 1, 1},
+    {bmv2::kJobTable, "set_job", 1, 5},
+    {bmv2::kWorkerTable, "set_worker", 3, 1},
+    {bmv2::kResultDestination, "set_result_destination", 1, 4},
+};
+
+void table_add(Bmv2Config& c, const LineParser& p, const std::vector<std::string_view>& w) {
+  if (w.size() < 3) p.fail("table_add needs a table, an action, keys, '=>' and parameters");
+  const TableSpec* spec = nullptr;
+  for (const auto& t : kTables)
+    if (t.table == w[1]) spec = &t;
+  if (!spec) {
+    if (w[1] == bmv2::kSwitchIdentity)
+      p.fail("switch_identity is keyless: set it with table_set_default");
+    p.fail(fmt::format("unknown table '{}'", w[1]));
+  }
+  if (w[2] != spec->action)
+    p.fail(fmt::format("table {} has no action '{}' (its action is {})", spec->table, w[2],
+                       spec->action));
+  const auto arrow = std::find(w.begin(), w.end(), std::string_view("=>"));
+  if (arrow == w.end()) p.fail("missing '=>' between the keys and the action parameters");
+  const std::vector<std::string_view> keys(w.begin() + 3, arrow);
+  const std::vector<std::string_view> params(arrow + 1, w.end());
+  if (keys.size() != spec->keys)
+    p.fail(fmt::format("table {} takes {} key(s), got {}", spec->table, spec->keys, keys.size()));
+  if (params.size() != spec->params)
+    p.fail(fmt::format("action {} takes {} parameter(s), got {}", spec->action, spec->params,
+                       params.size()));
+
+  if (spec->table == bmv2::kForward) {
+    const wire::Mac mac = p.mac(keys[0], "hdr.ethernet.dst_addr");
+    const auto port = static_cast<std::uint16_t>(p.number(params[0], kPortBits, "port"));
+    if (!c.forward.emplace(mac, std::pair{port, p.line()}).second)
+      p.fail(fmt::format("duplicate entry: {} has a forward entry already (line {})", keys[0],
+                         c.forward.at(mac).second.number));
+  } else if (spec->table == bmv2::kJobTable) {
+    Bmv2Config::JobEntry e;
+    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
+    e.worker_count = static_cast<std::uint8_t>(p.number(params[0], 8, "worker_count"));
+    e.slot_base = static_cast<std::uint16_t>(p.number(params[1], 16, "slot_base"));
+    e.slot_count = static_cast<std::uint16_t>(p.number(params[2], 16, "slot_count"));
+    e.elements_per_packet =
+        static_cast<std::uint16_t>(p.number(params[3], 16, "elements_per_packet"));
+    e.mcast_grp = static_cast<std::uint16_t>(p.number(params[4], 16, "mcast_grp"));
+    e.line = p.line();
+    if (c.jobs.count(e.job_id))
+      p.fail(fmt::format("duplicate entry: job {} is in the job_table already (line {})", e.job_id,
+                         c.jobs.at(e.job_id).line.number));
+    c.jobs.emplace(e.job_id, e);
+  } else if (spec->table == bmv2::kWorkerTable) {
+    Bmv2Config::WorkerEntry e;
+    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
+    e.ip = p.ip(keys[1], "hdr.ipv4.src_addr");
+    e.udp_port = static_cast<std::uint16_t>(p.number(keys[2], 16, "hdr.udp.src_port"));
+    e.rank = static_cast<std::uint8_t>(p.number(params[0], 8, "rank"));
+    e.line = p.line();
+    for (const auto& o : c.workers)
+      if (o.job_id == e.job_id && o.ip == e.ip && o.udp_port == e.udp_port)
+        p.fail(fmt::format("duplicate entry: the worker_table has this key already (line {})",
+                           o.line.number));
+    c.workers.push_back(e);
+  } else {
+    const auto rid = static_cast<std::uint16_t>(p.number(keys[0], 16, "egress_rid"));
+    Bmv2Config::ResultDestination d;
+    d.mac = p.mac(params[0], "mac");
+    d.ip = p.ip(params[1], "ip");
+    d.udp_port = static_cast<std::uint16_t>(p.number(params[2], 16, "udp_port"));
+    d.rank = static_cast<std::uint8_t>(p.number(params[3], 8, "rank"));
+    d.line = p.line();
+    if (c.result_destinations.count(rid))
+      p.fail(fmt::format("duplicate entry: rid {} has a result_destination already (line {})", rid,
+                         c.result_destinations.at(rid).line.number));
+    c.result_destinations.emplace(rid, d);
+  }
+}
+
+void apply_line(Bmv2Config& c, const LineParser& p, const std::vector<std::string_view>& w) {
+  const std::string_view cmd = w[0];
+  auto want_args = [&](std::size_t n, std::string_view usage) {
+    if (w.size() != n + 1) p.fail(fmt::format("usage: {}", usage));
+  };
+  if (cmd == "table_add") return table_add(c, p, w);
+  if (cmd == "table_set_default") {
+    if (w.size() < 2) p.fail("usage: table_set_default TABLE ACTION PARAMS...");
+    if (w[1] != bmv2::kSwitchIdentity)
+      p.fail(fmt::format("the contract sets the default action of {} only, not of '{}'",
+                         bmv2::kSwitchIdentity, w[1]));
+    want_args(4, "table_set_default NetaggIngress.switch_identity set_switch_identity MAC IP");
+    if (w[2] != "set_switch_identity")
+      p.fail(fmt::format("table {} has no action '{}' (its action is set_switch_identity)", w[1],
+                         w[2]));
+    c.identity = Bmv2Config::Identity{p.mac(w[3], "mac"), p.ip(w[4], "ip"), p.line()};
+    return;
+  }
+  if (cmd == "mc_mgrp_create") {
+    want_args(1, "mc_mgrp_create GROUP");
+    const auto grp = static_cast<std::uint16_t>(p.number(w[1], 16, "group"));
+    if (!c.groups.emplace(grp, std::vector<std::size_t>{}).second)
+      p.fail(fmt::format("multicast group {} exists already", grp));
+    return;
+  }
+  if (cmd == "mc_node_create") {
+    if (w.size() < 3) p.fail("usage: mc_node_create RID PORT...");
+    Bmv2Config::McNode node;
+    node.rid = static_cast<std::uint16_t>(p.number(w[1], 16, "rid"));
+    for (std::size_t i = 2; i < w.size(); ++i) {
+      if (w[i] == "|") p.fail("LAG lists are not part of the contract");
+      node.ports.push_back(static_cast<std::uint16_t>(p.number(w[i], kPortBits, "port")));
+    }
+    node.line = p.line();
+    c.nodes.push_back(node);
+    return;
+  }
+  if (cmd == "mc_node_associate") {
+    want_args(2, "mc_node_associate GROUP NODE_HANDLE");
+    const auto grp = static_cast<std::uint16_t>(p.number(w[1], 16, "group"));
+    const auto handle = p.number(w[2], 32, "node handle");
+    auto g = c.groups.find(grp);
+    if (g == c.groups.end()) p.fail(fmt::format("multicast group {} was not created", grp));
+    if (handle >= c.nodes.size())
+      p.fail(fmt::format("no node handle {} (nodes created so far: {})", handle, c.nodes.size()));
+    auto& node = c.nodes[handle];
+    if (node.group)
+      p.fail(fmt::format("node {} is associated with group {} already", handle, *node.group));
+    node.group = grp;
+    g->second.push_back(handle);
+    return;
+  }
+  if (cmd == "reset_state") {
+    want_args(0, "reset_state");
+    std::string source = std::move(c.source);
+    c = Bmv2Config{};
+    c.source = std::move(source);
+    return;
+  }
+  p.fail(
+      fmt::format("unknown command '{}' (the contract uses table_add, table_set_default, "
+                  "mc_mgrp_create, mc_node_create, mc_node_associate, reset_state)",
+                  cmd));
+}
+
+[[noreturn]] void line_error(std::string_view source, const Bmv2Config::Line& line,
+                             const std::string& problem) {
+  throw Error(Errc::kConfig,
+              fmt::format("{}:{}: '{}': {}", source, line.number, line.text, problem));
+}
+
+// ---- frames ------------------------------------------------------------------------------
+
+wire::Mac read_mac(const std::byte* p) {
+  wire::Mac m;
+  for (std::size_t i = 0; i < 6; ++i) m[i] = std::uint8_t(p[i]);
+  return m;
+}
+
+// RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m'), for one 16-bit word changed from m to m'. The P4
+// updates the ICMP checksum this way, since it cannot sum a payload of any length.
+std::uint16_t checksum_update(std::uint16_t hc, std::uint16_t m, std::uint16_t m_new) {
+  std::uint32_t sum = std::uint32_t(std::uint16_t(~hc)) + std::uint16_t(~m) + m_new;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+}  // namespace
+
+void apply_bmv2_cli(Bmv2Config& config, std::string_view text, std::string_view source) {
+  if (config.source.empty()) config.source = source;
+  std::size_t number = 0;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++number;
+    const auto words = split_words(line);
+    if (words.empty()) continue;
+    std::string_view shown = line;
+    while (!shown.empty() && (shown.back() == '\r' || shown.back() == ' ')) shown.remove_suffix(1);
+    apply_line(config, LineParser(source, number, shown), words);
+  }
+}
+
+Bmv2Config parse_bmv2_cli(std::string_view text, std::string_view source) {
+  Bmv2Config config;
+  apply_bmv2_cli(config, text, source);
+  return config;
+}
+
+std::string FrameOutcome::to_string() const {
+  switch (action) {
+    case FrameAction::kAggregated:
+      return "aggregated";
+    case FrameAction::kCompleted:
+      return "completed";
+    case FrameAction::kResultResent:
+      return "result_resent";
+    case FrameAction::kArpReply:
+      return "arp_reply";
+    case FrameAction::kIcmpEchoReply:
+      return "icmp_echo_reply";
+    case FrameAction::kForwarded:
+      return "forwarded";
+    case FrameAction::kDropped:
+      break;
+  }
+  if (frame_drop == FrameDrop::kNoForwardEntry) return "dropped no_forward_entry";
+  if (frame_drop == FrameDrop::kRunt) return "dropped runt";
+  std::string s = fmt::format("dropped {}", sim::to_string(reason));
+  if (reason == DropReason::kMalformed) s += fmt::format(" {}", wire::error_id(malformed));
+  return s;
+}
+
+SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
+    : config_(config), model_(limits.pool_slots, limits.max_elements) {
+  const std::string_view source = config_.source;
+  if (!config_.identity)
+    throw Error(Errc::kConfig,
+                fmt::format("{}: no switch identity: the contract sets it with 'table_set_default "
+                            "{} set_switch_identity MAC IP'",
+                            source, bmv2::kSwitchIdentity));
+  for (std::size_t h = 0; h < config_.nodes.size(); ++h) {
+    const auto& node = config_.nodes[h];
+    if (node.group && !config_.result_destinations.count(node.rid))
+      line_error(source, node.line,
+                 fmt::format("multicast node {} (rid {}) has no {} entry for its rid", h, node.rid,
+                             bmv2::kResultDestination));
+  }
+  for (const auto& w : config_.workers)
+    if (!config_.jobs.count(w.job_id))
+      line_error(source, w.line, fmt::format("job {} is not in the job_table", w.job_id));
+  for (const auto& [id, entry] : config_.jobs) {
+    JobSpec job;
+    job.job_id = id;
+    job.slot_base = entry.slot_base;
+    job.slot_count = entry.slot_count;
+    job.elements_per_packet = entry.elements_per_packet;
+    job.workers.resize(entry.worker_count);
+    std::vector<const Bmv2Config::WorkerEntry*> by_rank(entry.worker_count, nullptr);
+    for (const auto& w : config_.workers) {
+      if (w.job_id != id) continue;
+      if (w.rank >= entry.worker_count)
+        line_error(source, w.line,
+                   fmt::format("rank {} is out of range: job {} has {} workers (line {})", w.rank,
+                               id, entry.worker_count, entry.line.number));
+      if (by_rank[w.rank])
+        line_error(source, w.line,
+                   fmt::format("job {} rank {} has a worker_table entry already (line {})", id,
+                               w.rank, by_rank[w.rank]->line.number));
+      by_rank[w.rank] = &w;
+      job.workers[w.rank] =
+          WorkerSpec{w.rank, Endpoint{w.ip, w.udp_port}, std::nullopt, std::nullopt};
+    }
+    for (std::size_t r = 0; r < by_rank.size(); ++r)
+      if (!by_rank[r])
+        line_error(source, entry.line,
+                   fmt::format("job {} has no worker_table entry for rank {}", id, r));
+    const auto group = config_.groups.find(entry.mcast_grp);
+    if (group == config_.groups.end())
+      line_error(source, entry.line,
+                 fmt::format("job {}: multicast group {} was not created (mc_mgrp_create)", id,
+                             entry.mcast_grp));
+    try {
+      model_.add_job(job);
+    } catch (const Error& e) {
+      line_error(source, entry.line, e.what());
+    }
+    routes_[id].nodes = group->second;
+  }
+}
+
+void SwitchPipeline::emit(std::uint16_t port, const wire::FrameAddress& address,
+                          std::span<const std::byte> packet) {
+  FrameOut f;
+  f.port = port;
+  f.bytes.resize(wire::kFrameOverhead + packet.size());
+  f.bytes.resize(wire::encode_frame(address, packet, f.bytes));
+  out_.push_back(std::move(f));
+}
+
+const std::vector<FrameOut>& SwitchPipeline::process(std::uint16_t port,
+                                                     std::span<const std::byte> frame) {
+  out_.clear();
+  outcome_ = FrameOutcome{};
+  ++frames_in_;
+  const auto finish = [&]() -> const std::vector<FrameOut>& {
+    frames_out_ += out_.size();
+    return out_;
+  };
+  if (frame.size() < wire::kEthHeaderSize) {
+    ++runts_;
+    outcome_.frame_drop = FrameDrop::kRunt;
+    return finish();
+  }
+  const auto& id = *config_.identity;
+  const std::uint16_t ethertype = wire::load_be16(frame.data() + 12);
+  if (ethertype == kEtherTypeArp && frame.size() >= kArpFrameSize) {
+    const std::byte* arp = frame.data() + wire::kEthHeaderSize;
+    if (wire::load_be16(arp) == 1 && wire::load_be16(arp + 2) == kEtherTypeIpv4 &&
+        std::uint8_t(arp[4]) == 6 && std::uint8_t(arp[5]) == 4 && wire::load_be16(arp + 6) == 1 &&
+        wire::load_be32(arp + 24) == id.ip) {
+      reply_arp(port, frame);
+      return finish();
+    }
+  }
+  if (ethertype == kEtherTypeIpv4 && frame.size() >= wire::kEthHeaderSize + wire::kIpv4HeaderSize &&
+      wire::load_be32(frame.data() + wire::kEthHeaderSize + 16) == id.ip) {
+    const std::byte* ip = frame.data() + wire::kEthHeaderSize;
+    const bool ip_ok = std::uint8_t(ip[0]) == 0x45 && (wire::load_be16(ip + 6) & 0x3FFF) == 0 &&
+                       wire::ipv4_checksum({ip, wire::kIpv4HeaderSize}) == 0;
+    const std::size_t ip_len = wire::load_be16(ip + 2);
+    const std::size_t icmp_at = wire::kEthHeaderSize + wire::kIpv4HeaderSize;
+    if (ip_ok && std::uint8_t(ip[9]) == kIpProtoIcmp && ip_len >= wire::kIpv4HeaderSize + 8 &&
+        wire::kEthHeaderSize + ip_len <= frame.size() &&
+        std::uint8_t(frame[icmp_at]) == kIcmpEchoRequest && std::uint8_t(frame[icmp_at + 1]) == 0) {
+      reply_icmp(port, frame, ip_len);
+      return finish();
+    }
+    netagg(port, frame);
+    return finish();
+  }
+  const auto route = config_.forward.find(read_mac(frame.data()));
+  if (route == config_.forward.end()) {
+    ++no_forward_entry_;
+    outcome_.frame_drop = FrameDrop::kNoForwardEntry;
+    return finish();
+  }
+  ++forwarded_;
+  outcome_.action = FrameAction::kForwarded;
+  out_.push_back({route->second.first, {frame.begin(), frame.end()}});
+  return finish();
+}
+
+void SwitchPipeline::reply_arp(std::uint16_t port, std::span<const std::byte> frame) {
+  const auto& id = *config_.identity;
+  const std::byte* req = frame.data() + wire::kEthHeaderSize;
+  FrameOut f{port, std::vector<std::byte>(kArpFrameSize)};
+  std::byte* p = f.bytes.data();
+  std::copy(req + 8, req + 14, p);  // to the requester's hardware address
+  for (std::size_t i = 0; i < 6; ++i) p[6 + i] = std::byte(id.mac[i]);
+  wire::store_be16(p + 12, kEtherTypeArp);
+  std::byte* arp = p + wire::kEthHeaderSize;
+  std::copy(req, req + 6, arp);  // htype, ptype, hlen, plen as asked
+  wire::store_be16(arp + 6, 2);  // reply
+  for (std::size_t i = 0; i < 6; ++i) arp[8 + i] = std::byte(id.mac[i]);
+  wire::store_be32(arp + 14, id.ip);
+  std::copy(req + 8, req + 18, arp + 18);  // target = the requester's MAC and IP
+  out_.push_back(std::move(f));
+  ++arp_replies_;
+  outcome_.action = FrameAction::kArpReply;
+}
+
+void SwitchPipeline::reply_icmp(std::uint16_t port, std::span<const std::byte> frame,
+                                std::size_t ip_len) {
+  const std::byte* ip = frame.data() + wire::kEthHeaderSize;
+  const std::size_t msg_len = ip_len - wire::kIpv4HeaderSize;
+  FrameOut f{port, std::vector<std::byte>(wire::kEthHeaderSize + ip_len)};
+  std::byte* p = f.bytes.data();
+  std::copy(frame.data() + 6, frame.data() + 12, p);  // MACs swapped
+  std::copy(frame.data(), frame.data() + 6, p + 6);
+  wire::store_be16(p + 12, kEtherTypeIpv4);
+  std::byte* out_ip = p + wire::kEthHeaderSize;
+  out_ip[0] = std::byte(0x45);
+  out_ip[1] = std::byte(0);
+  wire::store_be16(out_ip + 2, static_cast<std::uint16_t>(ip_len));
+  wire::store_be16(out_ip + 4, 0);
+  wire::store_be16(out_ip + 6, 0x4000);
+  out_ip[8] = std::byte(64);
+  out_ip[9] = std::byte(kIpProtoIcmp);
+  wire::store_be16(out_ip + 10, 0);
+  std::copy(ip + 16, ip + 20, out_ip + 12);  // IPs swapped
+  std::copy(ip + 12, ip + 16, out_ip + 16);
+  wire::store_be16(out_ip + 10, wire::ipv4_checksum({out_ip, wire::kIpv4HeaderSize}));
+  std::byte* msg = out_ip + wire::kIpv4HeaderSize;
+  std::copy(ip + wire::kIpv4HeaderSize, ip + wire::kIpv4HeaderSize + msg_len, msg);
+  const std::uint16_t type_code_old = wire::load_be16(msg);
+  msg[0] = std::byte(0);  // echo reply
+  wire::store_be16(msg + 2,
+                   checksum_update(wire::load_be16(msg + 2), type_code_old, wire::load_be16(msg)));
+  out_.push_back(std::move(f));
+  ++icmp_echo_replies_;
+  outcome_.action = FrameAction::kIcmpEchoReply;
+}
+
+void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame) {
+  const wire::DecodedFrame decoded = wire::decode_frame(frame, wire::kUdpPort);
+  const bool frame_error =
+      frame.size() < wire::kFrameOverhead || decoded.error >= wire::Error::kNotIpv4;
+  if (frame_error) {  // the model never sees it: count it here as the model would
+    ++frame_malformed_[static_cast<std::size_t>(decoded.error)];
+    outcome_.reason = DropReason::kMalformed;
+    outcome_.malformed = decoded.error;
+    return;
+  }
+  // The frame is sound; the netagg packet is the UDP payload, checked by the model.
+  const std::byte* ip = frame.data() + wire::kEthHeaderSize;
+  const std::size_t ip_len = wire::load_be16(ip + 2);
+  const auto payload =
+      frame.subspan(wire::kFrameOverhead, ip_len - wire::kIpv4HeaderSize - wire::kUdpHeaderSize);
+  const std::byte* udp = ip + wire::kIpv4HeaderSize;
+  const Endpoint source{wire::load_be32(ip + 12), wire::load_be16(udp)};
+  sink_.packets.clear();
+  const Outcome o = model_.process(source, payload, sink_);
+  outcome_.reason = o.reason;
+  outcome_.malformed = o.malformed;
+  switch (o.action) {
+    case Action::kDropped:
+      outcome_.action = FrameAction::kDropped;
+      return;
+    case Action::kAggregated:
+      outcome_.action = FrameAction::kAggregated;
+      return;
+    case Action::kResultResent: {
+      outcome_.action = FrameAction::kResultResent;
+      wire::FrameAddress a;  // back where it came from: MAC, IP and UDP port swapped
+      a.dst_mac = read_mac(frame.data() + 6);
+      a.src_mac = read_mac(frame.data());
+      a.dst_ip = wire::load_be32(ip + 12);
+      a.src_ip = wire::load_be32(ip + 16);
+      a.dst_port = wire::load_be16(udp);
+      a.src_port = wire::load_be16(udp + 2);
+      emit(port, a, sink_.packets.at(0).bytes);
+      return;
+    }
+    case Action::kCompleted:
+      break;
+  }
+  outcome_.action = FrameAction::kCompleted;
+  // One copy per node of the job's group; result_destination (by rid) addresses each.
+  std::vector<std::byte> result = sink_.packets.at(0).bytes;
+  const auto& id = *config_.identity;
+  const std::uint16_t job_id = wire::load_be16(result.data() + wire::offset::kJobId);
+  for (const std::size_t handle : routes_.at(job_id).nodes) {
+    const auto& node = config_.nodes[handle];
+    const auto& dest = config_.result_destinations.at(node.rid);
+    wire::store_be16(result.data() + wire::offset::kRank, dest.rank);
+    wire::FrameAddress a;
+    a.src_mac = id.mac;
+    a.src_ip = id.ip;
+    a.src_port = wire::kUdpPort;
+    a.dst_mac = dest.mac;
+    a.dst_ip = dest.ip;
+    a.dst_port = dest.udp_port;
+    for (const std::uint16_t out_port : node.ports) emit(out_port, a, result);
+  }
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> SwitchPipeline::counters() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  std::uint64_t frame_malformed = 0;
+  for (auto n : frame_malformed_) frame_malformed += n;
+  for (const auto& [name, value] : model_.counters().named()) {
+    std::uint64_t v = value;
+    if (name == "packets_in" || name == "dropped_total" || name == "dropped_malformed")
+      v += frame_malformed;
+    if (name == "malformed_truncated")
+      v += frame_malformed_[static_cast<std::size_t>(wire::Error::kTruncated)];
+    out.emplace_back(std::string(name), v);
+  }
+  for (std::size_t e = static_cast<std::size_t>(wire::Error::kNotIpv4); e < wire::kErrorCount; ++e)
+    out.emplace_back(fmt::format("malformed_{}", wire::error_id(wire::Error(e))),
+                     frame_malformed_[e]);
+  out.emplace_back("frames_in", frames_in_);
+  out.emplace_back("frames_out", frames_out_);
+  out.emplace_back("arp_replies", arp_replies_);
+  out.emplace_back("icmp_echo_replies", icmp_echo_replies_);
+  out.emplace_back("forwarded", forwarded_);
+  out.emplace_back("dropped_no_forward_entry", no_forward_entry_);
+  out.emplace_back("dropped_runt", runts_);
+  return out;
+}
+
+}  // namespace netagg::sim

@@ -1,0 +1,76 @@
+// A daemon under test as a child process (netagg-switchd, netagg-fpgad, netagg-frame-switchd):
+// stdout on a pipe read on demand, stderr in a file, killed when the object goes. The daemons
+// share the conventions this relies on: "<name>: listening on ..." once ready, counter blocks
+// "<name>: counters (WHY):" whose last line is "send_errors N", printed on SIGUSR1.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "netagg/job.hpp"
+
+namespace netagg::testing {
+
+using Counters = std::map<std::string, std::uint64_t>;
+
+class DaemonProcess {
+ public:
+  // Starts `argv[0]` with the rest of `argv`; stderr goes to dir/stderr. `name` is the prefix
+  // of the daemon's lines ("netagg-switchd"). `guard` bounds every wait: a hung daemon fails the
+  // test, no wait measures speed. Throws std::runtime_error if the process cannot start.
+  DaemonProcess(std::string name, const std::vector<std::string>& argv,
+                const std::filesystem::path& dir, std::chrono::seconds guard);
+  ~DaemonProcess();
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  // Reads stdout until `done(text so far)` holds or the daemon closes stdout. Returns whether
+  // `done` held.
+  bool read_until(const std::function<bool(const std::string&)>& done);
+  // Waits for a whole line starting with `prefix` and returns the rest of it ("" and a test
+  // failure if none came).
+  std::string wait_line(const std::string& prefix);
+  // The address of the "<name>: listening on IP:PORT" line.
+  Endpoint wait_listening();
+  // Sends SIGUSR1 and returns the counter block it printed.
+  Counters request_counters();
+
+  void signal(int signal) const;
+  // Sends `signal`, waits for exit and returns the exit code (-1 if killed by a signal).
+  int stop(int signal);
+  int wait_exit();
+
+  pid_t pid() const { return pid_; }
+  const std::string& name() const { return name_; }
+  const std::string& stdout_text() const { return out_; }
+  std::string stderr_text() const;
+
+  // The last counter block printed so far.
+  Counters last_counters() const { return last_block(out_, name_); }
+
+  // Counter blocks begun / complete (last line printed) in `s`; the last block of `s` printed
+  // by daemon `name`.
+  std::size_t count_blocks(const std::string& s) const;
+  static std::size_t complete_blocks(const std::string& s);
+  static Counters last_block(const std::string& s, const std::string& name);
+
+ private:
+  std::string name_;
+  std::chrono::seconds guard_;
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::filesystem::path stderr_file_;
+  std::string out_;
+};
+
+// A fresh folder under the temp dir, "<prefix>.XXXXXX".
+std::filesystem::path make_temp_dir(const std::string& prefix);
+
+}  // namespace netagg::testing

@@ -1,0 +1,248 @@
+// The DPDK transport over a real (virtual) network: each worker in a network namespace of its
+// own, running netagg-allreduce --transport dpdk on net_af_packet over a veth (no IP address in
+// the kernel: DPDK owns it), the aggregator netagg-switchd on kernel UDP in another namespace,
+// all joined by a bridge in a third (scripts/dpdk-netns.sh draws it). The workers ARP for the
+// aggregator, the switch's kernel ARPs for them, and every worker checks its result: int32
+// exactly, fp32 within the block floating point bound. Loss: an nftables rule in the
+// aggregator's namespace drops a share of the netagg UDP both ways.
+//
+// Needs root (namespaces, af_packet) and ip, nft, ethtool; skips with the reason otherwise.
+// Namespaces are named after this process and test, and removed in TearDown, pass or fail.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kScript = std::string(NETAGG_SOURCE_DIR) + "/scripts/dpdk-netns.sh";
+const std::string kTool = std::string(NETAGG_BINARY_DIR) + "/host/tools/netagg-allreduce";
+const std::string kSwitchd = std::string(NETAGG_BINARY_DIR) + "/sim/switch/netagg-switchd";
+constexpr int kWorkers = 3;
+constexpr int kWindow = 32;
+constexpr int kElementsPerPacket = 256;  // 1046-byte packets: the veths' MTU is 1500
+
+struct Process {
+  pid_t pid = -1;
+  int out = -1;  // stdout and stderr
+  std::string text;
+  int status = -1;
+  bool done = false;
+};
+
+Process start(const std::vector<std::string>& argv) {
+  int fds[2];
+  EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  Process p;
+  p.pid = ::fork();
+  if (p.pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  p.out = fds[0];
+  return p;
+}
+
+// Reads what is there, waiting up to timeout_ms; false at end of file.
+bool read_some(Process& p, int timeout_ms) {
+  if (p.out < 0) return false;
+  pollfd pfd{p.out, POLLIN, 0};
+  if (::poll(&pfd, 1, timeout_ms) <= 0) return true;
+  char buf[4096];
+  const ssize_t n = ::read(p.out, buf, sizeof buf);
+  if (n > 0) {
+    p.text.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+  ::close(p.out);
+  p.out = -1;
+  return false;
+}
+
+void finish(Process& p, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (read_some(p, 100)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "still running after " << limit.count() << " s; killed:\n" << p.text;
+      ::kill(p.pid, SIGKILL);
+      break;
+    }
+  }
+  ::waitpid(p.pid, &p.status, 0);
+  p.done = true;
+}
+
+// A shell command; its output, and failure if it exits non-zero.
+std::string sh(const std::string& cmd) {
+  Process p = start({"sh", "-c", cmd});
+  finish(p, std::chrono::seconds(30));
+  EXPECT_TRUE(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0) << cmd << "\n" << p.text;
+  return p.text;
+}
+
+bool have(const char* tool) {
+  return std::system(fmt::format("command -v {} > /dev/null 2>&1", tool).c_str()) == 0;
+}
+
+class DpdkNetns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "needs root: network namespaces, veths and af_packet sockets";
+    for (const char* tool : {"ip", "nft", "ethtool"})
+      if (!have(tool))
+        GTEST_SKIP() << tool << " is not installed (scripts/install-deps.sh: iproute2, nftables, "
+                     << "ethtool)";
+    static int counter = 0;
+    name_ = fmt::format("nad{}x{}", ::getpid(), counter++);
+    dir_ = fs::temp_directory_path() / name_;
+    fs::create_directories(dir_);
+    up_ = true;
+    sh(fmt::format("bash {} up {} {}", kScript, name_, kWorkers));
+    job_ = (dir_ / "job.json").string();
+    sh(fmt::format("bash {} job {} {} {} > {}", kScript, kWorkers, kElementsPerPacket, kWindow,
+                   job_));
+  }
+
+  void TearDown() override {
+    if (up_) {
+      Process p = start({"bash", kScript, "down", name_});
+      finish(p, std::chrono::seconds(30));
+    }
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // One all-reduce of `count` elements on a fresh switch; each worker's JSON.
+  std::vector<json> allreduce(const std::string& dtype, int count, int seed) {
+    Process sw = start({"ip", "netns", "exec", name_ + "-agg", kSwitchd, "--listen",
+                        "10.77.0.254:20033", "--job", job_, "--slots", std::to_string(kWindow),
+                        "--counters-json", (dir_ / "switch.json").string()});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sw.text.find("listening on") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline && read_some(sw, 100)) {
+    }
+    EXPECT_THAT(sw.text, ::testing::HasSubstr("listening on 10.77.0.254:20033"));
+    std::vector<Process> workers;
+    for (int r = 0; r < kWorkers; ++r)
+      workers.push_back(start({"ip",
+                               "netns",
+                               "exec",
+                               fmt::format("{}-w{}", name_, r),
+                               "env",
+                               "NETAGG_DPDK_VDEVS=net_af_packet0,iface=dp0",
+                               "NETAGG_DPDK_NO_HUGE=1",
+                               "NETAGG_DPDK_NO_PCI=1",
+                               "NETAGG_DPDK_VERIFY_UDP_CHECKSUM=1",
+                               kTool,
+                               "--rank",
+                               std::to_string(r),
+                               "--job",
+                               job_,
+                               "--transport",
+                               "dpdk",
+                               "--dtype",
+                               dtype,
+                               "--count",
+                               std::to_string(count),
+                               "--seed",
+                               std::to_string(seed),
+                               "--timeout",
+                               "10",
+                               "--json"}));
+    std::vector<json> results;
+    for (auto& w : workers) {
+      finish(w, std::chrono::seconds(40));
+      // The JSON is the last line; EAL or PMD messages may come before it.
+      const auto last = w.text.rfind('{');
+      json j =
+          last == std::string::npos ? json() : json::parse(w.text.substr(last), nullptr, false);
+      EXPECT_TRUE(j.is_object()) << w.text;
+      EXPECT_TRUE(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0) << w.text;
+      results.push_back(j.is_object() ? j : json::object());
+    }
+    ::kill(sw.pid, SIGTERM);
+    finish(sw, std::chrono::seconds(10));
+    std::ifstream in(dir_ / "switch.json");
+    switch_counters_ = json::parse(in, nullptr, false);
+    return results;
+  }
+
+  // Packets the nftables rules dropped so far (both directions).
+  std::uint64_t nft_drops() {
+    const std::string out =
+        sh(fmt::format("ip netns exec {}-agg nft -j list table inet netagg_loss", name_));
+    std::uint64_t packets = 0;
+    const json j = json::parse(out);
+    for (const auto& item : j["nftables"])
+      if (item.contains("rule"))
+        for (const auto& e : item["rule"]["expr"])
+          if (e.contains("counter")) packets += e["counter"]["packets"].get<std::uint64_t>();
+    return packets;
+  }
+
+  std::string name_;
+  fs::path dir_;
+  std::string job_;
+  bool up_ = false;
+  json switch_counters_;
+};
+
+void expect_all_verified(const std::vector<json>& results, int count) {
+  ASSERT_EQ(results.size(), static_cast<std::size_t>(kWorkers));
+  for (const auto& r : results) {
+    EXPECT_EQ(r.value("verification", ""), "ok") << r.dump();
+    EXPECT_EQ(r.value("count", 0), count);
+    EXPECT_EQ(r.value("workers", 0), kWorkers);
+    EXPECT_EQ(r.value("rejected", 1), 0) << r.dump();
+  }
+}
+
+TEST_F(DpdkNetns, Int32AllReduceIsExact) {
+  const auto results = allreduce("int32", 50003, 5);
+  expect_all_verified(results, 50003);
+  // Every contribution went through the switch: 196 chunks + the barrier, per worker.
+  ASSERT_TRUE(switch_counters_.is_object());
+  EXPECT_GE(switch_counters_.value("packets_in", 0ull), 3u * 197u) << switch_counters_.dump();
+}
+
+TEST_F(DpdkNetns, Fp32AllReduceIsWithinTheCodecBound) {
+  expect_all_verified(allreduce("fp32", 40000, 6), 40000);
+}
+
+TEST_F(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
+  sh(fmt::format("bash {} loss {} 10", kScript, name_));
+  auto results = allreduce("int32", 20000, 7);
+  expect_all_verified(results, 20000);
+  std::uint64_t retransmissions = 0;
+  for (const auto& r : results) retransmissions += r.value("retransmissions", 0ull);
+  const std::uint64_t dropped = nft_drops();
+  EXPECT_GT(dropped, 0u);
+  EXPECT_GT(retransmissions, 0u);
+  results = allreduce("fp32", 20000, 8);
+  expect_all_verified(results, 20000);
+  EXPECT_GT(nft_drops(), dropped);
+}
+
+}  // namespace

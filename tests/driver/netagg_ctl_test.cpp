@@ -1,0 +1,202 @@
+// netagg-ctl as a process: exit status, what goes to stdout, stderr and -o FILE.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace netagg {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+const fs::path kCtl = fs::path(NETAGG_BINARY_DIR) / "driver" / "tools" / "netagg-ctl";
+const fs::path kDriverTests = fs::path(NETAGG_SOURCE_DIR) / "tests" / "driver";
+const fs::path kJobs = kDriverTests / "jobs";
+const fs::path kGolden = kDriverTests / "golden";
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CtlRun {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string out, err;
+};
+
+class NetaggCtl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "netagg_ctl_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  CtlRun run(std::vector<std::string> args) {
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    args.insert(args.begin(), kCtl.string());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    CtlRun r;
+    const int rc = posix_spawn(&pid, kCtl.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      ADD_FAILURE() << "cannot start " << kCtl;
+      return r;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  std::string job(const char* name) { return (kJobs / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(NetaggCtl, Bmv2PrintsTheGoldenCommands) {
+  const CtlRun r = run({"p4", "bmv2", "--job", job("two_jobs.json")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, read_text(kGolden / "two_jobs.bmv2.txt"));
+  EXPECT_THAT(r.err, IsEmpty());
+}
+
+TEST_F(NetaggCtl, TofinoWithTwoFilesAndIdentityPrintsTheGoldenScript) {
+  const CtlRun r =
+      run({"p4", "tofino", "--job", job("upper_slots.json"), "--job", job("middle_slots.json"),
+           "--switch-mac", "02:aa:bb:cc:dd:ee", "--switch-ip", "192.168.7.254"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, read_text(kGolden / "two_files.tofino.py"));
+}
+
+TEST_F(NetaggCtl, OutputFile) {
+  const fs::path file = dir_ / "cmds.txt";
+  const CtlRun r = run({"p4", "bmv2", "--job", job("one_job.json"), "-o", file.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, IsEmpty());
+  EXPECT_EQ(read_text(file), read_text(kGolden / "one_job.bmv2.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "cmds.txt.tmp"));
+}
+
+TEST_F(NetaggCtl, BadJobExits2NamingTheFieldAndLeavesTheOutputFileAlone) {
+  // The job of one_job.json without worker 1's switch_port.
+  const fs::path bad = dir_ / "no_port.json";
+  std::ofstream(bad) << R"({"job_id": 7, "slots": {"base": 0, "count": 64},
+    "elements_per_packet": 256, "aggregator": "10.0.0.254:20033", "workers": [
+    {"rank": 0, "address": "10.0.0.1:31000", "mac": "02:00:00:00:00:01", "switch_port": 4},
+    {"rank": 1, "address": "10.0.0.2:31001", "mac": "02:00:00:00:00:02"}]})";
+  const fs::path file = dir_ / "cmds.txt";
+  std::ofstream(file) << "previous content\n";
+  const CtlRun r = run({"p4", "bmv2", "--job", bad.string(), "-o", file.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, AllOf(StartsWith("netagg-ctl: "), HasSubstr("no_port.json: job 7"),
+                           HasSubstr("rank 1"), HasSubstr("switch_port: missing")));
+  EXPECT_THAT(r.out, IsEmpty());
+  EXPECT_EQ(read_text(file), "previous content\n");
+}
+
+TEST_F(NetaggCtl, ParserErrorsExit2) {
+  const fs::path bad = dir_ / "bad_mac.json";
+  std::ofstream(bad) << R"({"job_id": 1, "slots": {"base": 0, "count": 4},
+    "elements_per_packet": 4, "workers": [{"rank": 0, "address": "1.2.3.4:5", "mac": "zz"}]})";
+  const CtlRun r = run({"p4", "tofino", "--job", bad.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("workers[0].mac: 'zz' is not a MAC"));
+  const CtlRun missing = run({"p4", "tofino", "--job", (dir_ / "nope.json").string()});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.err, HasSubstr("nope.json: cannot open"));
+}
+
+TEST_F(NetaggCtl, JobsAcrossFilesMustNotClash) {
+  // one_job.json (job 7, slots [0, 64)) and two_jobs.json (slots [0, 48)) overlap.
+  const CtlRun r = run({"p4", "bmv2", "--job", job("one_job.json"), "--job", job("two_jobs.json")});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("jobs[0]: job 1"), HasSubstr("slots: [0, 32) overlap")));
+  const CtlRun twice =
+      run({"p4", "bmv2", "--job", job("one_job.json"), "--job", job("one_job.json")});
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_THAT(twice.err, HasSubstr("job_id: 7 is also the id"));
+}
+
+TEST_F(NetaggCtl, SwitchIpNeededWithoutAggregator) {
+  const CtlRun r = run({"p4", "bmv2", "--job", job("middle_slots.json")});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("job 0"), HasSubstr("aggregator: missing")));
+  const CtlRun ok =
+      run({"p4", "bmv2", "--job", job("middle_slots.json"), "--switch-ip", "10.9.8.7"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_THAT(ok.out, StartsWith("table_set_default NetaggIngress.switch_identity "
+                                 "set_switch_identity 02:6e:61:67:73:77 10.9.8.7\n"));
+}
+
+TEST_F(NetaggCtl, LimitsDependOnTheTarget) {
+  // 256 elements per packet: 8 passes of 32 lanes on BMv2, beyond Tofino's 2.
+  const fs::path file = dir_ / "wide.json";
+  std::ofstream(file) << R"({"job_id": 4, "slots": {"base": 0, "count": 8},
+    "elements_per_packet": 256, "aggregator": "10.0.0.254:20033", "workers": [
+    {"rank": 0, "address": "10.0.0.1:31000", "mac": "02:00:00:00:00:01", "switch_port": 4}]})";
+  EXPECT_EQ(run({"p4", "bmv2", "--job", file.string()}).status, 0);
+  const CtlRun r = run({"p4", "tofino", "--job", file.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("job 4: elements_per_packet: 256 is out of range [1, 64]")));
+  EXPECT_THAT(r.out, IsEmpty());
+}
+
+TEST_F(NetaggCtl, BadOptionsExit2) {
+  EXPECT_EQ(run({"p4", "bmv2"}).status, 2) << "--job is required";
+  EXPECT_EQ(run({"p4", "sdn", "--job", job("one_job.json")}).status, 2);
+  EXPECT_EQ(run({"p4"}).status, 2);
+  EXPECT_EQ(run({}).status, 2);
+  EXPECT_EQ(run({"frobnicate"}).status, 2);
+  const CtlRun mac = run({"p4", "bmv2", "--job", job("one_job.json"), "--switch-mac", "02:00"});
+  EXPECT_EQ(mac.status, 2);
+  EXPECT_THAT(mac.err, HasSubstr("--switch-mac: '02:00' is not a MAC"));
+  const CtlRun ip = run({"p4", "bmv2", "--job", job("one_job.json"), "--switch-ip", "10.0.0.300"});
+  EXPECT_EQ(ip.status, 2);
+  EXPECT_THAT(ip.err, HasSubstr("--switch-ip: '10.0.0.300' is not an IPv4 address"));
+  // one_job.json's aggregator is 10.0.0.254: another --switch-ip contradicts it.
+  const CtlRun clash = run({"p4", "bmv2", "--job", job("one_job.json"), "--switch-ip", "10.0.0.1"});
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_THAT(clash.err, AllOf(HasSubstr("job 7: aggregator: 10.0.0.254 differs from "
+                                         "--switch-ip 10.0.0.1")));
+}
+
+TEST_F(NetaggCtl, HelpExits0) {
+  const CtlRun r = run({"p4", "bmv2", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.out,
+              AllOf(HasSubstr("--job"), HasSubstr("--switch-mac"), HasSubstr("--switch-ip")));
+}
+
+}  // namespace
+}  // namespace netagg

@@ -1,0 +1,438 @@
+// `netagg-ctl fpga` (driver/tools/ctl_fpga.cpp, in the test build netagg-ctl-fpga-test) against
+// a live netagg-fpgad serving the Verilated RTL with an empty job table and its CSR control
+// channel: job add -> a real all-reduce of two workers through the RTL and counters that show
+// it; job remove -> contributions dropped as unknown job; reset; bad job files and jobs the device
+// cannot hold -> exit 2 naming the field; --device 0 on a machine without a card -> a clear
+// error; malformed control requests answered and counted by the daemon.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+#include "netagg/communicator.hpp"
+#include "netagg/fpga/csr_channel.hpp"
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+extern char** environ;
+
+namespace netagg {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr auto kGuard = std::chrono::seconds(30);  // against a hung daemon; never a measure
+const fs::path kBin = NETAGG_BINARY_DIR;
+const fs::path kDaemon = kBin / "sim" / "fpga" / "netagg-fpgad";
+const fs::path kCtl = kBin / "tests" / "fpga" / "netagg-ctl-fpga-test";
+
+fs::path make_temp_dir() {
+  std::string t = (fs::temp_directory_path() / "ctl_fpga_test.XXXXXX").string();
+  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+  return t;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A loopback UDP port free right now (the kernel's pick, released).
+std::uint16_t free_port() {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  socklen_t len = sizeof(sa);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  close(fd);
+  return ntohs(sa.sin_port);
+}
+
+int udp_socket(const Endpoint& bind_to, int timeout_s) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(bind_to.ip);
+  sa.sin_port = htons(bind_to.port);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
+    throw std::runtime_error("cannot bind a UDP socket");
+  timeval tv{timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+void send_to(int fd, const Endpoint& to, std::span<const std::byte> bytes) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(to.ip);
+  sa.sin_port = htons(to.port);
+  ASSERT_EQ(sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)),
+            static_cast<ssize_t>(bytes.size()));
+}
+
+struct CtlRun {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs the ctl with `args`; env_set/env_unset adjust its environment.
+CtlRun run_ctl(const fs::path& dir, const std::vector<std::string>& args,
+            const std::vector<std::string>& env_set = {}, bool unset_xilinx_xrt = true) {
+  const fs::path out = dir / "ctl.out", err = dir / "ctl.err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> argv_s = {kCtl.string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e)
+    if (!(unset_xilinx_xrt && std::string_view(*e).starts_with("XILINX_XRT="))) env_s.push_back(*e);
+  env_s.insert(env_s.end(), env_set.begin(), env_set.end());
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + kCtl.string());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// netagg-fpgad with an empty job table and the control channel, both on kernel-picked ports.
+class Daemon {
+ public:
+  explicit Daemon(const fs::path& dir) : json_(dir / "counters.json"), err_(dir / "fpgad.err") {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, p[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> s = {kDaemon.string(), "--listen",        "127.0.0.1:0",
+                                  "--control",      "127.0.0.1:0",     "--model",
+                                  "rtl",            "--counters-json", json_.string()};
+    std::vector<char*> argv;
+    for (auto& a : s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(p[1]);
+    fd_ = p[0];
+    if (rc != 0) throw std::runtime_error("cannot start netagg-fpgad");
+    const std::string text = read_until("listening on ");
+    control_ = Endpoint::parse(line_after(text, "control on "));
+    data_ = Endpoint::parse(line_after(text, "listening on "));
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(fd_);
+  }
+  const Endpoint& control() const { return control_; }
+  const Endpoint& data() const { return data_; }
+  std::string stderr_text() const { return slurp(err_); }
+
+  // SIGTERM; the exit status and the counters it wrote at exit.
+  int stop(nlohmann::json& counters) {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    counters = nlohmann::json::parse(slurp(json_));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  std::string read_until(const std::string& marker) {
+    const auto deadline = std::chrono::steady_clock::now() + kGuard;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto at = out_.find(marker);
+      if (at != std::string::npos && out_.find('\n', at) != std::string::npos) return out_;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 1000) <= 0) continue;
+      char buf[1024];
+      const ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n <= 0) break;
+      out_.append(buf, static_cast<std::size_t>(n));
+    }
+    throw std::runtime_error("netagg-fpgad did not start: " + out_ + stderr_text());
+  }
+  static std::string line_after(const std::string& text, const std::string& prefix) {
+    const auto at = text.find(prefix);
+    if (at == std::string::npos) throw std::runtime_error("no '" + prefix + "' line");
+    const auto end = text.find('\n', at);
+    return text.substr(at + prefix.size(), end - at - prefix.size());
+  }
+
+  fs::path json_, err_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string out_;
+  Endpoint control_, data_;
+};
+
+class CtlFpgaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!sim::rtl_model_available()) GTEST_SKIP() << "this build has no RTL model";
+    dir_ = make_temp_dir();
+    daemon_ = std::make_unique<Daemon>(dir_);
+    sim_ = daemon_->control().to_string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CtlRun ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"fpga", "--sim", sim_});
+    return run_ctl(dir_, args);
+  }
+  nlohmann::json stats() {
+    const CtlRun r = ctl({"stats", "--json"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+  // A job of two workers on loopback, sending to the daemon.
+  JobSpec write_job(const fs::path& file, std::uint16_t id) {
+    JobSpec job = make_local_job(id, 2, free_port(), 8, 8, 256, daemon_->data());
+    job.workers[1].address.port = free_port();
+    std::ofstream(file) << to_json(job);
+    return job;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::string sim_;
+};
+
+TEST_F(CtlFpgaTest, JobAddAllReduceStatsRemoveReset) {
+  CtlRun r = ctl({"load"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("design 1"), HasSubstr("64 slots"),
+                           HasSubstr(daemon_->data().to_string())));
+
+  const fs::path file = dir_ / "job.json";
+  const JobSpec job = write_job(file, 9);
+  r = ctl({"job", "add", file.string(), "--entry", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job 9 -> entry 3: 2 workers, slots [8, 16)"));
+
+  // Two workers all-reduce through the RTL: int32 exactly, fp32 (block floating point).
+  constexpr std::size_t kInts = 3000, kFloats = 1500;
+  std::vector<std::vector<std::int32_t>> ints(2, std::vector<std::int32_t>(kInts));
+  std::vector<std::vector<float>> floats(2, std::vector<float>(kFloats));
+  for (int rank = 0; rank < 2; ++rank)
+    for (std::size_t i = 0; i < kInts; ++i) {
+      ints[rank][i] = static_cast<std::int32_t>(i) * (rank + 1) - 700;
+      if (i < kFloats) floats[rank][i] = 0.25f * static_cast<float>(i % 97) - rank * 1.5f;
+    }
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> workers;
+  for (int rank = 0; rank < 2; ++rank)
+    workers.emplace_back([&, rank] {
+      try {
+        Config cfg;
+        cfg.rank = rank;
+        cfg.job = job;
+        Communicator comm(cfg);
+        comm.allreduce(std::span(ints[rank]));
+        comm.allreduce(std::span(floats[rank]));
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    });
+  for (auto& t : workers) t.join();
+  ASSERT_EQ(failures[0] + failures[1], "") << daemon_->stderr_text();
+  for (int rank = 0; rank < 2; ++rank) {
+    for (std::size_t i = 0; i < kInts; ++i)
+      ASSERT_EQ(ints[rank][i], 3 * static_cast<std::int32_t>(i) - 1400) << "rank " << rank << " i " << i;
+    for (std::size_t i = 0; i < kFloats; ++i)
+      ASSERT_NEAR(floats[rank][i], 0.5f * static_cast<float>(i % 97) - 1.5f, 1e-3) << i;
+  }
+  nlohmann::json s = stats();
+  EXPECT_GE(s["frames_in"].get<std::uint64_t>(), 2 * (kInts / 256));
+  EXPECT_GE(s["completions"].get<std::uint64_t>(), kInts / 256);
+  EXPECT_EQ(s["dropped_unknown_job"], 0);
+  EXPECT_EQ(s["dropped_foreign_source"], 0);
+  r = ctl({"stats", "--nonzero"});
+  EXPECT_THAT(r.out, AllOf(HasSubstr("completions"), ::testing::Not(HasSubstr("dropped_"))));
+
+  r = ctl({"job", "remove", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // A contribution of the removed job: the device drops it as an unknown job. (Loopback UDP
+  // queues it before this returns; the daemon serves its data socket before the control one.)
+  const int fd = udp_socket(job.workers[0].address, 5);
+  wire::Header h;
+  h.job_id = job.job_id;
+  h.slot = job.slot_base;
+  h.seq = 1000;
+  h.count = 1;
+  std::vector<std::byte> packet(h.packet_size());
+  wire::encode_header(h, packet);
+  send_to(fd, daemon_->data(), packet);
+  close(fd);
+  std::uint64_t unknown = 0;
+  for (int i = 0; i < 50 && unknown == 0; ++i) {
+    unknown = stats()["dropped_unknown_job"].get<std::uint64_t>();
+    if (unknown == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(unknown, 1u);
+
+  r = ctl({"reset"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("soft reset"));
+  s = stats();
+  for (const auto& [name, value] : s.items()) EXPECT_EQ(value, 0) << name;
+}
+
+TEST_F(CtlFpgaTest, BadJobFilesExit2NamingTheField) {
+  const fs::path file = dir_ / "bad.json";
+  std::ofstream(file) << R"({"job_id": 1, "slots": {"base": 0, "count": 8},
+    "elements_per_packet": 2000, "workers": [{"rank": 0, "address": "127.0.0.1:4000"}]})";
+  CtlRun r = ctl({"job", "add", file.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr(file.string()), HasSubstr("elements_per_packet")));
+
+  std::ofstream(file) << R"({"slots": {"base": 0, "count": 8}, "elements_per_packet": 16,
+    "workers": [{"rank": 0, "address": "127.0.0.1:4000"}]})";
+  r = ctl({"job", "add", file.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("job_id: missing"));
+
+  r = ctl({"job", "add", (dir_ / "absent.json").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("absent.json"));
+
+  // Valid as a file, too big for the device: named, exit 2, nothing written.
+  std::ofstream(file) << R"({"job_id": 1, "slots": {"base": 32, "count": 64},
+    "elements_per_packet": 16, "workers": [{"rank": 0, "address": "127.0.0.1:4000"}]})";
+  r = ctl({"job", "add", file.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("slots [32, 96) but the FPGA aggregator has 64 slots"));
+  r = ctl({"job", "add", file.string(), "--entry", "9"});
+  EXPECT_EQ(r.code, 2);
+  r = ctl({"job", "remove", "8"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("entry 8 does not exist"));
+  EXPECT_EQ(stats()["frames_in"], 0);
+}
+
+TEST_F(CtlFpgaTest, MalformedControlRequestsAreAnsweredAndCounted) {
+  using namespace fpga::channel;
+  const int fd = udp_socket(Endpoint{0x7F000001, 0}, 5);
+  Bytes req = encode_request({42, Op::kRead32, CsrStatus::kOk, 0, 0});
+  std::vector<std::vector<std::byte>> bad;
+  bad.emplace_back(req.begin(), req.begin() + 12);  // short
+  Bytes op = req;
+  op[8] = std::byte{7};
+  bad.emplace_back(op.begin(), op.end());
+  Bytes unaligned = encode_request({43, Op::kRead32, CsrStatus::kOk, 0x2, 0});
+  Bytes beyond = encode_request({44, Op::kWrite32, CsrStatus::kOk, 0x4000, 1});
+  for (const auto& b : bad) {
+    send_to(fd, daemon_->control(), b);
+    std::array<std::byte, 64> in{};
+    const ssize_t n = recv(fd, in.data(), in.size(), 0);
+    ASSERT_EQ(n, 20);
+    const auto response = decode_response({in.data(), 20});
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, CsrStatus::kMalformed);
+    EXPECT_EQ(response->tag, 42u);
+  }
+  for (const Bytes& b : {unaligned, beyond}) {
+    send_to(fd, daemon_->control(), b);
+    std::array<std::byte, 64> in{};
+    ASSERT_EQ(recv(fd, in.data(), in.size(), 0), 20);
+    EXPECT_EQ(decode_response({in.data(), 20})->status, CsrStatus::kBadAddress);
+  }
+  const std::string stranger = "hello";
+  send_to(fd, daemon_->control(), std::as_bytes(std::span(stranger)));
+  send_to(fd, daemon_->control(), req);  // a good one still works after them
+  std::array<std::byte, 64> in{};
+  ASSERT_EQ(recv(fd, in.data(), in.size(), 0), 20) << "the stranger got no answer, this did";
+  const auto version = decode_response({in.data(), 20});
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->tag, 42u);
+  EXPECT_EQ(version->value >> 16, 1u);
+  close(fd);
+
+  nlohmann::json c;
+  EXPECT_EQ(daemon_->stop(c), 0);
+  EXPECT_EQ(c["control_malformed"], 2);
+  EXPECT_EQ(c["control_bad_address"], 2);
+  EXPECT_EQ(c["control_ignored"], 1);
+  EXPECT_GE(c["control_requests"].get<std::uint64_t>(), 1u);
+  EXPECT_EQ(c["control_device_errors"], 0);
+}
+
+TEST(CtlFpga, DeviceWithoutACardIsAClearError) {
+  const fs::path dir = make_temp_dir();
+  CtlRun r = run_ctl(dir, {"fpga", "--device", "0", "stats"});
+#if NETAGG_HAVE_XRT
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("Alveo device 0"), HasSubstr("XILINX_XRT is not set")));
+  // With a usable XILINX_XRT, XRT itself finds no card.
+  const fs::path lib = "/usr/lib/x86_64-linux-gnu";
+  if (fs::exists(lib / "libxrt_core.so.2")) {
+    fs::create_directory_symlink(lib, dir / "lib");
+    r = run_ctl(dir, {"fpga", "--device", "0", "stats"}, {"XILINX_XRT=" + dir.string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_THAT(r.err, AllOf(HasSubstr("cannot open Alveo device 0"), HasSubstr("xbutil")));
+  }
+  r = run_ctl(dir, {"fpga", "--device", "0", "load"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--xclbin FILE is required"));
+  r = run_ctl(dir, {"fpga", "--device", "0", "--xclbin", (dir / "none.xclbin").string(), "load"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("none.xclbin: no such xclbin file"));
+#else
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no XRT support"));
+#endif
+  r = run_ctl(dir, {"fpga", "stats"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--device N"));
+  r = run_ctl(dir, {"fpga", "--sim", "127.0.0.1:1", "--xclbin", "x", "load"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--xclbin is for --device"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace netagg
