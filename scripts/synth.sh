@@ -5,10 +5,14 @@
 # the logic depth between registers; writes them into docs/hardware.md between the
 # synth-results markers (one row per top and parameter set, re-runs replace their row).
 #
-# Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--csr-pkg PATH] [--no-doc]
-#                         [--keep DIR]
+# Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--csr-pkg PATH]
+#                         [--no-doc] [--keep DIR]
 #   --top      top module (default netagg_fp32_add)
 #   -P         override a parameter of the top
+#   --hier     keep the hierarchy: each distinct module (and parameter set) is synthesized and
+#              mapped once, the counts are the hierarchy's totals (instances multiplied), the
+#              logic depth is measured on the mapped netlist flattened afterwards. What the
+#              full aggregator needs (flattened, yosys does not finish it in 15 min / 14 GB)
 #   --csr-pkg  the generated netagg_csr_pkg.sv (default: generated into a temporary folder)
 #   --no-doc   do not touch docs/hardware.md (what the CTest does)
 #   --keep     keep the yosys log, statistics and netlist in DIR
@@ -20,14 +24,16 @@ params=()
 csr_pkg=""
 write_doc=1
 keep=""
+hier=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --top) top=$2; shift 2 ;;
     -P) params+=("$2"); shift 2 ;;
+    --hier) hier=1; shift ;;
     --csr-pkg) csr_pkg=$2; shift 2 ;;
     --no-doc) write_doc=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "synth: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -56,12 +62,22 @@ done
 
 # -noautowire: an undeclared name is an error instead of a new 1-bit wire. The -e patterns turn
 # the warnings yosys gives when it misreads SystemVerilog into errors.
+# Flat: one netlist optimized as a whole. Hierarchical: every module mapped on its own (no
+# optimization across module boundaries), the statistics summed over the instance tree
+# (`stat -top`), the mapped netlist flattened only to measure the logic depth across modules.
+if [ $hier -eq 1 ]; then
+  flatten_opt=""
+  stat_cmd="tee -q -o $tmp/stat.txt stat -top $top; flatten; write_json $tmp/netlist.json"
+else
+  flatten_opt="-flatten"
+  stat_cmd="tee -q -o $tmp/stat.txt stat; write_json $tmp/netlist.json"
+fi
 script="read_verilog -sv -noautowire ${files[*]}; ${chparams}
 hierarchy -check -top $top; proc;
 select -assert-none t:\$dlatch t:\$adlatch t:\$dlatchsr t:\$_DLATCH_* t:\$_DLATCHSR_*;
-synth_xilinx -family xcup -noiopad -flatten -top $top;
+synth_xilinx -family xcup -noiopad $flatten_opt -top $top;
 select -assert-none t:LDCE t:LDPE t:LDCE_1 t:LDPE_1;
-tee -q -o $tmp/stat.txt stat; write_json $tmp/netlist.json"
+$stat_cmd"
 if ! yosys -q -l "$tmp/yosys.log" \
     -e 'is implicitly declared|is assigned in a block|conflicting drivers|Detected logic loop' \
     -p "$script" > /dev/null 2>&1; then
@@ -77,6 +93,7 @@ fi
 
 version=$(yosys -V | awk '{print $2}')
 param_text=${params[*]:-defaults}
+[ $hier -eq 1 ] && param_text+=" (hierarchical)"
 doc=""
 [ $write_doc -eq 1 ] && doc="$root/docs/hardware.md"
 
@@ -85,8 +102,16 @@ import json, re, sys
 
 stat_path, netlist_path, top, params, version, doc = sys.argv[1:7]
 
+# Flat: one module. Hierarchical: only the "design hierarchy" section (instances multiplied),
+# after its list of module instance counts.
+lines = open(stat_path).read().splitlines()
+if any(l.startswith("=== design hierarchy ===") for l in lines):
+    at = next(i for i, l in enumerate(lines) if l.startswith("=== design hierarchy ==="))
+    lines = lines[at:]
+    at = next(i for i, l in enumerate(lines) if "Number of wires" in l)
+    lines = lines[at:]
 cells = {}
-for line in open(stat_path):
+for line in lines:
     m = re.match(r"^\s+(\S+)\s+(\d+)\s*$", line)
     if m:
         cells[m.group(1)] = cells.get(m.group(1), 0) + int(m.group(2))

@@ -3,8 +3,9 @@
 // accumulator beat a cycle. Stages (cycle offsets from S0, the beat's first cycle):
 //
 //   S0            read the members' ingress buffers (wire beat = accumulator beat, bf16: half)
-//   S1            big-endian elements -> lanes (bf16 widened to fp32), into the adder tree
-//   S1+TL-1       read the accumulator beat                      (TL = tree latency)
+//   S1            big-endian elements -> lanes (bf16 widened to fp32), registered
+//   S2            into the adder tree
+//   S1+TL-1       read the accumulator beat             (TL = 1 + the tree's latency)
 //   S1+TL         tree sum; accumulator + sum (or the sum alone for a new round)
 //   S1+TL+STAGES  write the accumulator beat; the token's last beat releases its result
 //
@@ -36,8 +37,9 @@ module netagg_accum #(
     input  logic                                        tok_new_i,
     input  logic [NUM_PORTS-1:0]                        tok_members_i,
     input  logic [NUM_PORTS*FI_W-1:0]                   tok_frames_i,
-    input  logic                                        tok_result_i,
+    input  logic                                        tok_result_i, // a cycle later
     output logic                                        ready_o,      // takes a token now
+    output logic [BEATS_W-1:0]                          busy_o,       // cycles until ready_o
     output logic [HZ_N-1:0]                             hz_valid_o,
     output logic [HZ_N*KEY_W-1:0]                       hz_key_o,
     // ingress buffers
@@ -62,7 +64,7 @@ module netagg_accum #(
   localparam int unsigned NP = NUM_PORTS;
   localparam int unsigned LANES = netagg_agg_pkg::LANES;
   localparam int unsigned LEVELS = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 0;
-  localparam int unsigned TL = LEVELS * STAGES;
+  localparam int unsigned TL = 1 + LEVELS * STAGES;  // lane register, tree
   localparam int unsigned DEPTH = 1 + TL + STAGES;  // S1 .. write stage
   localparam logic [1:0] DT_INT32 = 2'(netagg_pkg::DTYPE_INT32);
   localparam logic [1:0] DT_BF16 = 2'(netagg_pkg::DTYPE_BF16);
@@ -79,7 +81,7 @@ module netagg_accum #(
   localparam int unsigned SB_W = SB_MEM + NP;
 
   // ---- S0: the token being streamed ----------------------------------------------------------
-  logic tok_valid_q, tok_new_q, tok_result_q;
+  logic tok_valid_q, tok_new_q, tok_result_q, tok_first_q, tok_result;
   logic [KEY_W-1:0] tok_key_q;
   logic [1:0] tok_dtype_q;
   logic [BEATS_W-1:0] tok_beats_q;
@@ -91,7 +93,21 @@ module netagg_accum #(
 
   assign last = (tok_beats_q <= BEATS_W'(1)) || (BEATS_W'(beat_q) == tok_beats_q - 1'b1);
   assign ready_o = !tok_valid_q || last;
+  always_comb begin
+    if (!tok_valid_q) busy_o = '0;
+    else if (tok_beats_q <= BEATS_W'(1)) busy_o = BEATS_W'(1);
+    else busy_o = tok_beats_q - BEATS_W'(beat_q);
+  end
   assign s0_we = tok_valid_q && tok_beats_q != '0;
+
+  // Whether the token releases a result comes a cycle after the token (netagg_round decides
+  // it behind the token's other fields), in the token's first cycle here.
+  assign tok_result = tok_first_q ? tok_result_i : tok_result_q;
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) tok_first_q <= 1'b0;
+    else tok_first_q <= ready_o && tok_valid_i;
+  end
+  always_ff @(posedge clk_i) if (tok_first_q) tok_result_q <= tok_result_i;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -113,7 +129,6 @@ module netagg_accum #(
       tok_new_q <= tok_new_i;
       tok_members_q <= tok_members_i;
       tok_frames_q <= tok_frames_i;
-      tok_result_q <= tok_result_i;
     end
   end
 
@@ -122,7 +137,7 @@ module netagg_accum #(
     s0[SB_VALID] = tok_valid_q;
     s0[SB_WE] = s0_we;
     s0[SB_NEW] = tok_new_q;
-    s0[SB_REL] = tok_valid_q && tok_result_q && last;
+    s0[SB_REL] = tok_valid_q && tok_result && last;
     s0[SB_DT+:2] = tok_dtype_q;
     s0[SB_KEY+:KEY_W] = tok_key_q;
     s0[SB_BEAT+:BI_W] = beat_q;
@@ -178,6 +193,19 @@ module netagg_accum #(
     end
   end
 
+  // The lane register: the dtype multiplexers above are not in series with the first adder.
+  logic [NP*W-1:0] lanes_q;
+  logic [NP-1:0] lanes_valid_q;
+  logic lanes_int_q;
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) lanes_valid_q <= '0;
+    else lanes_valid_q <= lanes_valid;
+  end
+  always_ff @(posedge clk_i) begin
+    lanes_q <= lanes;
+    lanes_int_q <= (s1[SB_DT+:2] == DT_INT32);
+  end
+
   logic [W-1:0] tree_sum;
   logic tree_valid;
   netagg_adder_tree #(
@@ -186,9 +214,9 @@ module netagg_accum #(
   ) u_tree (
       .clk_i   (clk_i),
       .rst_ni  (rst_ni),
-      .beats_i (lanes),
-      .valid_i (lanes_valid),
-      .is_int_i(s1[SB_DT+:2] == DT_INT32),
+      .beats_i (lanes_q),
+      .valid_i (lanes_valid_q),
+      .is_int_i(lanes_int_q),
       .sum_o   (tree_sum),
       .valid_o (tree_valid)
   );
@@ -200,11 +228,7 @@ module netagg_accum #(
   endfunction
 
   logic [SB_W-1:0] s_read, s_add, s_write;
-  if (TL == 0) begin : gen_read_s0
-    assign s_read = s0;
-  end else begin : gen_read
-    assign s_read = sb_q[(TL-1)*SB_W+:SB_W];
-  end
+  assign s_read = sb_q[(TL-1)*SB_W+:SB_W];  // (TL >= 1)
   assign s_add = sb_q[TL*SB_W+:SB_W];
   assign s_write = sb_q[(DEPTH-1)*SB_W+:SB_W];
 

@@ -10,7 +10,7 @@ module netagg_aggregator #(
     parameter int unsigned MAX_BEATS = netagg_pkg::MAX_BEATS_DEFAULT,  // beats a slot holds
     parameter int unsigned MAX_JOBS = netagg_pkg::MAX_JOBS_DEFAULT,    // job table entries
     parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
-    parameter int unsigned IN_FRAMES = 2,   // frames each ingress buffer holds
+    parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
     // derived, do not change

@@ -9,7 +9,7 @@ module netagg_core #(
     parameter int unsigned MAX_BEATS = netagg_pkg::MAX_BEATS_DEFAULT,  // beats a slot holds
     parameter int unsigned MAX_JOBS = netagg_pkg::MAX_JOBS_DEFAULT,    // job table entries
     parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
-    parameter int unsigned IN_FRAMES = 2,   // frames each ingress buffer holds
+    parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
     // derived, do not change
@@ -94,7 +94,7 @@ module netagg_core #(
   logic [15:0] ent_base, ent_count;
   logic clear_slots, clear_all, ctl_clear_counters;
   logic [15:0] clear_base, clear_count;
-  logic accum_empty, replicate_idle;
+  logic accum_empty, round_empty, replicate_idle;  // round_empty: no group decided yet
 
   netagg_csr #(
       .NUM_PORTS(NUM_PORTS),
@@ -154,7 +154,7 @@ module netagg_core #(
       .job_slots_i     (job_slots),
       .worker_index_i  (worker_index),
       .busy_o          (busy),
-      .accum_empty_i   (accum_empty),
+      .accum_empty_i   (accum_empty && round_empty),
       .replicate_idle_i(replicate_idle),
       .block_o         (block),
       .flush_o         (flush),
@@ -272,6 +272,14 @@ module netagg_core #(
       .rp_udp_o        (rp_udp)
   );
 
+  // netagg_round registers the head checks: a check made against a job table or AGG_UDP_PORT
+  // that changes at this clock edge is stale (head_inval). The job table changes only through
+  // its write commands; AGG_UDP_PORT reaches the checks a cycle after its CSR.
+  logic [15:0] agg_udp_port_q;
+  always_ff @(posedge clk_i) agg_udp_port_q <= agg_udp_port;
+  assign head_inval = store_job || store_worker || remove_job || clear_table ||
+                      agg_udp_port_q != agg_udp_port;
+
   for (genvar p = 0; p < NP; p++) begin : gen_admit
     netagg_admit #(
         .SLOTS    (SLOTS),
@@ -279,7 +287,7 @@ module netagg_core #(
     ) u_admit (
         .valid_i       (head_valid[p]),
         .desc_i        (head_desc[p*DESC_W+:DESC_W]),
-        .agg_udp_port_i(agg_udp_port),
+        .agg_udp_port_i(agg_udp_port_q),
         .found_i       (lk_found[p]),
         .workers_i     (lk_workers[p*NW+:NW]),
         .slot_base_i   (lk_base[p*16+:16]),
@@ -294,7 +302,8 @@ module netagg_core #(
   end
 
   // ---- rounds -------------------------------------------------------------------------------
-  logic accum_ready, tok_valid, tok_new, tok_result;
+  logic accum_ready, tok_valid, tok_new, tok_result, head_inval;
+  logic [BEATS_W-1:0] accum_busy;
   logic [HZ_N-1:0] hz_valid;
   logic [HZ_N*KEY_W-1:0] hz_key;
   logic [KEY_W-1:0] tok_key;
@@ -302,7 +311,7 @@ module netagg_core #(
   logic [BEATS_W-1:0] tok_beats;
   logic [NP-1:0] tok_members;
   logic [NP*FI_W-1:0] tok_frames;
-  logic rq_space, rq_push, release_result;
+  logic rq_space, rq_space2, rq_push, release_result;
   logic [LOCK_N-1:0] lock_valid;
   logic [LOCK_N*KEY_W-1:0] lock_key;
   logic [netagg_agg_pkg::RESULT_W-1:0] rq_data;
@@ -321,6 +330,8 @@ module netagg_core #(
       .clk_i        (clk_i),
       .rst_ni       (rst_ni),
       .block_i      (block),
+      .inval_i      (head_inval),
+      .empty_o      (round_empty),
       .drop_i       (drop),
       .reason_i     (reason),
       .eligible_i   (eligible),
@@ -331,6 +342,7 @@ module netagg_core #(
       .pop_o        (pop),
       .hold_o       (hold),
       .accum_ready_i(accum_ready),
+      .accum_busy_i (accum_busy),
       .hz_valid_i   (hz_valid),
       .hz_key_i     (hz_key),
       .tok_valid_o  (tok_valid),
@@ -342,6 +354,7 @@ module netagg_core #(
       .tok_frames_o (tok_frames),
       .tok_result_o (tok_result),
       .rq_space_i   (rq_space),
+      .rq_space2_i  (rq_space2),
       .lock_valid_i (lock_valid),
       .lock_key_i   (lock_key),
       .rq_push_o    (rq_push),
@@ -376,6 +389,7 @@ module netagg_core #(
       .tok_frames_i (tok_frames),
       .tok_result_i (tok_result),
       .ready_o      (accum_ready),
+      .busy_o       (accum_busy),
       .hz_valid_o   (hz_valid),
       .hz_key_o     (hz_key),
       .rd_en_o      (rd_en),
@@ -426,6 +440,7 @@ module netagg_core #(
       .push_i         (rq_push),
       .push_data_i    (rq_data),
       .space_o        (rq_space),
+      .space2_o       (rq_space2),
       .release_i      (release_result),
       .lock_valid_o   (lock_valid),
       .lock_key_o     (lock_key),

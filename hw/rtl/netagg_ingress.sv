@@ -1,16 +1,19 @@
 // Ingress buffer of one port: stores whole frames and checks them before anything else sees
 // them (docs/fpga-aggregator.md, "Checks"). Beat 0 (all headers) is kept in registers, payload
-// beats go to a buffer of IN_FRAMES frames of MAX_BEATS beats. When the last beat arrives the
-// frame-level and packet-level checks of wire::decode_frame are evaluated (except the UDP port,
-// a CSR, which the head check adds) and the frame becomes the port's head in arrival order.
+// beats go to a buffer of IN_FRAMES frames of MAX_BEATS beats. The frame-level and packet-level
+// checks of wire::decode_frame (except the UDP port, a CSR, which the head check adds) take two
+// steps: the IPv4 header sum when beat 0 arrives and the frame length with the last beat, the
+// rest in the cycle after the last beat, when the frame becomes the port's next stored frame in
+// arrival order.
 //
 // The consumer pops the head once it has decided about it. A dropped frame is freed at once; a
 // frame whose payload is added to a slot stays stored (hold) until the adder stage has read its
 // last beat and frees it. TREADY is high while the frame being received has a free buffer
-// entry, so with IN_FRAMES = 2 a port takes a frame while the previous one is summed.
+// entry; with IN_FRAMES = 3 a port takes frames back to back while an earlier one passes the
+// decision pipeline (netagg_round) and is summed.
 module netagg_ingress #(
     parameter int unsigned MAX_BEATS = 16,  // payload beats a frame may carry
-    parameter int unsigned IN_FRAMES = 2,   // frames the buffer holds (>= 2)
+    parameter int unsigned IN_FRAMES = 3,   // frames the buffer holds (>= 2)
     // derived, do not change
     parameter int unsigned FI_W = (IN_FRAMES > 1) ? $clog2(IN_FRAMES) : 1,
     parameter int unsigned BI_W = (MAX_BEATS > 1) ? $clog2(MAX_BEATS) : 1
@@ -56,10 +59,11 @@ module netagg_ingress #(
   logic [IN_FRAMES-1:0] busy_q;   // entry holds a frame (received, not yet freed)
   logic [IN_FRAMES-1:0] ready_q;  // entry holds a frame not yet popped
   logic [FI_W-1:0] wr_q, rd_q;
+  logic pop_q, hold_q;             // the head was popped in the previous cycle (and held)
   logic [BEATCNT_W-1:0] beats_q;  // beats of the current frame taken so far
 
   logic take, first_beat;
-  logic [BEAT_W-1:0] hdr_now, keep_mask;
+  logic [BEAT_W-1:0] keep_mask;
   logic [6:0] last_bytes;
   logic [16:0] frame_len;
   logic overlong;
@@ -68,7 +72,6 @@ module netagg_ingress #(
   assign s_tready_o = !busy_q[wr_q];
   assign take = s_tvalid_i && s_tready_o;
   assign first_beat = (beats_q == '0);
-  assign hdr_now = first_beat ? s_tdata_i : hdr_q;
   assign frame_in_o = take && s_tlast_i;
 
   function automatic logic [FI_W-1:0] next_frame(input logic [FI_W-1:0] f);
@@ -84,6 +87,28 @@ module netagg_ingress #(
     frame_len = {beats_q, 6'd0} + {10'd0, last_bytes};
     if (beats_q == '1) frame_len = '1;  // saturated: longer than any IPv4 length allows
     overlong = beats_q > BEATCNT_W'(MAX_BEATS);  // beats_q = index of this last beat
+  end
+
+  // Step one: with beat 0 the sum of the IPv4 header's 16-bit words, with the last beat the
+  // frame length; the frame's entry is remembered for step two in the next cycle (the header
+  // stays in hdr_q during that cycle even if the next frame's beat 0 arrives in it).
+  localparam int unsigned IP = netagg_pkg::FRM_IP_VERSION_IHL;  // the IPv4 header
+  logic [19:0] ip_sum_now, ip_sum_q;
+  logic fin_q, overlong_q;
+  logic [16:0] frame_len_q;
+  logic [FI_W-1:0] fin_frame_q;
+  always_comb begin
+    ip_sum_now = '0;
+    for (int w = 0; w < 10; w++)
+      ip_sum_now = ip_sum_now + {4'd0, netagg_pkg::beat_be16(s_tdata_i, IP + 2 * w)};
+  end
+  always_ff @(posedge clk_i) begin
+    if (take && first_beat) ip_sum_q <= ip_sum_now;
+    if (take && s_tlast_i) begin
+      frame_len_q <= frame_len;
+      overlong_q <= overlong;
+      fin_frame_q <= wr_q;
+    end
   end
 
   // Counter indices of the drop reasons checked here.
@@ -102,7 +127,7 @@ module netagg_ingress #(
   localparam logic [RW-1:0] R_COUNT = RW'(netagg_csr_pkg::CNT_MALFORMED_COUNT_TOO_LARGE);
   localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
 
-  logic [19:0] ip_sum;
+  logic [BEAT_W-1:0] hdr_now;
   logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len, fragment;
   logic [7:0] ver_ihl, proto, version, msg_type, dtype, flags;
   logic [31:0] reserved;
@@ -110,24 +135,22 @@ module netagg_ingress #(
 
   // Field offsets and codes: netagg_pkg, the mirror of wire.hpp.
   localparam int unsigned H = netagg_pkg::FRM_HEADER;  // the netagg header in the frame
-  localparam int unsigned IP = netagg_pkg::FRM_IP_VERSION_IHL;  // the IPv4 header
   localparam logic [15:0] IP_UDP_BYTES = 16'(netagg_pkg::IPV4_HEADER_SIZE +
                                              netagg_pkg::UDP_HEADER_SIZE);
   localparam logic [16:0] ETH_BYTES = 17'(netagg_pkg::ETH_HEADER_SIZE);
 
-  // The checks of wire::decode_frame and wire::decode, on the frame ending with this beat.
+  // Step two: the checks of wire::decode_frame and wire::decode, on the frame whose last beat
+  // came in the previous cycle.
+  assign hdr_now = hdr_q;
   always_comb begin
     ethertype = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETHERTYPE);
     ver_ihl = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_VERSION_IHL);
     ip_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_TOTAL_LENGTH);
     proto = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_PROTOCOL);
     udp_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_LENGTH);
-    ip_sum = '0;
-    for (int w = 0; w < 10; w++)
-      ip_sum = ip_sum + {4'd0, netagg_pkg::beat_be16(hdr_now, IP + 2 * w)};
     fragment = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_FLAGS_FRAG);
     ip_header_ok = (ver_ihl == netagg_pkg::IP_VERSION_IHL) && (fragment & 16'h3FFF) == 0 &&
-                   (netagg_agg_pkg::fold16(ip_sum) == 16'hFFFF);  // (MF and offset 0; DF free)
+                   (netagg_agg_pkg::fold16(ip_sum_q) == 16'hFFFF);  // (MF and offset 0; DF free)
     version = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_VERSION);
     msg_type = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_TYPE);
     dtype = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_DTYPE);
@@ -141,11 +164,11 @@ module netagg_ingress #(
     desc_now = '0;
     // frame level, up to the UDP length (in the order of wire::decode_frame)
     desc_now.pre_bad = 1'b1;
-    if (frame_len < 17'(netagg_pkg::FRAME_OVERHEAD)) desc_now.pre_reason = R_TRUNCATED;
+    if (frame_len_q < 17'(netagg_pkg::FRAME_OVERHEAD)) desc_now.pre_reason = R_TRUNCATED;
     else if (ethertype != netagg_pkg::ETHERTYPE_IPV4) desc_now.pre_reason = R_NOT_IPV4;
     else if (!ip_header_ok) desc_now.pre_reason = R_BAD_IP_HEADER;
     else if (proto != netagg_pkg::IP_PROTOCOL_UDP) desc_now.pre_reason = R_NOT_UDP;
-    else if (ip_len < IP_UDP_BYTES || {1'b0, ip_len} + ETH_BYTES > frame_len)
+    else if (ip_len < IP_UDP_BYTES || {1'b0, ip_len} + ETH_BYTES > frame_len_q)
       desc_now.pre_reason = R_IP_LENGTH;
     else if (udp_len != ip_len - 16'(netagg_pkg::IPV4_HEADER_SIZE))
       desc_now.pre_reason = R_UDP_LENGTH;
@@ -162,7 +185,8 @@ module netagg_ingress #(
     else if (count > 16'(netagg_pkg::MAX_COUNT)) desc_now.post_reason = R_COUNT;
     else if (packet_len != want_len) desc_now.post_reason = R_LENGTH;
     // padding past the beats a port stores (a longer packet fails count_too_large_for_job)
-    else if (overlong && frame_len != {1'b0, ip_len} + ETH_BYTES) desc_now.post_reason = R_LENGTH;
+    else if (overlong_q && frame_len_q != {1'b0, ip_len} + ETH_BYTES)
+      desc_now.post_reason = R_LENGTH;
     else desc_now.post_bad = 1'b0;
 
     desc_now.dst_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_DST_PORT);
@@ -185,23 +209,28 @@ module netagg_ingress #(
     if (!rst_ni) begin
       busy_q <= '0;
       ready_q <= '0;
+      fin_q <= 1'b0;
+      pop_q <= 1'b0;
       wr_q <= '0;
       rd_q <= '0;
       beats_q <= '0;
     end else begin
+      fin_q <= take && s_tlast_i;
+      if (fin_q) ready_q[fin_frame_q] <= 1'b1;  // checked: the consumer may decide it
       if (take) begin
         if (s_tlast_i) begin
           busy_q[wr_q] <= 1'b1;
-          ready_q[wr_q] <= 1'b1;
           wr_q <= next_frame(wr_q);
           beats_q <= '0;
         end else if (beats_q != '1) begin
           beats_q <= beats_q + 1'b1;
         end
       end
-      if (head_pop_i) begin
+      pop_q <= head_pop_i;
+      hold_q <= head_hold_i;
+      if (pop_q) begin
         ready_q[rd_q] <= 1'b0;
-        if (!head_hold_i) busy_q[rd_q] <= 1'b0;
+        if (!hold_q) busy_q[rd_q] <= 1'b0;
         rd_q <= next_frame(rd_q);
       end
       if (free_i) busy_q[free_frame_i] <= 1'b0;
@@ -211,7 +240,7 @@ module netagg_ingress #(
   // Headers and descriptors: no reset needed (valid bits above).
   always_ff @(posedge clk_i) begin
     if (take && first_beat) hdr_q <= s_tdata_i;
-    if (take && s_tlast_i) desc_q[wr_q] <= desc_now;
+    if (fin_q) desc_q[fin_frame_q] <= desc_now;
   end
 
   // Payload buffer: beat b (1..MAX_BEATS) of entry f at f * MAX_BEATS + b - 1. Bytes past the
@@ -224,7 +253,9 @@ module netagg_ingress #(
     if (rd_en_i) rd_data_o <= mem_q[32'(rd_frame_i) * MAX_BEATS + 32'(rd_beat_i)];
   end
 
-  assign head_valid_o = ready_q[rd_q];
+  // A pop takes effect a cycle later (the decision that pops is long; this register keeps it
+  // off the buffer's bookkeeping); the head is not valid meanwhile.
+  assign head_valid_o = ready_q[rd_q] && !pop_q;
   assign head_desc_o = desc_q[rd_q];
   assign head_frame_o = rd_q;
 

@@ -38,6 +38,7 @@ module netagg_replicate #(
     input  logic                                         push_i,
     input  logic [netagg_agg_pkg::RESULT_W-1:0]          push_data_i,
     output logic                                         space_o,
+    output logic                                         space2_o,     // room for two
     input  logic                                         release_i,
     output logic [LOCK_N-1:0]                            lock_valid_o,
     output logic [LOCK_N*KEY_W-1:0]                      lock_key_o,
@@ -96,6 +97,7 @@ module netagg_replicate #(
   endfunction
 
   assign space_o = q_count < (Q_W + 1)'(RQ_DEPTH);
+  assign space2_o = q_count + 1'b1 < (Q_W + 1)'(RQ_DEPTH);
 
   // ---- the engine ----------------------------------------------------------------------------
   logic busy_q;
@@ -219,7 +221,6 @@ module netagg_replicate #(
 
   // ---- output stage (the cycle after a step: accumulator data is there) -----------------------
   logic o_valid_q, o_header_q, o_push_q, o_last_q;
-  logic [ST_W-1:0] o_st_q;
   logic [NP-1:0] o_act_q;
   logic [NP*RW-1:0] o_rank_q;
   logic [RES_W-1:0] o_cur_q;
@@ -235,7 +236,6 @@ module netagg_replicate #(
       o_header_q <= wave_start;
       o_push_q <= wave_start || !is_bf16 || !st_q[0];  // bf16: odd steps hold half a beat
       o_last_q <= last_step;
-      o_st_q <= st_q;
       o_act_q <= act_now;
       o_rank_q <= rank_now;
       o_cur_q <= cur_q;
@@ -244,24 +244,42 @@ module netagg_replicate #(
   end
 
   assign oc = o_cur_q;
-  assign rp_entry_o = JOB_W'(oc.entry);
-  assign rp_rank_o = o_rank_q;
+
+  // Looked up and computed in the step's cycle, registered for the output stage (so that the
+  // job table read and the length arithmetic are not in series with the beat assembly): the
+  // addresses of the step's ranks, the payload bytes of the step's wire beat.
+  logic [NP*48-1:0] o_mac_q;
+  logic [NP*32-1:0] o_ip_q;
+  logic [NP*16-1:0] o_udp_q;
+  logic [6:0] o_beat_bytes_q;
+  logic [15:0] s_wire_beat, s_payload_bytes, s_bytes_before, s_rest;
+  logic [6:0] s_beat_bytes;
+  assign rp_entry_o = JOB_W'(cur.entry);
+  assign rp_rank_o = rank_now;
+  assign s_wire_beat = is_bf16 ? (16'(st_q) >> 1) : 16'(st_q);
+  assign s_payload_bytes = is_bf16 ? {cur.count[14:0], 1'b0} : {cur.count[13:0], 2'b00};
+  assign s_bytes_before = (s_wire_beat - 16'd1) << 6;
+  assign s_rest = s_payload_bytes - s_bytes_before;
+  assign s_beat_bytes = (s_rest >= 16'd64) ? 7'd64 : s_rest[6:0];
+  always_ff @(posedge clk_i) begin
+    if (step) begin
+      o_mac_q <= rp_mac_i;
+      o_ip_q <= rp_ip_i;
+      o_udp_q <= rp_udp_i;
+      o_beat_bytes_q <= s_beat_bytes;
+    end
+  end
 
   // The payload beat: 32-bit lanes big-endian, or 32 bf16 elements from two accumulator beats;
   // bytes past the payload's end are zero and not in TKEEP.
   logic o_bf16;
-  logic [15:0] o_wire_beat, payload_bytes, bytes_before, rest;
-  logic [6:0] beat_bytes;
+  logic [15:0] payload_bytes;
   logic [KW-1:0] payload_keep;
   logic [W-1:0] payload, keep_mask, bf16_values;
   logic [15:0] bf16_lane[2*netagg_agg_pkg::LANES];
 
   assign o_bf16 = (oc.dtype == DT_BF16);
-  assign o_wire_beat = o_bf16 ? (16'(o_st_q) >> 1) : 16'(o_st_q);
   assign payload_bytes = o_bf16 ? {oc.count[14:0], 1'b0} : {oc.count[13:0], 2'b00};
-  assign bytes_before = (o_wire_beat - 16'd1) << 6;
-  assign rest = payload_bytes - bytes_before;
-  assign beat_bytes = (rest >= 16'd64) ? 7'd64 : rest[6:0];
 
   for (genvar i = 0; i < netagg_agg_pkg::LANES; i++) begin : gen_bf16
     netagg_fp32_to_bf16 u_even (
@@ -275,7 +293,7 @@ module netagg_replicate #(
   end
 
   always_comb begin
-    for (int k = 0; k < KW; k++) payload_keep[k] = (7'(k) < beat_bytes);
+    for (int k = 0; k < KW; k++) payload_keep[k] = (7'(k) < o_beat_bytes_q);
     for (int k = 0; k < KW; k++) keep_mask[8*k+:8] = {8{payload_keep[k]}};
     for (int k = 0; k < 2 * netagg_agg_pkg::LANES; k++) bf16_values[16*k+:16] = bf16_lane[k];
     payload = o_bf16 ? netagg_pkg::swap_lanes16(bf16_values)
@@ -297,8 +315,8 @@ module netagg_replicate #(
     logic [19:0] sum;
     always_comb begin
       h = '0;
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST, rp_mac_i[p*48+32+:16]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST + 2, rp_mac_i[p*48+:32]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST, o_mac_q[p*48+32+:16]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST + 2, o_mac_q[p*48+:32]);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC, agg_mac_i[47:32]);
       h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC + 2, agg_mac_i[31:0]);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETHERTYPE, netagg_pkg::ETHERTYPE_IPV4);
@@ -309,14 +327,14 @@ module netagg_replicate #(
       h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_TTL, netagg_pkg::IP_TTL);
       h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
       h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_SRC, agg_ip_i);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_DST, rp_ip_i[p*32+:32]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_DST, o_ip_q[p*32+:32]);
       sum = '0;
       for (int w = 0; w < 10; w++)
         sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IP_VERSION_IHL + 2 * w)};
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_CHECKSUM,
                                    ~netagg_agg_pkg::fold16(sum));
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, rp_udp_i[p*16+:16]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, o_udp_q[p*16+:16]);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total);
       h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION);
       h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_TYPE, netagg_pkg::MSG_RESULT);

@@ -1,21 +1,34 @@
 // Round decisions and the slot state of every (slot, set): the switch model's algorithm
-// (sim/switch/README.md) plus dtype_mismatch, see docs/fpga-aggregator.md. Each cycle:
+// (sim/switch/README.md) plus dtype_mismatch, see docs/fpga-aggregator.md ("Round checks",
+// "Groups", "The round decision pipeline"). Five stages, so that no register-to-register path
+// is much longer than the fp32 adder's:
 //
-//  - every port whose head failed a check (netagg_admit) is popped and counted;
-//  - among the eligible heads one group is taken: the leader is the first eligible port from a
-//    round-robin pointer, the group all eligible heads with the leader's (slot, set) and job.
-//    Its members are decided one after the other in port order against the state as the
-//    members before them left it (one cycle, so the next group sees the result). A member that
-//    would start a new round or get a resend after an earlier member was added, get a resend
-//    its rank already gets in this group, or start a new round while that (slot, set) still
-//    has result frames queued, stays at its port's head.
-//  - the added members become one token for the adder pipeline (netagg_accum), which sums them
-//    in port order and adds the sum to the accumulators or stores it (new round); a completed
-//    round or resends push one result (all workers, or the resending ranks) to the replication
-//    queue, released when the token leaves the pipeline.
+//  C   the port heads' check results (netagg_admit, job table) are registered. A port whose
+//      head failed a check is popped and counted from here. A head popped this cycle, or
+//      checked against a job table or AGG_UDP_PORT that changes at this edge (inval_i), is
+//      registered as not valid and checked again.
+//  D1  among the valid eligible heads not already in D2/D3, one group is taken: the leader is
+//      the first from a round-robin pointer, the group all heads with the leader's (slot, set)
+//      and job. The state of every head's (slot, set) is read, the leader's kept.
+//  D2  every comparison the decision needs, of each member against the state and against each
+//      other member (sequence age, count, dtype, rank, exponent), each member's class under
+//      each possible reference round, the result-queue lock, and the member that starts a new
+//      round (if one does).
+//  D3  the members' decisions (computed for all at once, equal to deciding them one after the
+//      other in port order), the pops, the token to the adder pipeline (netagg_accum). D3
+//      waits while the adder pipeline or the result queue cannot take the group, or the
+//      (slot, set) has a read-modify-write hazard in the adder pipeline; D1 and D2 wait
+//      behind it.
+//  D4  the (slot, set)'s new state is written, a completed round or resends go to the
+//      replication queue, the counters are incremented.
 //
-// The slot state lives in flip-flops so that a decision sees the previous cycle's updates and
-// a job's slots are cleared in one cycle.
+// Hazards between groups: a group's state is read in D1 and written in D4, so D1 takes no
+// group on a slot (either set) that a group in D2..D4 holds (it waits); only D4 writes the
+// state, and commands change it only when the pipeline is empty (empty_o).
+//
+// A member that would start a new round or get a resend after an earlier member was added,
+// get a resend its rank already gets in this group, or start a new round while that
+// (slot, set) still has result frames queued, stays at its port's head.
 module netagg_round #(
     parameter int unsigned NUM_PORTS = 4,
     parameter int unsigned SLOTS = 64,
@@ -33,6 +46,8 @@ module netagg_round #(
     input  logic                                        clk_i,
     input  logic                                        rst_ni,
     input  logic                                        block_i,   // a command is executing
+    input  logic                                        inval_i,   // the head checks change
+    output logic                                        empty_o,   // no group in D1..D4
     // port heads (flat, port p at [p*W +: W])
     input  logic [NUM_PORTS-1:0]                        drop_i,    // failed a check ...
     input  logic [NUM_PORTS*netagg_agg_pkg::REASON_W-1:0] reason_i,  // ... this one
@@ -45,6 +60,7 @@ module netagg_round #(
     output logic [NUM_PORTS-1:0]                        hold_o,    // popped, payload read later
     // adder pipeline
     input  logic                                        accum_ready_i,
+    input  logic [BEATS_W-1:0]                          accum_busy_i, // cycles until ready
     input  logic [HZ_N-1:0]                             hz_valid_i,
     input  logic [HZ_N*KEY_W-1:0]                       hz_key_i,
     output logic                                        tok_valid_o,
@@ -56,7 +72,8 @@ module netagg_round #(
     output logic [NUM_PORTS*FI_W-1:0]                   tok_frames_o,
     output logic                                        tok_result_o, // releases a result
     // replication queue
-    input  logic                                        rq_space_i,
+    input  logic                                        rq_space_i,   // room for one ...
+    input  logic                                        rq_space2_i,  // ... for two
     input  logic [LOCK_N-1:0]                           lock_valid_i, // queued results' keys
     input  logic [LOCK_N*KEY_W-1:0]                     lock_key_i,
     output logic                                        rq_push_o,
@@ -85,7 +102,12 @@ module netagg_round #(
     $error("netagg_round: NUM_PORTS must be in 1..8");
   end
 
-  // ---- slot state ------------------------------------------------------------------------
+  localparam int unsigned NP = NUM_PORTS;
+  localparam int unsigned EST_W = BEATS_W + 2;  // beats ahead of a new group, summed
+  localparam int unsigned J_W = $clog2(NUM_PORTS + 1);  // 0..NUM_PORTS
+
+  // ---- slot state ----------------------------------------------------------------------------
+  // In flip-flops, so that a job's slots are cleared in one cycle.
   logic [NK-1:0] has_round_q;
   logic [31:0] seq_q[NK];
   logic [31:0] bitmap_q[NK];
@@ -95,246 +117,662 @@ module netagg_round #(
   logic [15:0] exponent_q[NK];
   logic [1:0] ecn_q[NK];
 
-  // ---- the heads' fields -------------------------------------------------------------------
-  logic [KEY_W-1:0] p_key[NUM_PORTS];
-  logic [SLOT_W-1:0] p_slot[NUM_PORTS];
-  logic [RW-1:0] p_rank[NUM_PORTS];
-  logic [31:0] p_seq[NUM_PORTS];
-  logic [15:0] p_count[NUM_PORTS];
-  logic [1:0] p_dtype[NUM_PORTS];
-  logic [15:0] p_exponent[NUM_PORTS];
-  logic [1:0] p_ecn[NUM_PORTS];
-  logic [15:0] p_job_id[NUM_PORTS];
-  logic [JOB_W-1:0] p_entry[NUM_PORTS];
-  logic [NW-1:0] p_workers[NUM_PORTS];
+  // ---- C: the heads' checks, registered ------------------------------------------------------
+  logic [NP-1:0] c_valid_q, c_drop_q, c_elig_q;
+  logic [REASON_W-1:0] c_reason_q[NP];
+  logic [DESC_W-1:0] c_desc_q[NP];
+  logic [FI_W-1:0] c_frame_q[NP];
+  logic [JOB_W-1:0] c_entry_q[NP];
+  logic [NW-1:0] c_workers_q[NP];
+  logic [NP-1:0] busy, drop_pop, group_pop, taken_pop;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) c_valid_q <= '0;
+    else c_valid_q <= (drop_i | eligible_i) & ~pop_o & ~{NP{inval_i}};
+  end
+  always_ff @(posedge clk_i) begin
+    c_drop_q <= drop_i;
+    c_elig_q <= eligible_i;
+    for (int p = 0; p < NP; p++) begin
+      c_reason_q[p] <= reason_i[p*REASON_W+:REASON_W];
+      c_desc_q[p] <= desc_i[p*DESC_W+:DESC_W];
+      c_frame_q[p] <= frame_i[p*FI_W+:FI_W];
+      c_entry_q[p] <= entry_i[p*JOB_W+:JOB_W];
+      c_workers_q[p] <= workers_i[p*NW+:NW];
+    end
+  end
+
+  logic [KEY_W-1:0] c_key[NP];
+  logic [RW-1:0] c_rank[NP];
+  logic [31:0] c_seq[NP];
+  logic [15:0] c_count[NP];
+  logic [1:0] c_dtype[NP];
+  logic [15:0] c_exponent[NP];
+  logic [1:0] c_ecn[NP];
+  logic [15:0] c_job_id[NP];
   // One head at a time (yosys takes no structs in generate blocks); the checks read the rest.
   /* verilator lint_off UNUSEDSIGNAL */
   netagg_agg_pkg::desc_t d;
   /* verilator lint_on UNUSEDSIGNAL */
   always_comb begin
-    for (int p = 0; p < NUM_PORTS; p++) begin
-      d = desc_i[p*DESC_W+:DESC_W];
-      p_slot[p] = d.slot[SLOT_W-1:0];
-      p_key[p] = {d.slot[SLOT_W-1:0], d.set_bit};
-      p_rank[p] = d.rank[RW-1:0];
-      p_seq[p] = d.seq;
-      p_count[p] = d.count;
-      p_dtype[p] = d.dtype;
-      p_exponent[p] = d.exponent;
-      p_ecn[p] = d.ecn;
-      p_job_id[p] = d.job_id;
-      p_entry[p] = entry_i[p*JOB_W+:JOB_W];
-      p_workers[p] = workers_i[p*NW+:NW];
+    for (int p = 0; p < NP; p++) begin
+      d = c_desc_q[p];
+      c_key[p] = {d.slot[SLOT_W-1:0], d.set_bit};
+      c_rank[p] = d.rank[RW-1:0];
+      c_seq[p] = d.seq;
+      c_count[p] = d.count;
+      c_dtype[p] = d.dtype;
+      c_exponent[p] = d.exponent;
+      c_ecn[p] = d.ecn;
+      c_job_id[p] = d.job_id;
     end
   end
-  // ---- leader and stall --------------------------------------------------------------------
+
+  // Heads that failed a check leave from here (not while a command runs: it counts them
+  // against the table it leaves).
+  assign drop_pop = c_valid_q & c_drop_q & ~busy & {NP{!block_i}};
+
+  // ---- pipeline registers D1 -> D2 (r1_*), D2 -> D3 (r2_*) --------------------------------
+  logic r1_valid_q, r2_valid_q, r3_valid_q, go, r1_load, r2_load;
+  logic [KEY_W-1:0] r3_key_q;  // (D3 -> D4, below)
+  logic [NP-1:0] r1_cand_q, r2_cand_q;
+  logic [KEY_W-1:0] r1_key_q, r2_key_q;
+  logic [JOB_W-1:0] r1_entry_q, r2_entry_q;
+  logic [15:0] r1_job_id_q, r2_job_id_q;
+  logic [NW-1:0] r1_workers_q, r2_workers_q;
+  logic [BEATS_W-1:0] r1_est_q, r2_est_q;  // beats the group's token will likely take
+  logic [RW-1:0] r1_rank_q[NP];  // (compared in D2)
+  logic [31:0] r1_seq_q[NP], r2_seq_q[NP];
+  logic [15:0] r1_count_q[NP], r2_count_q[NP];
+  logic [1:0] r1_dtype_q[NP], r2_dtype_q[NP];
+  logic [15:0] r1_exp_q[NP], r2_exp_q[NP];
+  logic [1:0] r1_ecn_q[NP], r2_ecn_q[NP];
+  logic [FI_W-1:0] r1_frame_q[NP], r2_frame_q[NP];
+  // the (slot, set)'s state as D1 read it
+  logic r1_s_has_q, r2_s_has_q;
+  logic [31:0] r1_s_seq_q, r2_s_seq_q, r1_s_bitmap_q, r2_s_bitmap_q, r1_o_bitmap_q, r2_o_bitmap_q;
+  logic [NW-1:0] r1_s_rem_q, r2_s_rem_q;
+  logic [CNT_W-1:0] r1_s_count_q, r2_s_count_q;
+  logic [1:0] r1_s_dtype_q, r2_s_dtype_q, r1_s_ecn_q, r2_s_ecn_q;
+  logic [15:0] r1_s_exp_q, r2_s_exp_q;
+
+  assign r2_load = !r2_valid_q || go;  // D3 is empty or done this cycle
+  assign r1_load = !r1_valid_q || r2_load;
+  assign busy = (r1_valid_q ? r1_cand_q : '0) | (r2_valid_q ? r2_cand_q : '0);
+  assign empty_o = !r1_valid_q && !r2_valid_q && !r3_valid_q;
+
+  // ---- D1: leader, group, state read ---------------------------------------------------------
   logic [PI_W-1:0] rr_q, lead;
-  logic lead_found, hazard, locked, take;
-  logic [KEY_W-1:0] lkey, okey;
+  logic [NP-1:0] elig, cand;
+  logic lead_found, conflict, soon, take;
+  logic [KEY_W-1:0] lkey;
+  logic [JOB_W-1:0] lentry;
+  logic [EST_W-1:0] ahead;
   int unsigned idx;
+
+  assign elig = c_valid_q & c_elig_q & ~busy;
 
   always_comb begin
     lead_found = 1'b0;
     lead = '0;
-    for (int k = 0; k < NUM_PORTS; k++) begin
+    for (int k = 0; k < NP; k++) begin
       idx = 32'(rr_q) + 32'(k);
-      if (idx >= NUM_PORTS) idx = idx - NUM_PORTS;
-      if (!lead_found && eligible_i[idx]) begin
+      if (idx >= NP) idx = idx - NP;
+      if (!lead_found && elig[idx]) begin
         lead_found = 1'b1;
         lead = PI_W'(idx);
       end
     end
   end
 
-  assign lkey = p_key[lead];
-  assign okey = lkey ^ KEY_W'(1);  // the slot's other set
+  assign lkey = c_key[lead];
 
+  // The state of every head's (slot, set) and the other set's bitmap, read beside the leader
+  // choice (not behind it), the leader's taken.
+  logic hd_has[NP];
+  logic [31:0] hd_seq[NP], hd_bitmap[NP], hd_o_bitmap[NP];
+  logic [NW-1:0] hd_rem[NP];
+  logic [CNT_W-1:0] hd_count[NP];
+  logic [1:0] hd_dtype[NP], hd_ecn[NP];
+  logic [15:0] hd_exp[NP];
+  always_comb begin
+    for (int p = 0; p < NP; p++) begin
+      hd_has[p] = has_round_q[c_key[p]];
+      hd_seq[p] = seq_q[c_key[p]];
+      hd_bitmap[p] = bitmap_q[c_key[p]];
+      hd_o_bitmap[p] = bitmap_q[c_key[p]^KEY_W'(1)];  // the slot's other set
+      hd_rem[p] = remaining_q[c_key[p]];
+      hd_count[p] = count_q[c_key[p]];
+      hd_dtype[p] = dtype_q[c_key[p]];
+      hd_exp[p] = exponent_q[c_key[p]];
+      hd_ecn[p] = ecn_q[c_key[p]];
+    end
+  end
+  assign lentry = c_entry_q[lead];
+  always_comb begin
+    for (int p = 0; p < NP; p++) cand[p] = elig[p] && c_key[p] == lkey && c_entry_q[p] == lentry;
+  end
+  // A group in D2 or D3 on the same slot writes the state D1 would read.
+  assign conflict = (r1_valid_q && r1_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
+                    (r2_valid_q && r2_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
+                    (r3_valid_q && r3_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]);
+  // Take a group only shortly before the adder pipeline can start it: heads arriving
+  // meanwhile on other ports then still join it (a group taken early is summed alone).
+  assign ahead = EST_W'(accum_busy_i) + (r1_valid_q ? EST_W'(r1_est_q) : '0) +
+                 (r2_valid_q ? EST_W'(r2_est_q) : '0);
+  assign soon = ahead <= EST_W'(3);
+  assign take = lead_found && !block_i && !conflict && soon && r1_load;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      rr_q <= '0;
+      r1_valid_q <= 1'b0;
+      r2_valid_q <= 1'b0;
+    end else begin
+      if (take && !clear_i) rr_q <= (32'(lead) + 1 >= NP) ? '0 : lead + 1'b1;
+      if (r1_load) r1_valid_q <= take;
+      if (r2_load) r2_valid_q <= r1_valid_q;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (r1_load) begin
+      r1_cand_q <= cand;
+      r1_key_q <= lkey;
+      r1_entry_q <= lentry;
+      r1_job_id_q <= c_job_id[lead];
+      r1_workers_q <= c_workers_q[lead];
+      r1_est_q <= BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
+      for (int p = 0; p < NP; p++) begin
+        r1_rank_q[p] <= c_rank[p];
+        r1_seq_q[p] <= c_seq[p];
+        r1_count_q[p] <= c_count[p];
+        r1_dtype_q[p] <= c_dtype[p];
+        r1_exp_q[p] <= c_exponent[p];
+        r1_ecn_q[p] <= c_ecn[p];
+        r1_frame_q[p] <= c_frame_q[p];
+      end
+      r1_s_has_q <= hd_has[lead];
+      r1_s_seq_q <= hd_seq[lead];
+      r1_s_bitmap_q <= hd_bitmap[lead];
+      r1_o_bitmap_q <= hd_o_bitmap[lead];
+      r1_s_rem_q <= hd_rem[lead];
+      r1_s_count_q <= hd_count[lead];
+      r1_s_dtype_q <= hd_dtype[lead];
+      r1_s_exp_q <= hd_exp[lead];
+      r1_s_ecn_q <= hd_ecn[lead];
+    end
+  end
+
+  // ---- D2: comparisons and classes ----------------------------------------------------------
+  // Each member against the state (st_*) and against each other member q that may have started
+  // the round before it (pq_*, member p against member q at [p*NP + q]), and its class under
+  // each of these references: what the decision table says before `remaining` and the bitmap,
+  // which the members before it change, are looked at.
+  localparam int unsigned CL_START = 0;  // no round: start one
+  localparam int unsigned CL_STALE = 1;  // older sequence number: stale
+  localparam int unsigned CL_NEWER = 2;  // newer: ahead, or start if the round is complete
+  localparam int unsigned CL_COUNT = 3;  // count_mismatch
+  localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
+  localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
+  localparam int unsigned CL_W = 6;
+  logic [31:0] bit_r[NP];
+  logic [CL_W-1:0] st_cls[NP];
+  logic [CL_W-1:0] pq_cls[NP*NP];
+  logic [NP-1:0] st_dup, st_gt, st_lt, beats_nz;
+  logic [NP*NP-1:0] pq_rank_eq, pq_gt;
+  logic [NP:0] rem_eq, nw_eq;  // remaining == k, workers == k
+  logic [BEATS_W-1:0] p_beats[NP];
+  logic [BEATS_W-1:0] s_beats;
+  logic [31:0] all_mask;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [31:0] diff;  // (its sign)
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic locked, zero, cnt_eq, dt_eq, blocked;
+  logic [NP-1:0] want_start, starter_d2;
+
+  function automatic logic [CL_W-1:0] classify(input logic has, input logic older,
+                                               input logic same_seq, input logic same_count,
+                                               input logic same_dtype);
+    logic [CL_W-1:0] c;
+    c = '0;
+    if (!has) c[CL_START] = 1'b1;
+    else if (older) c[CL_STALE] = 1'b1;
+    else if (!same_seq) c[CL_NEWER] = 1'b1;
+    else if (!same_count) c[CL_COUNT] = 1'b1;
+    else if (!same_dtype) c[CL_DTYPE] = 1'b1;
+    else c[CL_SAME] = 1'b1;
+    classify = c;
+  endfunction
+
+  always_comb begin
+    for (int p = 0; p < NP; p++) begin
+      bit_r[p] = 32'd1 << r1_rank_q[p];
+      diff = r1_seq_q[p] - r1_s_seq_q;  // serial-number arithmetic: diff[31] = older
+      zero = r1_seq_q[p] == r1_s_seq_q;
+      cnt_eq = r1_count_q[p] == 16'(r1_s_count_q);
+      dt_eq = r1_dtype_q[p] == r1_s_dtype_q;
+      st_cls[p] = classify(r1_s_has_q, diff[31], zero, cnt_eq, dt_eq);
+      st_dup[p] = r1_s_bitmap_q[r1_rank_q[p]];
+      st_gt[p] = $signed(r1_exp_q[p]) > $signed(r1_s_exp_q);
+      st_lt[p] = $signed(r1_exp_q[p]) < $signed(r1_s_exp_q);
+      p_beats[p] = BEATS_W'((32'(r1_count_q[p]) + 32'd15) >> 4);
+      beats_nz[p] = r1_count_q[p] != '0;
+      for (int q = 0; q < NP; q++) begin
+        diff = r1_seq_q[p] - r1_seq_q[q];
+        zero = r1_seq_q[p] == r1_seq_q[q];
+        cnt_eq = r1_count_q[p] == r1_count_q[q];
+        dt_eq = r1_dtype_q[p] == r1_dtype_q[q];
+        pq_cls[p*NP+q] = classify(1'b1, diff[31], zero, cnt_eq, dt_eq);
+        pq_rank_eq[p*NP+q] = r1_rank_q[p] == r1_rank_q[q];
+        pq_gt[p*NP+q] = $signed(r1_exp_q[p]) > $signed(r1_exp_q[q]);
+      end
+    end
+    s_beats = BEATS_W'((32'(r1_s_count_q) + 32'd15) >> 4);
+    for (int k = 0; k <= NP; k++) begin
+      rem_eq[k] = r1_s_rem_q == NW'(k);
+      nw_eq[k] = r1_workers_q == NW'(k);
+    end
+    all_mask = (r1_workers_q >= NW'(32)) ? '1 : ((32'd1 << r1_workers_q) - 32'd1);
+    locked = 1'b0;
+    for (int i = 0; i < LOCK_N; i++)
+      if (lock_valid_i[i] && lock_key_i[i*KEY_W+:KEY_W] == r1_key_q) locked = 1'b1;
+    // The member that starts a round, if one does: the first that would start one against
+    // the state, unless an earlier member joined or got a resend (no member before it changed
+    // `remaining`: it is the stored one) or the (slot, set) is locked.
+    blocked = locked;
+    starter_d2 = '0;
+    for (int p = 0; p < NP; p++) begin
+      want_start[p] = st_cls[p][CL_START] || (st_cls[p][CL_NEWER] && rem_eq[0]);
+      if (r1_cand_q[p]) begin
+        if (want_start[p] && !blocked) starter_d2[p] = 1'b1;
+        if (want_start[p] || (st_cls[p][CL_SAME] && (rem_eq[0] || !st_dup[p]))) blocked = 1'b1;
+      end
+    end
+  end
+
+  // A lock seen here is still there in D3 or has gone (the group then leaves a frame at its
+  // head that could have started a round: it is taken again later); no group ahead of this
+  // one can add a lock on its (slot, set) (D1's conflict rule), so D3 may use `starter`.
+  logic [31:0] r2_bit_r_q[NP];
+  logic [CL_W-1:0] r2_st_cls_q[NP];
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [CL_W-1:0] r2_pq_cls_q[NP*NP];  // (the decision reads the pairs p > q ...
+  logic [NP*NP-1:0] r2_pq_rank_eq_q;   // ...
+  logic [NP:0] r2_nw_eq_q;             // ... and workers >= 1)
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [NP-1:0] r2_st_dup_q, r2_st_gt_q, r2_st_lt_q, r2_beats_nz_q;
+  logic [NP*NP-1:0] r2_pq_gt_q;
+  logic [NP:0] r2_rem_eq_q;
+  logic [BEATS_W-1:0] r2_beats_q[NP];
+  logic [BEATS_W-1:0] r2_s_beats_q;
+  logic [31:0] r2_all_mask_q;
+  logic [NP-1:0] r2_starter_q;
+
+  always_ff @(posedge clk_i) begin
+    if (r2_load) begin
+      r2_cand_q <= r1_cand_q;
+      r2_key_q <= r1_key_q;
+      r2_entry_q <= r1_entry_q;
+      r2_job_id_q <= r1_job_id_q;
+      r2_workers_q <= r1_workers_q;
+      r2_est_q <= r1_est_q;
+      for (int p = 0; p < NP; p++) begin
+        r2_seq_q[p] <= r1_seq_q[p];
+        r2_count_q[p] <= r1_count_q[p];
+        r2_dtype_q[p] <= r1_dtype_q[p];
+        r2_exp_q[p] <= r1_exp_q[p];
+        r2_ecn_q[p] <= r1_ecn_q[p];
+        r2_frame_q[p] <= r1_frame_q[p];
+        r2_bit_r_q[p] <= bit_r[p];
+        r2_st_cls_q[p] <= st_cls[p];
+        r2_beats_q[p] <= p_beats[p];
+      end
+      for (int i = 0; i < NP * NP; i++) r2_pq_cls_q[i] <= pq_cls[i];
+      r2_s_has_q <= r1_s_has_q;
+      r2_s_seq_q <= r1_s_seq_q;
+      r2_s_bitmap_q <= r1_s_bitmap_q;
+      r2_o_bitmap_q <= r1_o_bitmap_q;
+      r2_s_rem_q <= r1_s_rem_q;
+      r2_s_count_q <= r1_s_count_q;
+      r2_s_dtype_q <= r1_s_dtype_q;
+      r2_s_exp_q <= r1_s_exp_q;
+      r2_s_ecn_q <= r1_s_ecn_q;
+      r2_s_beats_q <= s_beats;
+      r2_st_dup_q <= st_dup;
+      r2_st_gt_q <= st_gt;
+      r2_st_lt_q <= st_lt;
+      r2_beats_nz_q <= beats_nz;
+      r2_pq_rank_eq_q <= pq_rank_eq;
+      r2_pq_gt_q <= pq_gt;
+      r2_rem_eq_q <= rem_eq;
+      r2_nw_eq_q <= nw_eq;
+      r2_all_mask_q <= all_mask;
+      r2_starter_q <= starter_d2;
+    end
+  end
+
+  // ---- D3: the group decision ----------------------------------------------------------------
+  logic hazard;
   always_comb begin
     hazard = 1'b0;
     for (int i = 0; i < HZ_N; i++)
-      if (hz_valid_i[i] && hz_key_i[i*KEY_W+:KEY_W] == lkey) hazard = 1'b1;
-    locked = 1'b0;
-    for (int i = 0; i < LOCK_N; i++)
-      if (lock_valid_i[i] && lock_key_i[i*KEY_W+:KEY_W] == lkey) locked = 1'b1;
+      if (hz_valid_i[i] && hz_key_i[i*KEY_W+:KEY_W] == r2_key_q) hazard = 1'b1;
   end
+  // (the queue must also hold the result D4 is pushing now)
+  assign go = r2_valid_q && accum_ready_i && rq_space_i && !(rq_push_o && !rq_space2_i) &&
+              !hazard;
 
-  assign take = lead_found && !block_i && accum_ready_i && rq_space_i && !hazard;
-
-  // ---- the group decision ------------------------------------------------------------------
-  logic s_has;
-  logic [31:0] s_seq, s_bitmap, o_bitmap, bit_r, age;
-  logic [NW-1:0] s_remaining, n_workers;
-  logic [CNT_W-1:0] s_count;
-  logic [1:0] s_dtype, s_ecn;
-  logic [15:0] s_exponent;
-  logic acc_any, new_round, resend_any, complete_now;
-  logic [31:0] resend_mask, all_mask;
-  logic [NUM_PORTS-1:0] member, added, group_pop, round_drop;
-  logic [REASON_W-1:0] round_reason[NUM_PORTS];
-  logic start, join_round, resend, drop;
-  logic [REASON_W-1:0] why;
+  // The decision, member by member in port order against the state the members before it
+  // left (docs/fpga-aggregator.md, "Round checks"), computed for all members at once:
+  //  - the reference round of member p is the stored one, or the one the starter (decided in
+  //    D2) started if that is an earlier member; `cls` is p's class against it;
+  //  - joins all go to that one round; a member that would join (same round, rank not in the
+  //    bitmap) is a joiner unless an earlier would-be joiner or the starter has its rank;
+  //    `remaining` reaches 0 once as many joiners as the round still needs came before p;
+  //  - a resend needs the stored round complete and no member added before it, and is sent
+  //    once per rank.
+  logic started, acc_any, new_round, resend_any, complete_now;
+  logic [NP-1:0] starter, added, resent, round_drop, exp_win;
+  logic [NP-1:0] after_start, same, would_join, joiner, rem_zero, resend_cand, joined;
+  logic [CL_W-1:0] cls[NP];
+  logic [REASON_W-1:0] round_reason[NP];
+  logic [J_W-1:0] n_joined, ahead_joins;
   logic [3:0] n_added, n_resent;
+  logic need_zero;
+  assign starter = r2_starter_q;
 
   always_comb begin
-    s_has = has_round_q[lkey];
-    s_seq = seq_q[lkey];
-    s_bitmap = bitmap_q[lkey];
-    s_remaining = remaining_q[lkey];
-    s_count = count_q[lkey];
-    s_dtype = dtype_q[lkey];
-    s_exponent = exponent_q[lkey];
-    s_ecn = ecn_q[lkey];
-    o_bitmap = bitmap_q[okey];
-    n_workers = p_workers[lead];
-    acc_any = 1'b0;
-    new_round = 1'b0;
-    resend_any = 1'b0;
-    resend_mask = '0;
-    member = '0;
-    added = '0;
-    group_pop = '0;
-    round_drop = '0;
+    for (int p = 0; p < NP; p++) begin
+      after_start[p] = 1'b0;  // the starter is an earlier member
+      for (int q = 0; q < p; q++) if (starter[q]) after_start[p] = 1'b1;
+      cls[p] = r2_st_cls_q[p];
+      for (int q = 0; q < p; q++) if (starter[q]) cls[p] = r2_pq_cls_q[p*NP+q];
+      same[p] = r2_cand_q[p] && cls[p][CL_SAME];
+      would_join[p] = same[p] && !r2_st_dup_q[p];
+    end
+    for (int p = 0; p < NP; p++) begin
+      joiner[p] = would_join[p];
+      for (int q = 0; q < p; q++)
+        if ((would_join[q] || starter[q]) && r2_pq_rank_eq_q[p*NP+q]) joiner[p] = 1'b0;
+      // remaining == 0 at p: the joiners before p used up what the round needed
+      ahead_joins = '0;
+      for (int q = 0; q < p; q++) ahead_joins = ahead_joins + J_W'(joiner[q]);
+      // (ahead_joins < NP)
+      need_zero = 1'b0;
+      for (int k = 0; k < NP; k++)
+        if (32'(k) <= 32'(ahead_joins))
+          need_zero = need_zero | (after_start[p] ? r2_nw_eq_q[k+1] : r2_rem_eq_q[k]);
+      rem_zero[p] = need_zero;
+      joined[p] = joiner[p] && !rem_zero[p];
+      resend_cand[p] = same[p] && r2_rem_eq_q[0] && !after_start[p] && !starter[p];
+    end
+    for (int p = 0; p < NP; p++) begin
+      resent[p] = resend_cand[p];
+      for (int q = 0; q < p; q++)
+        if (resend_cand[q] && r2_pq_rank_eq_q[p*NP+q]) resent[p] = 1'b0;
+      added[p] = joined[p] || starter[p];
+      round_reason[p] = '0;
+      round_drop[p] = 1'b0;
+      if (r2_cand_q[p] && !starter[p]) begin
+        if (cls[p][CL_STALE]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
+        end
+        if (cls[p][CL_NEWER] && !rem_zero[p]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_AHEAD);
+        end
+        if (cls[p][CL_COUNT]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_COUNT_MISMATCH);
+        end
+        if (cls[p][CL_DTYPE]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
+        end
+        if (cls[p][CL_SAME] && !rem_zero[p] && !joiner[p]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
+        end
+      end
+      group_pop[p] = added[p] || resent[p] || round_drop[p];
+    end
+    started = |starter;
+    new_round = started;
+    acc_any = started || |joined;
+    resend_any = |resent;
+    n_joined = '0;
     n_added = '0;
     n_resent = '0;
-    for (int p = 0; p < NUM_PORTS; p++) begin
-      round_reason[p] = '0;
-      member[p] = take && eligible_i[p] && p_key[p] == lkey && p_entry[p] == p_entry[lead];
-      bit_r = 32'd1 << p_rank[p];
-      age = p_seq[p] - s_seq;  // serial-number arithmetic: age[31] = older
-      start = 1'b0;
-      join_round = 1'b0;
-      resend = 1'b0;
-      drop = 1'b0;
-      why = '0;
-      if (!s_has) start = 1'b1;
-      else if (age[31]) begin
-        drop = 1'b1;
-        why = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
-      end else if (age != 0 && s_remaining != 0) begin
-        drop = 1'b1;
-        why = REASON_W'(netagg_csr_pkg::CNT_DROPPED_AHEAD);
-      end else if (age != 0) start = 1'b1;  // the set's round is complete: its next round
-      else if (p_count[p] != 16'(s_count)) begin
-        drop = 1'b1;
-        why = REASON_W'(netagg_csr_pkg::CNT_DROPPED_COUNT_MISMATCH);
-      end else if (p_dtype[p] != s_dtype) begin
-        drop = 1'b1;
-        why = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
-      end else if (s_remaining == 0) resend = 1'b1;
-      else if ((s_bitmap & bit_r) != 0) begin
-        drop = 1'b1;
-        why = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
-      end else join_round = 1'b1;
+    for (int p = 0; p < NP; p++) begin
+      n_joined = n_joined + J_W'(joined[p]);
+      n_added = n_added + 4'(added[p]);
+      n_resent = n_resent + 4'(resent[p]);
+    end
+  end
 
-      // Decide, or leave at the head (see the module comment): only members change anything.
-      if (member[p]) begin
-        if (start) begin
-          if (!acc_any && !resend_any && !locked) begin
-            s_has = 1'b1;
-            s_seq = p_seq[p];
-            s_bitmap = s_bitmap | bit_r;
-            s_remaining = n_workers - 1'b1;
-            s_count = CNT_W'(p_count[p]);
-            s_dtype = p_dtype[p];
-            s_exponent = p_exponent[p];
-            s_ecn = p_ecn[p];
-            o_bitmap = o_bitmap & ~bit_r;
-            acc_any = 1'b1;
-            new_round = 1'b1;
-            added[p] = 1'b1;
-          end
-        end else if (join_round) begin
-          s_bitmap = s_bitmap | bit_r;
-          s_remaining = s_remaining - 1'b1;
-          if ($signed(p_exponent[p]) > $signed(s_exponent)) s_exponent = p_exponent[p];
-          s_ecn = s_ecn | p_ecn[p];
-          o_bitmap = o_bitmap & ~bit_r;
-          acc_any = 1'b1;
-          added[p] = 1'b1;
-        end else if (resend) begin
-          // (a second copy from the same rank gets its own result frame in a later group)
-          if (!acc_any && (resend_mask & bit_r) == 0) begin
-            resend_any = 1'b1;
-            resend_mask = resend_mask | bit_r;
-            n_resent = n_resent + 1'b1;
-            group_pop[p] = 1'b1;
-          end
-        end else if (drop) begin
-          round_drop[p] = 1'b1;
-          round_reason[p] = why;
-        end
-        if (added[p]) n_added = n_added + 1'b1;
-        if (added[p] || round_drop[p]) group_pop[p] = 1'b1;
+  // What the adder pipeline needs now: members, beats (of the starter's count or the stored
+  // one), dtype.
+  logic [BEATS_W-1:0] t_beats;
+  logic [1:0] t_dtype;
+  logic t_nonempty;
+  always_comb begin
+    t_beats = r2_s_beats_q;
+    t_dtype = r2_s_dtype_q;
+    t_nonempty = r2_s_count_q != '0;
+    for (int p = 0; p < NP; p++) begin
+      if (starter[p]) begin
+        t_beats = r2_beats_q[p];
+        t_dtype = r2_dtype_q[p];
+        t_nonempty = r2_beats_nz_q[p];
       end
     end
-    complete_now = acc_any && s_remaining == 0;
-    all_mask = (n_workers >= NW'(32)) ? '1 : ((32'd1 << n_workers) - 32'd1);
   end
 
-  // ---- outputs -----------------------------------------------------------------------------
-  netagg_agg_pkg::result_t result;
-  always_comb begin
-    result = '0;
-    result.slot = 16'(p_slot[lead]);
-    result.set_bit = lkey[0];
-    result.entry = 8'(p_entry[lead]);
-    result.job_id = p_job_id[lead];
-    result.dtype = s_dtype;
-    result.count = 16'(s_count);
-    result.exponent = s_exponent;
-    result.seq = s_seq;
-    result.ecn = s_ecn;
-    result.dest = complete_now ? all_mask : resend_mask;
-  end
-
-  assign pop_o = (block_i ? '0 : drop_i) | group_pop;
-  assign hold_o = added & {NUM_PORTS{s_count != 0}};
-  assign tok_valid_o = acc_any || resend_any;
-  assign tok_key_o = lkey;
-  assign tok_dtype_o = s_dtype;
-  assign tok_beats_o = acc_any ? BEATS_W'((32'(s_count) + 32'd15) >> 4) : '0;
+  // The decision does not wait for `go` (it is on no path through it); what it does happens
+  // only with `go`.
+  assign taken_pop = go ? group_pop : '0;
+  assign pop_o = drop_pop | taken_pop;
+  assign hold_o = (go && t_nonempty) ? added : '0;
+  assign tok_valid_o = go && (acc_any || resend_any);
+  assign tok_key_o = r2_key_q;
+  assign tok_dtype_o = t_dtype;
+  assign tok_beats_o = acc_any ? t_beats : '0;
   assign tok_new_o = new_round;
   assign tok_members_o = added;
-  assign tok_frames_o = frame_i;
-  assign tok_result_o = complete_now || resend_any;
-  assign rq_push_o = complete_now || resend_any;
-  assign rq_data_o = result;
+  assign tok_result_o = rq_push_o;  // (a cycle after the token, see netagg_accum)
+  always_comb begin
+    for (int p = 0; p < NP; p++) tok_frames_o[p*FI_W+:FI_W] = r2_frame_q[p];
+  end
 
   // Which frames were decided this cycle: read by the testbench (through Verilator's public
   // signals) to feed the reference model the same groups.
-  logic [NUM_PORTS-1:0] dbg_group_pop  /* verilator public_flat_rd */;
-  logic [NUM_PORTS-1:0] dbg_admit_pop  /* verilator public_flat_rd */;
-  assign dbg_group_pop = group_pop;
-  assign dbg_admit_pop = block_i ? '0 : drop_i;
+  logic [NP-1:0] dbg_group_pop  /* verilator public_flat_rd */;
+  logic [NP-1:0] dbg_admit_pop  /* verilator public_flat_rd */;
+  assign dbg_group_pop = taken_pop;
+  assign dbg_admit_pop = drop_pop;
 
-  // ---- counters ----------------------------------------------------------------------------
-  always_comb begin
-    cnt_inc_o = '0;
-    for (int c = 0; c < NC; c++) begin
-      for (int p = 0; p < NUM_PORTS; p++) begin
-        if (!block_i && drop_i[p] && reason_i[p*REASON_W+:REASON_W] == REASON_W'(c))
-          cnt_inc_o[c*INC_W+:INC_W] = cnt_inc_o[c*INC_W+:INC_W] + 1'b1;
-        if (round_drop[p] && round_reason[p] == REASON_W'(c))
-          cnt_inc_o[c*INC_W+:INC_W] = cnt_inc_o[c*INC_W+:INC_W] + 1'b1;
-      end
+  // ---- D3 -> D4 ------------------------------------------------------------------------------
+  logic r3_started_q, r3_acc_any_q, r3_resend_any_q;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [NP:0] r3_nw_eq_q;  // (workers >= 1)
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [NP:0] r3_rem_eq_q;
+  logic [NP-1:0] r3_starter_q, r3_added_q, r3_resent_q, r3_drop_q;
+  logic [REASON_W-1:0] r3_reason_q[NP];
+  logic [J_W-1:0] r3_joined_q;
+  logic [INC_W-1:0] r3_n_added_q, r3_n_resent_q;
+  logic [JOB_W-1:0] r3_entry_q;
+  logic [15:0] r3_job_id_q, r3_s_exp_q;
+  logic [NW-1:0] r3_workers_q, r3_s_rem_q;
+  logic [31:0] r3_seq_q[NP];
+  logic [15:0] r3_count_q[NP];
+  logic [1:0] r3_dtype_q[NP];
+  logic [15:0] r3_exp_q[NP];
+  logic [1:0] r3_ecn_q[NP];
+  logic [31:0] r3_bit_r_q[NP];
+  logic r3_s_has_q;
+  logic [31:0] r3_s_seq_q, r3_s_bitmap_q, r3_o_bitmap_q, r3_all_mask_q;
+  logic [CNT_W-1:0] r3_s_count_q;
+  logic [1:0] r3_s_dtype_q, r3_s_ecn_q;
+  logic [NP-1:0] r3_st_gt_q, r3_st_lt_q;
+  logic [NP*NP-1:0] r3_pq_gt_q;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      r3_valid_q <= 1'b0;
+    end else begin
+      r3_valid_q <= go;
     end
-    cnt_inc_o[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = INC_W'(n_added);
-    cnt_inc_o[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] = INC_W'(complete_now);
-    cnt_inc_o[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = INC_W'(n_resent);
+  end
+  always_ff @(posedge clk_i) begin
+    r3_started_q <= started;
+    r3_acc_any_q <= acc_any;
+    r3_resend_any_q <= resend_any;
+    r3_rem_eq_q <= r2_rem_eq_q;
+    r3_nw_eq_q <= r2_nw_eq_q;
+    r3_starter_q <= starter;
+    r3_added_q <= added;
+    r3_resent_q <= resent;
+    r3_drop_q <= go ? round_drop : '0;
+    r3_joined_q <= n_joined;
+    r3_n_added_q <= go ? INC_W'(n_added) : '0;
+    r3_n_resent_q <= go ? INC_W'(n_resent) : '0;
+    r3_key_q <= r2_key_q;
+    r3_entry_q <= r2_entry_q;
+    r3_job_id_q <= r2_job_id_q;
+    r3_workers_q <= r2_workers_q;
+    r3_s_rem_q <= r2_s_rem_q;
+    r3_s_exp_q <= r2_s_exp_q;
+    r3_s_has_q <= r2_s_has_q;
+    r3_s_seq_q <= r2_s_seq_q;
+    r3_s_bitmap_q <= r2_s_bitmap_q;
+    r3_o_bitmap_q <= r2_o_bitmap_q;
+    r3_all_mask_q <= r2_all_mask_q;
+    r3_s_count_q <= r2_s_count_q;
+    r3_s_dtype_q <= r2_s_dtype_q;
+    r3_s_ecn_q <= r2_s_ecn_q;
+    r3_st_gt_q <= r2_st_gt_q;
+    r3_st_lt_q <= r2_st_lt_q;
+    r3_pq_gt_q <= r2_pq_gt_q;
+    for (int p = 0; p < NP; p++) begin
+      r3_reason_q[p] <= round_reason[p];
+      r3_seq_q[p] <= r2_seq_q[p];
+      r3_count_q[p] <= r2_count_q[p];
+      r3_dtype_q[p] <= r2_dtype_q[p];
+      r3_exp_q[p] <= r2_exp_q[p];
+      r3_ecn_q[p] <= r2_ecn_q[p];
+      r3_bit_r_q[p] <= r2_bit_r_q[p];
+    end
   end
 
-  // ---- state update ------------------------------------------------------------------------
+  // ---- D4: the (slot, set)'s new state, the result, the counters -----------------------------
+  logic f_has, state_win;
+  logic [31:0] f_seq, f_bitmap, f_o_bitmap, added_ranks, resend_mask;
+  logic [NW-1:0] f_rem;
+  logic [CNT_W-1:0] f_count;
+  logic [1:0] f_dtype, f_ecn;
+  logic [15:0] f_exp;
+  logic [J_W-1:0] r3_next;
+  always_comb begin
+    r3_next = r3_joined_q + 1'b1;
+    complete_now = r3_acc_any_q &&
+                   (r3_started_q ? r3_nw_eq_q[r3_next] : r3_rem_eq_q[r3_joined_q]);
+    f_has = r3_s_has_q || r3_started_q;
+    f_seq = r3_s_seq_q;
+    f_count = r3_s_count_q;
+    f_dtype = r3_s_dtype_q;
+    f_ecn = r3_started_q ? 2'b00 : r3_s_ecn_q;
+    f_rem = r3_started_q ? r3_workers_q - 1'b1 : r3_s_rem_q;
+    added_ranks = '0;
+    resend_mask = '0;
+    for (int p = 0; p < NP; p++) begin
+      if (r3_starter_q[p]) begin
+        f_seq = r3_seq_q[p];
+        f_count = CNT_W'(r3_count_q[p]);
+        f_dtype = r3_dtype_q[p];
+      end
+      if (r3_added_q[p]) begin
+        added_ranks = added_ranks | r3_bit_r_q[p];
+        f_ecn = f_ecn | r3_ecn_q[p];
+      end
+      if (r3_resent_q[p]) resend_mask = resend_mask | r3_bit_r_q[p];
+    end
+    f_rem = f_rem - NW'(r3_joined_q);
+    f_bitmap = r3_s_bitmap_q | added_ranks;
+    f_o_bitmap = r3_o_bitmap_q & ~added_ranks;
+    // The exponent: the signed max of the stored one (unless a round started) and the added
+    // members'. Every candidate nothing beats is a max; equal maxima are equal bits.
+    state_win = !r3_started_q;
+    for (int p = 0; p < NP; p++) begin
+      if (r3_added_q[p] && r3_st_gt_q[p]) state_win = 1'b0;
+      exp_win[p] = r3_added_q[p] && !(!r3_started_q && r3_st_lt_q[p]);
+      for (int q = 0; q < NP; q++)
+        if (q != p && r3_added_q[q] && r3_pq_gt_q[q*NP+p]) exp_win[p] = 1'b0;
+    end
+    f_exp = state_win ? r3_s_exp_q : '0;
+    for (int p = 0; p < NP; p++) if (exp_win[p]) f_exp = f_exp | r3_exp_q[p];
+  end
+
+  netagg_agg_pkg::result_t result;
+  always_comb begin
+    result = '0;
+    result.slot = 16'(r3_key_q[KEY_W-1:1]);
+    result.set_bit = r3_key_q[0];
+    result.entry = 8'(r3_entry_q);
+    result.job_id = r3_job_id_q;
+    result.dtype = f_dtype;
+    result.count = 16'(f_count);
+    result.exponent = f_exp;
+    result.seq = f_seq;
+    result.ecn = f_ecn;
+    result.dest = complete_now ? r3_all_mask_q : resend_mask;
+  end
+  assign rq_push_o = r3_valid_q && (complete_now || r3_resend_any_q);
+  assign rq_data_o = result;
+
+  // Counters: the check drops of the previous cycle and D4's, registered (they reach the
+  // counters two cycles after the pop and one after D4).
+  logic [NC*INC_W-1:0] inc;
+  logic [NP-1:0] a_drop_q;
+  logic [REASON_W-1:0] a_reason_q[NP];
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) a_drop_q <= '0;
+    else a_drop_q <= drop_pop;
+  end
+  always_ff @(posedge clk_i) begin
+    for (int p = 0; p < NP; p++) a_reason_q[p] <= c_reason_q[p];
+  end
+  always_comb begin
+    inc = '0;
+    for (int c = 0; c < NC; c++) begin
+      for (int p = 0; p < NP; p++) begin
+        if (a_drop_q[p] && a_reason_q[p] == REASON_W'(c))
+          inc[c*INC_W+:INC_W] = inc[c*INC_W+:INC_W] + 1'b1;
+        if (r3_drop_q[p] && r3_reason_q[p] == REASON_W'(c))
+          inc[c*INC_W+:INC_W] = inc[c*INC_W+:INC_W] + 1'b1;
+      end
+    end
+    inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_n_added_q;
+    inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] = INC_W'(r3_valid_q && complete_now);
+    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_n_resent_q;
+  end
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) cnt_inc_o <= '0;
+    else cnt_inc_o <= inc;
+  end
+
+  // ---- state update (D4) ---------------------------------------------------------------------
   logic [NK-1:0] clear_mask;
+  logic [KEY_W-1:0] wkey, wokey;
+  assign wkey = r3_key_q;
+  assign wokey = r3_key_q ^ KEY_W'(1);
   always_comb begin
     for (int k = 0; k < NK; k++)
       clear_mask[k] = clear_all_i ||
                       (32'(k >> 1) >= 32'(clear_base_i) &&
                        32'(k >> 1) - 32'(clear_base_i) < 32'(clear_count_i));
-  end
-
-  always_ff @(posedge clk_i) begin
-    if (!rst_ni) rr_q <= '0;
-    else if (take && !clear_i) rr_q <= (32'(lead) + 1 >= NUM_PORTS) ? '0 : lead + 1'b1;
   end
 
   // has_round and the bitmap are reset and cleared; one always block per (slot, set).
@@ -343,25 +781,25 @@ module netagg_round #(
       if (!rst_ni || (clear_i && clear_mask[k])) begin
         has_round_q[k] <= 1'b0;
         bitmap_q[k] <= '0;
-      end else if (take && !clear_i) begin
-        if (lkey == KEY_W'(k)) begin
-          has_round_q[k] <= s_has;
-          bitmap_q[k] <= s_bitmap;
-        end else if (okey == KEY_W'(k)) begin
-          bitmap_q[k] <= o_bitmap;
+      end else if (r3_valid_q && !clear_i) begin
+        if (wkey == KEY_W'(k)) begin
+          has_round_q[k] <= f_has;
+          bitmap_q[k] <= f_bitmap;
+        end else if (wokey == KEY_W'(k)) begin
+          bitmap_q[k] <= f_o_bitmap;
         end
       end
     end
   end
 
   always_ff @(posedge clk_i) begin
-    if (take && !clear_i) begin
-      seq_q[lkey] <= s_seq;
-      remaining_q[lkey] <= s_remaining;
-      count_q[lkey] <= s_count;
-      dtype_q[lkey] <= s_dtype;
-      exponent_q[lkey] <= s_exponent;
-      ecn_q[lkey] <= s_ecn;
+    if (r3_valid_q && !clear_i) begin
+      seq_q[wkey] <= f_seq;
+      remaining_q[wkey] <= f_rem;
+      count_q[wkey] <= f_count;
+      dtype_q[wkey] <= f_dtype;
+      exponent_q[wkey] <= f_exp;
+      ecn_q[wkey] <= f_ecn;
     end
   end
 
