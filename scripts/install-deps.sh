@@ -13,7 +13,7 @@ packages=(
   python3
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
-  libxrt-dev                 # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
+  libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
   iproute2 nftables ethtool  # tests/dpdk and the DPDK bench: namespaces, veths, loss, offloads
 )
