@@ -119,10 +119,16 @@ class DpdkNetns : public ::testing::Test {
     // Root is not enough everywhere (a chroot, a container without CAP_SYS_ADMIN on the
     // namespace mounts): try one namespace first and skip with the reason if it cannot be made.
     const std::string probe = fmt::format("nadprobe{}x{}", ::getpid(), counter++);
-    if (std::system(fmt::format("ip netns add {} > /dev/null 2>&1", probe).c_str()) != 0)
-      GTEST_SKIP() << "cannot create a network namespace here (`ip netns add` failed)";
+    const bool namespaces_work =
+        std::system(fmt::format("ip netns add {0} > /dev/null 2>&1 && "
+                                "ip netns exec {0} true > /dev/null 2>&1",
+                                probe)
+                        .c_str()) == 0;
     [[maybe_unused]] const int deleted =
         std::system(fmt::format("ip netns del {} > /dev/null 2>&1", probe).c_str());
+    if (!namespaces_work)
+      GTEST_SKIP() << "cannot create and enter a network namespace here (`ip netns add` / "
+                   << "`ip netns exec` failed, e.g. in a chroot)";
     name_ = fmt::format("nad{}x{}", ::getpid(), counter++);
     dir_ = fs::temp_directory_path() / name_;
     fs::create_directories(dir_);
