@@ -1,9 +1,12 @@
 #include "daemon.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +20,49 @@
 extern char** environ;
 
 namespace netagg::testing {
+
+LoopbackUdpSocket::LoopbackUdpSocket() {
+  fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
+    throw std::runtime_error("cannot bind a loopback UDP socket");
+  socklen_t len = sizeof(sa);
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+  local_ = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
+  timeval tv{kReceiveGuardSeconds, 0};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+LoopbackUdpSocket::~LoopbackUdpSocket() { close(fd_); }
+
+void LoopbackUdpSocket::send_to(const Endpoint& to, const std::vector<std::byte>& bytes) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(to.ip);
+  sa.sin_port = htons(to.port);
+  ASSERT_EQ(
+      sendto(fd_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)),
+      static_cast<ssize_t>(bytes.size()));
+}
+
+std::optional<std::vector<std::byte>> LoopbackUdpSocket::receive(Endpoint* from) {
+  std::vector<std::byte> buf(65536);
+  sockaddr_in sa{};
+  socklen_t len = sizeof(sa);
+  const ssize_t n =
+      recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&sa), &len);
+  if (n < 0) return std::nullopt;
+  if (from) *from = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+bool LoopbackUdpSocket::has_pending() {
+  pollfd p{fd_, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
 
 std::filesystem::path make_temp_dir(const std::string& prefix) {
   std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();

@@ -11,12 +11,37 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "netagg/job.hpp"
 
 namespace netagg::testing {
+
+// A UDP socket bound to an ephemeral loopback port: a worker (or a stranger) talking to a daemon
+// under test. receive() gives up after kReceiveGuardSeconds: a guard against a hung daemon that
+// fails the test, never a measurement.
+class LoopbackUdpSocket {
+ public:
+  static constexpr int kReceiveGuardSeconds = 15;
+  LoopbackUdpSocket();
+  ~LoopbackUdpSocket();
+  LoopbackUdpSocket(const LoopbackUdpSocket&) = delete;
+  LoopbackUdpSocket& operator=(const LoopbackUdpSocket&) = delete;
+
+  const Endpoint& local() const { return local_; }
+  void send_to(const Endpoint& to, const std::vector<std::byte>& bytes);
+  // The next datagram and who sent it; nullopt if none came within the guard time.
+  std::optional<std::vector<std::byte>> receive(Endpoint* from = nullptr);
+  // True if a datagram is queued right now (tests call it only after the daemon's counters or a
+  // barrier proved that it has sent all it was going to).
+  bool has_pending();
+
+ private:
+  int fd_ = -1;
+  Endpoint local_;
+};
 
 using Counters = std::map<std::string, std::uint64_t>;
 

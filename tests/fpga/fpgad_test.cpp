@@ -48,71 +48,12 @@ using Counters = std::map<std::string, std::uint64_t>;
 
 // Guards against a hung daemon; they fail the test, they never measure speed.
 constexpr auto kGuard = std::chrono::seconds(30);
-constexpr int kReceiveGuardSeconds = 15;
 
 const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "fpga" / "netagg-fpgad";
 
-fs::path make_temp_dir() {
-  std::string tmpl = (fs::temp_directory_path() / "fpgad_test.XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  return tmpl;
-}
+fs::path make_temp_dir() { return testing::make_temp_dir("fpgad_test"); }
 
-class UdpSocket {
- public:
-  UdpSocket() {
-    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
-      throw std::runtime_error("cannot bind a loopback UDP socket");
-    socklen_t len = sizeof(sa);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    local_ = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
-    timeval tv{kReceiveGuardSeconds, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~UdpSocket() { close(fd_); }
-  UdpSocket(const UdpSocket&) = delete;
-  UdpSocket& operator=(const UdpSocket&) = delete;
-
-  const Endpoint& local() const { return local_; }
-
-  void send_to(const Endpoint& to, const std::vector<std::byte>& bytes) {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(to.ip);
-    sa.sin_port = htons(to.port);
-    ASSERT_EQ(
-        sendto(fd_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)),
-        static_cast<ssize_t>(bytes.size()));
-  }
-
-  // The next datagram and who sent it; nullopt if none came within the guard time.
-  std::optional<std::vector<std::byte>> receive(Endpoint* from = nullptr) {
-    std::vector<std::byte> buf(65536);
-    sockaddr_in sa{};
-    socklen_t len = sizeof(sa);
-    const ssize_t n =
-        recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&sa), &len);
-    if (n < 0) return std::nullopt;
-    if (from) *from = Endpoint{ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port)};
-    buf.resize(static_cast<std::size_t>(n));
-    return buf;
-  }
-
-  // True if a datagram is queued right now (used only after the daemon's counters proved that
-  // it has processed everything sent to it: it answers within the batch it received).
-  bool has_pending() {
-    pollfd p{fd_, POLLIN, 0};
-    return poll(&p, 1, 0) > 0;
-  }
-
- private:
-  int fd_ = -1;
-  Endpoint local_;
-};
+using UdpSocket = testing::LoopbackUdpSocket;
 
 std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
                                     std::uint8_t set, std::uint32_t seq,
