@@ -16,10 +16,53 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
 namespace netagg::testing {
+
+std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
+                                    std::uint8_t set, std::uint32_t seq,
+                                    const std::vector<std::int32_t>& values,
+                                    std::int16_t exponent, wire::DataType dtype) {
+  wire::Header h;
+  h.job_id = job;
+  h.rank = rank;
+  h.slot = slot;
+  h.set = set;
+  h.seq = seq;
+  h.dtype = dtype;
+  h.count = static_cast<std::uint16_t>(values.size());
+  h.exponent = exponent;
+  std::vector<std::byte> bytes(h.packet_size());
+  wire::encode_header(h, bytes);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    wire::store_be32(bytes.data() + wire::kHeaderSize + 4 * i, std::uint32_t(values[i]));
+  return bytes;
+}
+
+Result parse_result(const std::vector<std::byte>& bytes) {
+  const wire::Decoded d = wire::decode(bytes);
+  EXPECT_TRUE(d) << wire::to_string(d.error);
+  Result r{d.header, {}};
+  if (!d) return r;
+  for (std::size_t i = 0; i < d.header.count; ++i)
+    r.values.push_back(std::int32_t(wire::load_be32(d.payload.data() + 4 * i)));
+  return r;
+}
+
+Counters DaemonProcess::wait_for_counter(const std::string& name, std::uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + guard_;
+  Counters c;
+  do {
+    c = request_counters();
+    if (c[name] >= n) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(c[name], n);
+  return c;
+}
 
 LoopbackUdpSocket::LoopbackUdpSocket() {
   fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -16,12 +16,27 @@
 #include <vector>
 
 #include "netagg/job.hpp"
+#include "netagg/wire.hpp"
 
 namespace netagg::testing {
 
 // A UDP socket bound to an ephemeral loopback port: a worker (or a stranger) talking to a daemon
 // under test. receive() gives up after kReceiveGuardSeconds: a guard against a hung daemon that
 // fails the test, never a measurement.
+// An int32 (or any 32-bit dtype) contribution packet with `values` as its payload.
+std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
+                                    std::uint8_t set, std::uint32_t seq,
+                                    const std::vector<std::int32_t>& values,
+                                    std::int16_t exponent = wire::kExponentNone,
+                                    wire::DataType dtype = wire::DataType::kInt32);
+
+// A result packet decoded (a decode failure fails the test), payload as int32.
+struct Result {
+  wire::Header header;
+  std::vector<std::int32_t> values;
+};
+Result parse_result(const std::vector<std::byte>& bytes);
+
 class LoopbackUdpSocket {
  public:
   static constexpr int kReceiveGuardSeconds = 15;
@@ -66,6 +81,9 @@ class DaemonProcess {
   Endpoint wait_listening();
   // Sends SIGUSR1 and returns the counter block it printed.
   Counters request_counters();
+  // Requests counters until counter `name` reaches `n` (or the guard time passes, which fails
+  // the test): then the daemon has processed every datagram sent to it.
+  Counters wait_for_counter(const std::string& name, std::uint64_t n);
 
   void signal(int signal) const;
   // Sends `signal`, waits for exit and returns the exit code (-1 if killed by a signal).

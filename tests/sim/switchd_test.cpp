@@ -51,39 +51,9 @@ fs::path make_temp_dir() { return testing::make_temp_dir("switchd_test"); }
 
 using UdpSocket = testing::LoopbackUdpSocket;
 
-std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
-                                    std::uint8_t set, std::uint32_t seq,
-                                    const std::vector<std::int32_t>& values,
-                                    std::int16_t exponent = wire::kExponentNone) {
-  wire::Header h;
-  h.job_id = job;
-  h.rank = rank;
-  h.slot = slot;
-  h.set = set;
-  h.seq = seq;
-  h.count = static_cast<std::uint16_t>(values.size());
-  h.exponent = exponent;
-  std::vector<std::byte> bytes(h.packet_size());
-  wire::encode_header(h, bytes);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    wire::store_be32(bytes.data() + wire::kHeaderSize + 4 * i, std::uint32_t(values[i]));
-  return bytes;
-}
-
-struct Result {
-  wire::Header header;
-  std::vector<std::int32_t> values;
-};
-
-Result parse_result(const std::vector<std::byte>& bytes) {
-  const wire::Decoded d = wire::decode(bytes);
-  EXPECT_TRUE(d) << wire::to_string(d.error);
-  Result r{d.header, {}};
-  if (!d) return r;
-  for (std::size_t i = 0; i < d.header.count; ++i)
-    r.values.push_back(std::int32_t(wire::load_be32(d.payload.data() + 4 * i)));
-  return r;
-}
+using testing::contribution;
+using testing::parse_result;
+using testing::Result;
 
 // The daemon as a child process (tests/common/daemon.hpp), with what only netagg-switchd does.
 class Daemon : public testing::DaemonProcess {
@@ -94,15 +64,7 @@ class Daemon : public testing::DaemonProcess {
   // Requests counters until packets_in reaches `packets`: then the daemon has processed every
   // datagram sent to it.
   Counters wait_for_packets_in(std::uint64_t packets) {
-    const auto deadline = std::chrono::steady_clock::now() + kGuard;
-    Counters c;
-    do {
-      c = request_counters();
-      if (c["packets_in"] >= packets) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    } while (std::chrono::steady_clock::now() < deadline);
-    EXPECT_EQ(c["packets_in"], packets);
-    return c;
+    return wait_for_counter("packets_in", packets);
   }
 
   // Sends SIGHUP and returns the daemon's report, up to its "done" or "failed" line.
