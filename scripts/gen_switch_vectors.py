@@ -19,21 +19,21 @@ import json
 import pathlib
 import struct
 
+import wire_format
+
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "switch"
 
-NETAGG_PORT = 20033
-EXP_NONE = -32768
-CONTRIBUTION, RESULT = 1, 2
-DTYPES = {"int32": 0, "fp32": 1, "bf16": 2}
-MAX_COUNT = 1024
+NETAGG_PORT = wire_format.UDP_PORT
+EXP_NONE = wire_format.EXP_NONE
+CONTRIBUTION, RESULT = wire_format.TYPES["contribution"], wire_format.TYPES["result"]
+DTYPES = wire_format.DTYPES
+MAX_COUNT = wire_format.MAX_COUNT
 
 SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "10.0.0.254"
 
-# Drop reasons of the netagg check (sim::DropReason, same order and names).
-DROP_REASONS = ["malformed", "not_contribution", "unknown_job", "rank_out_of_range",
-                "foreign_source", "slot_out_of_range", "unsupported_dtype",
-                "count_too_large_for_job", "count_mismatch", "duplicate", "stale", "ahead"]
+# Drop reasons of the netagg check (the switch's drops counter, in its order).
+DROP_REASONS = wire_format.SWITCH_DROPS
 
 
 # ---- encoding ---------------------------------------------------------------------------------
@@ -69,12 +69,15 @@ def checksum(data):
 
 
 def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, job_id=1, rank=0, slot=0, values=(),
-                  exponent=EXP_NONE, seq=0, version=1, flags=None, reserved=0, count=None,
+                  exponent=EXP_NONE, seq=0, version=wire_format.VERSION, flags=None, reserved=0,
+                  count=None,
                   raw_dtype=None, extra=b""):
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
     n = len(values) if count is None else count
-    hdr = struct.pack(">BBBBHHHHhII", version, type, d, set if flags is None else flags, job_id,
-                      rank, slot, n, exponent, seq & 0xFFFFFFFF, reserved)
+    hdr = wire_format.pack_header(version=version, type=type, dtype=d,
+                                  flags=set if flags is None else flags, job_id=job_id, rank=rank,
+                                  slot=slot, count=n, exponent=exponent, seq=seq & 0xFFFFFFFF,
+                                  reserved=reserved)
     if dtype == "bf16":
         body = b"".join(struct.pack(">H", v & 0xFFFF) for v in values)
     else:

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """Writes the golden wire vectors in tests/vectors/wire/.
 
-This is a second, independent encoder of docs/wire-format.md (Python's struct, not the C++
-code), so the C++ decoder, the RTL, the HLS model and the P4 parser are all checked against
-bytes that none of them produced. Re-run after changing the format:
+This is a second, independent encoder (Python's struct, not the C++ code; the header's field
+table comes from formats/wire.json through scripts/wire_format.py), so the C++ decoder, the RTL,
+the HLS model and the P4 parser are all checked against bytes that none of them produced.
+Re-run after changing the format:
     python3 scripts/gen_vectors.py
 """
 import pathlib
 import struct
 
+import wire_format
+
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "wire"
 
-TYPES = {"contribution": 1, "result": 2}
-DTYPES = {"int32": 0, "fp32": 1, "bf16": 2}
-EXP_NONE = -32768
+TYPES = wire_format.TYPES
+DTYPES = wire_format.DTYPES
+EXP_NONE = wire_format.EXP_NONE
 
 
 def header(type="contribution", dtype="int32", set=0, job_id=1, rank=0, slot=0, count=0,
@@ -22,8 +25,9 @@ def header(type="contribution", dtype="int32", set=0, job_id=1, rank=0, slot=0, 
     t = TYPES[type] if raw_type is None else raw_type
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
     f = set if flags is None else flags
-    return struct.pack(">BBBBHHHHhII", version, t, d, f, job_id, rank, slot, count, exponent,
-                       seq, reserved)
+    return wire_format.pack_header(version=version, type=t, dtype=d, flags=f, job_id=job_id,
+                                   rank=rank, slot=slot, count=count, exponent=exponent, seq=seq,
+                                   reserved=reserved)
 
 
 def payload(dtype, values):

@@ -6,11 +6,12 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config make
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwy-dev
   libgloo-dev
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
   python3
+  tshark                     # the Wireshark dissector test (formats/wireshark/netagg.lua)
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)

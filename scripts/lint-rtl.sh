@@ -3,20 +3,17 @@
 # module as the top, so modules that nothing instantiates yet are checked too (with their
 # default parameters). Exits non-zero if any run warns.
 #
-# Usage: scripts/lint-rtl.sh [--verilator PATH] [--csr-pkg PATH] [MODULE...]
-#   --csr-pkg  the generated netagg_csr_pkg.sv (default: generated into a temporary folder)
+# Usage: scripts/lint-rtl.sh [--verilator PATH] [MODULE...]
 #   MODULE     lint only these tops (default: every non-package file of the list)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 verilator=verilator
-csr_pkg=""
 tops=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --verilator) verilator=$2; shift 2 ;;
-    --csr-pkg) csr_pkg=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     -*) echo "lint-rtl: unknown option $1" >&2; exit 2 ;;
     *) tops+=("$1"); shift ;;
   esac
@@ -24,12 +21,8 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [ -z "$csr_pkg" ]; then
-  csr_pkg=$tmp/netagg_csr_pkg.sv
-  python3 "$root/scripts/gen_csr.py" --json "$root/hw/csr/csr_map.json" --sv "$csr_pkg"
-fi
 
-files=("$csr_pkg")
+files=()
 modules=()
 while IFS= read -r line || [ -n "$line" ]; do
   line=${line%%#*}

@@ -5,15 +5,13 @@
 # the logic depth between registers; writes them into docs/hardware.md between the
 # synth-results markers (one row per top and parameter set, re-runs replace their row).
 #
-# Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--csr-pkg PATH]
-#                         [--no-doc] [--keep DIR]
+# Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--no-doc] [--keep DIR]
 #   --top      top module (default netagg_fp32_add)
 #   -P         override a parameter of the top
 #   --hier     keep the hierarchy: each distinct module (and parameter set) is synthesized and
 #              mapped once, the counts are the hierarchy's totals (instances multiplied), the
 #              logic depth is measured on the mapped netlist flattened afterwards. What the
 #              full aggregator needs (flattened, yosys does not finish it in 15 min / 14 GB)
-#   --csr-pkg  the generated netagg_csr_pkg.sv (default: generated into a temporary folder)
 #   --no-doc   do not touch docs/hardware.md (what the CTest does)
 #   --keep     keep the yosys log, statistics and netlist in DIR
 set -euo pipefail
@@ -21,7 +19,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 top=netagg_fp32_add
 params=()
-csr_pkg=""
 write_doc=1
 keep=""
 hier=0
@@ -30,10 +27,9 @@ while [ $# -gt 0 ]; do
     --top) top=$2; shift 2 ;;
     -P) params+=("$2"); shift 2 ;;
     --hier) hier=1; shift ;;
-    --csr-pkg) csr_pkg=$2; shift 2 ;;
     --no-doc) write_doc=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "synth: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,12 +37,7 @@ command -v yosys >/dev/null || { echo "synth: yosys not found (scripts/install-d
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [ -z "$csr_pkg" ]; then
-  csr_pkg=$tmp/netagg_csr_pkg.sv
-  python3 "$root/scripts/gen_csr.py" --json "$root/hw/csr/csr_map.json" --sv "$csr_pkg"
-fi
-
-files=("$csr_pkg")
+files=()
 while IFS= read -r line || [ -n "$line" ]; do
   line=${line%%#*}
   line=$(echo "$line" | xargs)

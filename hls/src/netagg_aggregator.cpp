@@ -2,15 +2,17 @@
 // state (job table, slot memory, counters, registers). This is the only static of hls/; the C
 // simulation and the tests own their Aggregator instances.
 //
-// Register offsets. Every read-write register of hw/csr/csr_map.json gets its offset there,
-// except CONTROL (0x008): Vitis reserves 0x00-0x0F of an s_axilite bundle for its own control
-// registers. CONTROL and the read-only registers (VERSION, FEATURES, STATUS, COUNTER_LO/HI;
-// Vitis adds an _ap_vld register after each output) are placed by Vitis: read their offsets from
-// the generated xnetagg_aggregator_hw.h. tests/hls/hls_csr_map_test.cpp checks the offsets below
-// against the JSON. None of this has been run through Vitis HLS here (no Vitis on this machine).
+// Register offsets: NETAGG_HLS_CSR_INTERFACE (netagg_hls/csr14.hpp, generated from
+// formats/csr.json) gives every read-write register its offset in the map, except CONTROL
+// (0x008): Vitis reserves 0x00-0x0F of an s_axilite bundle for its own control registers.
+// CONTROL and the read-only registers (VERSION, FEATURES, STATUS, COUNTER_LO/HI; Vitis adds an
+// _ap_vld register after each output) are placed by Vitis: read their offsets from the generated
+// xnetagg_aggregator_hw.h. None of this has been run through Vitis HLS here (no Vitis on this
+// machine).
 #include "netagg_aggregator.hpp"
 
 #include "netagg_hls/aggregator.hpp"
+#include "netagg_hls/csr14.hpp"
 
 extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg::fpga::NUM_PORTS],
                                   hls::stream<netagg::fpga::AxisBeat> tx[netagg::fpga::NUM_PORTS],
@@ -24,28 +26,7 @@ extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg:
                                   uint32_t* counter_lo, uint32_t* counter_hi) {
 #pragma HLS INTERFACE axis register both port = rx
 #pragma HLS INTERFACE axis register both port = tx
-#pragma HLS INTERFACE s_axilite port = control bundle = control
-#pragma HLS INTERFACE s_axilite port = agg_mac_lo offset = 0x010 bundle = control
-#pragma HLS INTERFACE s_axilite port = agg_mac_hi offset = 0x014 bundle = control
-#pragma HLS INTERFACE s_axilite port = agg_ip offset = 0x018 bundle = control
-#pragma HLS INTERFACE s_axilite port = agg_udp_port offset = 0x01C bundle = control
-#pragma HLS INTERFACE s_axilite port = job_index offset = 0x020 bundle = control
-#pragma HLS INTERFACE s_axilite port = job_id offset = 0x024 bundle = control
-#pragma HLS INTERFACE s_axilite port = job_workers offset = 0x028 bundle = control
-#pragma HLS INTERFACE s_axilite port = job_slots offset = 0x02C bundle = control
-#pragma HLS INTERFACE s_axilite port = job_elements offset = 0x030 bundle = control
-#pragma HLS INTERFACE s_axilite port = worker_index offset = 0x034 bundle = control
-#pragma HLS INTERFACE s_axilite port = worker_ip offset = 0x038 bundle = control
-#pragma HLS INTERFACE s_axilite port = worker_udp_port offset = 0x03C bundle = control
-#pragma HLS INTERFACE s_axilite port = worker_mac_lo offset = 0x040 bundle = control
-#pragma HLS INTERFACE s_axilite port = worker_mac_hi offset = 0x044 bundle = control
-#pragma HLS INTERFACE s_axilite port = commit offset = 0x048 bundle = control
-#pragma HLS INTERFACE s_axilite port = counter_index offset = 0x050 bundle = control
-#pragma HLS INTERFACE s_axilite port = version bundle = control
-#pragma HLS INTERFACE s_axilite port = features bundle = control
-#pragma HLS INTERFACE s_axilite port = status bundle = control
-#pragma HLS INTERFACE s_axilite port = counter_lo bundle = control
-#pragma HLS INTERFACE s_axilite port = counter_hi bundle = control
+  NETAGG_HLS_CSR_INTERFACE
 #pragma HLS INTERFACE s_axilite port = return bundle = control
 #pragma HLS INTERFACE ap_ctrl_none port = return
   static netagg::fpga::Aggregator<netagg::fpga::DefaultParams> aggregator;

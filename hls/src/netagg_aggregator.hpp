@@ -11,7 +11,7 @@
 
 // One iteration of the free-running kernel (ap_ctrl_none: Vitis restarts it for ever): CSRs
 // polled, the head frame of every ingress port that has one processed as one group, results
-// written. The scalar arguments are the AXI4-Lite registers of hw/csr/csr_map.json: inputs are
+// written. The scalar arguments are the AXI4-Lite registers of formats/csr.json: inputs are
 // the read-write registers, pointers the read-only ones.
 extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg::fpga::NUM_PORTS],
                                   hls::stream<netagg::fpga::AxisBeat> tx[netagg::fpga::NUM_PORTS],

@@ -13,6 +13,8 @@
 // previous token's beat j is written. netagg_round therefore does not start a token on a
 // (slot, set) whose earlier token started fewer than STAGES + 2 cycles before (hz_*). Tokens of
 // MAX_BEATS-long packets never wait; short packets to the same (slot, set) back to back do.
+`default_nettype none
+
 module netagg_accum #(
     parameter int unsigned NUM_PORTS = 4,
     parameter int unsigned SLOTS = 64,
@@ -279,3 +281,5 @@ module netagg_accum #(
   assign unused = ^{s_write, s_add, s_read, s1};
 
 endmodule
+
+`default_nettype wire

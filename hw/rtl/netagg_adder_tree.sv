@@ -2,6 +2,8 @@
 // ((p0 + p1) + (p2 + p3)) for 4 ports, ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)) for 8.
 // A port without a beat is skipped: its partner passes through that level alone. Latency
 // LEVELS * STAGES cycles (LEVELS = ceil(log2(NUM_PORTS)); 0 for one port), one group a cycle.
+`default_nettype none
+
 module netagg_adder_tree #(
     parameter int unsigned NUM_PORTS = 4,  // operands
     parameter int unsigned STAGES = 3,     // latency of one add
@@ -81,3 +83,5 @@ module netagg_adder_tree #(
   assign unused = ^{node_valid, is_int_at[LEVELS*STAGES]};
 
 endmodule
+
+`default_nettype wire

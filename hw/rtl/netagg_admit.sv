@@ -3,6 +3,8 @@
 // the frame was stored), the UDP destination port against AGG_UDP_PORT, the packet checks, then
 // the job table. A frame that passes is eligible for the round decision; one that fails is
 // dropped with that reason (a counter index) and never touches a slot.
+`default_nettype none
+
 module netagg_admit #(
     parameter int unsigned SLOTS = 64,     // slots in the pool
     parameter int unsigned MAX_BEATS = 16  // accumulator beats a slot holds
@@ -61,3 +63,5 @@ module netagg_admit #(
   assign unused = ^d;  // the round decision reads the other fields
 
 endmodule
+
+`default_nettype wire

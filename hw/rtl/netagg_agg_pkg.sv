@@ -3,6 +3,8 @@
 // geometry) is netagg_pkg, the CSR offsets and counter indices the generated netagg_csr_pkg;
 // yosys cannot read another package's parameters inside a package, so the few widths repeated
 // here are checked against those packages in netagg_core.
+`default_nettype none
+
 package netagg_agg_pkg;
 
   // A module uses some of these items, never all of them.
@@ -86,3 +88,5 @@ package netagg_agg_pkg;
   /* verilator lint_on UNUSEDPARAM */
 
 endpackage
+
+`default_nettype wire

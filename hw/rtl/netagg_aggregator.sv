@@ -4,6 +4,8 @@
 // ports are spelled out here; NUM_PORTS (1..4) of them are used, the others are tied off (TREADY
 // and TVALID low). More ports: netagg_core takes up to 8. TSTRB is ignored on ingress (TKEEP
 // marks the bytes) and equals TKEEP on egress.
+`default_nettype none
+
 module netagg_aggregator #(
     parameter int unsigned NUM_PORTS = netagg_pkg::NUM_PORTS_DEFAULT,  // ports used, 1..4
     parameter int unsigned SLOTS = netagg_pkg::SLOTS_DEFAULT,  // slots (two sets), a power of 2
@@ -161,3 +163,5 @@ module netagg_aggregator #(
   assign unused = ^{rx_tstrb, rx_tdata, rx_tkeep, rx_tlast, rx_tvalid, tx_tready};
 
 endmodule
+
+`default_nettype wire

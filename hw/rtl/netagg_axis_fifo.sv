@@ -1,6 +1,8 @@
 // A small first-word-fall-through FIFO in flip-flops, the egress buffer of one port: the
 // replication stage pushes whole beats into every port of a wave in the same cycle, each port's
 // AXI4-Stream master drains at its own TREADY. The pusher checks count_o for room.
+`default_nettype none
+
 module netagg_axis_fifo #(
     parameter int unsigned DEPTH = 4,   // entries (power of two, >= 2)
     parameter int unsigned DW = 577,    // TDATA + TKEEP + TLAST
@@ -45,3 +47,5 @@ module netagg_axis_fifo #(
   always_ff @(posedge clk_i) if (push_i) mem_q[wr_q] <= data_i;
 
 endmodule
+
+`default_nettype wire

@@ -4,6 +4,8 @@
 // until every queued result has left, a soft reset makes the replication stage drop them
 // (flush_o) -- and then acts in one cycle: job table write, clearing the job's slots (or all of
 // them, the job table and the counters for a soft reset). busy_o covers all of it.
+`default_nettype none
+
 module netagg_control #(
     parameter int unsigned MAX_JOBS = 8,
     // derived, do not change
@@ -124,3 +126,5 @@ module netagg_control #(
   end
 
 endmodule
+
+`default_nettype wire

@@ -3,6 +3,8 @@
 // netagg_admit (UDP port, job table checks) -> netagg_round (group, round decision, slot state)
 // -> netagg_accum (adder tree, accumulators in netagg_slot_mem) -> netagg_replicate (result
 // frames per worker, egress FIFOs). netagg_csr, netagg_control and netagg_counters around them.
+`default_nettype none
+
 module netagg_core #(
     parameter int unsigned NUM_PORTS = netagg_pkg::NUM_PORTS_DEFAULT,  // ports, 1..8
     parameter int unsigned SLOTS = netagg_pkg::SLOTS_DEFAULT,  // slots (two sets), a power of 2
@@ -496,3 +498,5 @@ module netagg_core #(
   assign unused = ^{job_elements[31:16], worker_index[31:RW], job_id[30:16], round_inc};
 
 endmodule
+
+`default_nettype wire

@@ -1,5 +1,7 @@
 // The 64-bit event counters of the CSR map (netagg_csr_pkg::CNT_*), each incremented by up to
 // 2^INC_W - 1 a cycle (several ports count the same event in one cycle), cleared together.
+`default_nettype none
+
 module netagg_counters #(
     parameter int unsigned INC_W = 4,  // increment bits per counter and cycle
     // derived, do not change
@@ -25,3 +27,5 @@ module netagg_counters #(
   assign value_o = (32'(index_i) < NC) ? count_q[index_i] : '0;
 
 endmodule
+
+`default_nettype wire

@@ -1,10 +1,12 @@
-// AXI4-Lite slave with the registers of hw/csr/csr_map.json (offsets from the generated
+// AXI4-Lite slave with the registers of formats/csr.json (offsets from the generated
 // netagg_csr_pkg). Holds the configuration (aggregator address, the staged JOB_* / WORKER_*
 // fields, COUNTER_INDEX) and turns a write that changes the sequence field of COMMIT or CONTROL
 // into a one-cycle command for netagg_control. While a command executes (busy_i) STATUS.busy is
 // set and a further COMMIT or CONTROL write is not accepted until it is done; other registers
 // stay writable. Reading COUNTER_LO latches the whole 64-bit counter for COUNTER_HI. Unmapped
 // addresses read 0 and ignore writes; every response is OKAY.
+`default_nettype none
+
 module netagg_csr #(
     parameter int unsigned NUM_PORTS = 4,
     parameter int unsigned SLOTS = 64,
@@ -246,3 +248,5 @@ module netagg_csr #(
                     worker_mac_hi_q[31:16]};
 
 endmodule
+
+`default_nettype wire

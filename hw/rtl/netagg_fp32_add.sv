@@ -33,6 +33,8 @@
 // one-bit left shift, so guard, round and sticky keep every bit rounding needs; if they differ
 // by 0 or 1 nothing is shifted out at all and the sum is exact before rounding.
 
+`default_nettype none
+
 module netagg_fp32_add #(
   parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT  // latency, >= 1 cycles
 ) (
@@ -346,3 +348,5 @@ module netagg_fp32_add #(
   end
 
 endmodule
+
+`default_nettype wire

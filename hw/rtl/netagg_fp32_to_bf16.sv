@@ -12,6 +12,8 @@
 // correct result in every case (largest subnormal -> smallest normal, largest finite ->
 // infinity).
 
+`default_nettype none
+
 module netagg_fp32_to_bf16 (
   input  logic [31:0] fp32_i,
   output logic [15:0] bf16_o
@@ -31,3 +33,5 @@ module netagg_fp32_to_bf16 (
   end
 
 endmodule
+
+`default_nettype wire

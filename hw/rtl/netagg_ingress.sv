@@ -11,6 +11,8 @@
 // last beat and frees it. TREADY is high while the frame being received has a free buffer
 // entry; with IN_FRAMES = 3 a port takes frames back to back while an earlier one passes the
 // decision pipeline (netagg_round) and is summed.
+`default_nettype none
+
 module netagg_ingress #(
     parameter int unsigned MAX_BEATS = 16,  // payload beats a frame may carry
     parameter int unsigned IN_FRAMES = 3,   // frames the buffer holds (>= 2)
@@ -92,7 +94,7 @@ module netagg_ingress #(
   // Step one: with beat 0 the sum of the IPv4 header's 16-bit words, with the last beat the
   // frame length; the frame's entry is remembered for step two in the next cycle (the header
   // stays in hdr_q during that cycle even if the next frame's beat 0 arrives in it).
-  localparam int unsigned IP = netagg_pkg::FRM_IP_VERSION_IHL;  // the IPv4 header
+  localparam int unsigned IP = netagg_pkg::FRM_IPV4_VERSION;  // the IPv4 header
   logic [19:0] ip_sum_now, ip_sum_q;
   logic fin_q, overlong_q;
   logic [16:0] frame_len_q;
@@ -134,7 +136,7 @@ module netagg_ingress #(
   logic ip_header_ok;
 
   // Field offsets and codes: netagg_pkg, the mirror of wire.hpp.
-  localparam int unsigned H = netagg_pkg::FRM_HEADER;  // the netagg header in the frame
+  localparam int unsigned H = netagg_pkg::FRM_NETAGG;  // the netagg header in the frame
   localparam logic [15:0] IP_UDP_BYTES = 16'(netagg_pkg::IPV4_HEADER_SIZE +
                                              netagg_pkg::UDP_HEADER_SIZE);
   localparam logic [16:0] ETH_BYTES = 17'(netagg_pkg::ETH_HEADER_SIZE);
@@ -143,12 +145,12 @@ module netagg_ingress #(
   // came in the previous cycle.
   assign hdr_now = hdr_q;
   always_comb begin
-    ethertype = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETHERTYPE);
-    ver_ihl = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_VERSION_IHL);
-    ip_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_TOTAL_LENGTH);
-    proto = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IP_PROTOCOL);
+    ethertype = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETH_ETHER_TYPE);
+    ver_ihl = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IPV4_VERSION);
+    ip_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IPV4_TOTAL_LEN);
+    proto = netagg_pkg::beat_u8(hdr_now, netagg_pkg::FRM_IPV4_PROTOCOL);
     udp_len = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_LENGTH);
-    fragment = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IP_FLAGS_FRAG);
+    fragment = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_IPV4_FLAGS);
     ip_header_ok = (ver_ihl == netagg_pkg::IP_VERSION_IHL) && (fragment & 16'h3FFF) == 0 &&
                    (netagg_agg_pkg::fold16(ip_sum_q) == 16'hFFFF);  // (MF and offset 0; DF free)
     version = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_VERSION);
@@ -190,9 +192,9 @@ module netagg_ingress #(
     else desc_now.post_bad = 1'b0;
 
     desc_now.dst_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_DST_PORT);
-    desc_now.src_ip = netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_IP_SRC);
+    desc_now.src_ip = netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_IPV4_SRC_ADDR);
     desc_now.src_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_SRC_PORT);
-    desc_now.ecn = hdr_now[8*netagg_pkg::FRM_IP_TOS+:2];  // TOS bits 1:0
+    desc_now.ecn = hdr_now[8*netagg_pkg::FRM_IPV4_ECN+:2];  // IPV4_ECN_SHIFT 0: TOS bits 1:0
     desc_now.contribution = (msg_type == netagg_pkg::MSG_CONTRIBUTION);
     desc_now.dtype = dtype[1:0];
     desc_now.set_bit = (flags & netagg_pkg::FLAG_SET) != 0;
@@ -260,3 +262,5 @@ module netagg_ingress #(
   assign head_frame_o = rd_q;
 
 endmodule
+
+`default_nettype wire

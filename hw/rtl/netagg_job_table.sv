@@ -3,6 +3,8 @@
 // control sequencer when a COMMIT command executes (netagg_control); read combinationally by
 // the head check of every ingress port (job id -> entry, rank -> registered source) and by the
 // replication stage (entry -> which ranks leave on which egress port, rank -> addresses).
+`default_nettype none
+
 module netagg_job_table #(
     parameter int unsigned NUM_PORTS = 4,  // ingress/egress ports
     parameter int unsigned MAX_JOBS = 8,   // entries
@@ -173,3 +175,5 @@ module netagg_job_table #(
   assign unused = ^{lk_rank_i, wr_udp_i[31:20]};
 
 endmodule
+
+`default_nettype wire

@@ -19,6 +19,8 @@
 // A queued result keeps its (slot, set) locked (lock_*): netagg_round starts no new round there
 // until the result's last accumulator read, so a result always carries the round it announces.
 // flush_i (soft reset) finishes the wave in progress, then drops the rest.
+`default_nettype none
+
 module netagg_replicate #(
     parameter int unsigned NUM_PORTS = 4,
     parameter int unsigned SLOTS = 64,
@@ -303,7 +305,7 @@ module netagg_replicate #(
 
   // The header beat of port p: wire::encode_frame's Ethernet/IPv4/UDP headers (DF, TTL 64, the
   // IPv4 checksum, UDP checksum 0) and the netagg result header, at netagg_pkg's offsets.
-  localparam int unsigned H = netagg_pkg::FRM_HEADER;
+  localparam int unsigned H = netagg_pkg::FRM_NETAGG;
   logic [15:0] ip_total, udp_total;
   assign ip_total = 16'(netagg_pkg::IPV4_HEADER_SIZE + netagg_pkg::UDP_HEADER_SIZE +
                         netagg_pkg::HEADER_SIZE) + payload_bytes;
@@ -315,23 +317,23 @@ module netagg_replicate #(
     logic [19:0] sum;
     always_comb begin
       h = '0;
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST, o_mac_q[p*48+32+:16]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST + 2, o_mac_q[p*48+:32]);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC, agg_mac_i[47:32]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC + 2, agg_mac_i[31:0]);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETHERTYPE, netagg_pkg::ETHERTYPE_IPV4);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_VERSION_IHL, netagg_pkg::IP_VERSION_IHL);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_TOS, {6'd0, oc.ecn});
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_TOTAL_LENGTH, ip_total);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_FLAGS_FRAG, netagg_pkg::IP_FLAGS_DF);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_TTL, netagg_pkg::IP_TTL);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IP_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_SRC, agg_ip_i);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IP_DST, o_ip_q[p*32+:32]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST_ADDR, o_mac_q[p*48+32+:16]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST_ADDR + 2, o_mac_q[p*48+:32]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC_ADDR, agg_mac_i[47:32]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC_ADDR + 2, agg_mac_i[31:0]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_ETHER_TYPE, netagg_pkg::ETHERTYPE_IPV4);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_VERSION, netagg_pkg::IP_VERSION_IHL);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_ECN, {6'd0, oc.ecn});
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_TOTAL_LEN, ip_total);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_FLAGS, {netagg_pkg::IP_FLAGS_DF, 13'd0});
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_TTL, netagg_pkg::IP_TTL);
+      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_SRC_ADDR, agg_ip_i);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_DST_ADDR, o_ip_q[p*32+:32]);
       sum = '0;
       for (int w = 0; w < 10; w++)
-        sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IP_VERSION_IHL + 2 * w)};
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IP_CHECKSUM,
+        sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IPV4_VERSION + 2 * w)};
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_HDR_CHECKSUM,
                                    ~netagg_agg_pkg::fold16(sum));
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, o_udp_q[p*16+:16]);
@@ -384,3 +386,5 @@ module netagg_replicate #(
   assign unused = ^{cur, head, oc, lock_r, wire_beats};
 
 endmodule
+
+`default_nettype wire

@@ -29,6 +29,8 @@
 // A member that would start a new round or get a resend after an earlier member was added,
 // get a resend its rank already gets in this group, or start a new round while that
 // (slot, set) still has result frames queued, stays at its port's head.
+`default_nettype none
+
 module netagg_round #(
     parameter int unsigned NUM_PORTS = 4,
     parameter int unsigned SLOTS = 64,
@@ -804,3 +806,5 @@ module netagg_round #(
   end
 
 endmodule
+
+`default_nettype wire

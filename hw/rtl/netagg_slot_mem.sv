@@ -2,6 +2,8 @@
 // ((slot * 2 + set) * MAX_BEATS + beat). One write port and two registered read ports (the adder
 // pipeline's read-modify-write and the replication stage). A read in the cycle of a write to
 // the same address returns the old value; netagg_accum's hazard window accounts for that.
+`default_nettype none
+
 module netagg_slot_mem #(
     parameter int unsigned DEPTH = 2048,  // beats (2 * SLOTS * MAX_BEATS)
     parameter int unsigned W = 512,       // bits a beat
@@ -28,3 +30,5 @@ module netagg_slot_mem #(
   end
 
 endmodule
+
+`default_nettype wire

@@ -10,13 +10,13 @@
 #
 # NOT RUN HERE: no Vivado on the machine this was written on.
 
-if {[llength $argv] != 5} {
-  puts "usage: package_kernel.tcl XO RTL_DIR CSR_PKG PART NUM_PORTS"
+if {[llength $argv] != 4} {
+  puts "usage: package_kernel.tcl XO RTL_DIR PART NUM_PORTS"
   exit 1
 }
-lassign $argv xo rtl_dir csr_pkg part num_ports
+lassign $argv xo rtl_dir part num_ports
 
-set sources [list $csr_pkg]
+set sources [list]
 set fh [open [file join $rtl_dir files.txt] r]
 foreach line [split [read $fh] "\n"] {
   set line [string trim $line]
@@ -54,7 +54,7 @@ for {set i 0} {$i < 4} {incr i} { lappend busses rx_$i tx_$i }
 set_property value [join $busses :] [ipx::add_bus_parameter ASSOCIATED_BUSIF $clk]
 set_property value ap_rst_n [ipx::add_bus_parameter ASSOCIATED_RESET $clk]
 
-# The CSR address space: hw/csr/csr_map.json addr_bits (12: 4 KiB).
+# The CSR address space: formats/csr.json addr_bits (12: 4 KiB).
 set map [ipx::add_memory_map s_axi_control $core]
 set_property slave_memory_map_ref s_axi_control [ipx::get_bus_interfaces s_axi_control -of_objects $core]
 set block [ipx::add_address_block reg0 $map]

@@ -271,9 +271,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.ipv4.dscp = 0;
         hdr.ipv4.ecn = 0;
         hdr.ipv4.identification = 0;
-        hdr.ipv4.flags = NETAGG_IP_FLAGS_DF;
+        hdr.ipv4.flags = IP_FLAGS_DF;
         hdr.ipv4.frag_offset = 0;
-        hdr.ipv4.ttl = NETAGG_IP_TTL;
+        hdr.ipv4.ttl = IP_TTL;
         meta.originated = 1;
         meta.frame_length = (bit<32>)hdr.ipv4.total_len + 14;
     }

@@ -437,9 +437,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         hdr.ipv4.dscp = 0;
         hdr.ipv4.ecn = 0;
         hdr.ipv4.identification = 0;
-        hdr.ipv4.flags = NETAGG_IP_FLAGS_DF;
+        hdr.ipv4.flags = IP_FLAGS_DF;
         hdr.ipv4.frag_offset = 0;
-        hdr.ipv4.ttl = NETAGG_IP_TTL;
+        hdr.ipv4.ttl = IP_TTL;
         md.originated = 1;
     }
 

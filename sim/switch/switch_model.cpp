@@ -14,49 +14,7 @@ namespace {
 
 constexpr std::size_t kJobTableSize = std::size_t{1} << 16;  // job_id is 16 bits
 
-// Snake-case names of the packet-level wire errors (the ones decode() reports).
-constexpr std::pair<wire::Error, std::string_view> kMalformedNames[] = {
-    {wire::Error::kTruncated, "malformed_truncated"},
-    {wire::Error::kBadVersion, "malformed_bad_version"},
-    {wire::Error::kBadType, "malformed_bad_type"},
-    {wire::Error::kBadDtype, "malformed_bad_dtype"},
-    {wire::Error::kBadFlags, "malformed_bad_flags"},
-    {wire::Error::kReservedNonZero, "malformed_reserved_nonzero"},
-    {wire::Error::kCountTooLarge, "malformed_count_too_large"},
-    {wire::Error::kLengthMismatch, "malformed_length_mismatch"},
-};
-
 }  // namespace
-
-std::string_view to_string(DropReason r) {
-  switch (r) {
-    case DropReason::kMalformed:
-      return "malformed";
-    case DropReason::kNotContribution:
-      return "not_contribution";
-    case DropReason::kUnknownJob:
-      return "unknown_job";
-    case DropReason::kRankOutOfRange:
-      return "rank_out_of_range";
-    case DropReason::kForeignSource:
-      return "foreign_source";
-    case DropReason::kSlotOutOfRange:
-      return "slot_out_of_range";
-    case DropReason::kUnsupportedDtype:
-      return "unsupported_dtype";
-    case DropReason::kCountTooLargeForJob:
-      return "count_too_large_for_job";
-    case DropReason::kCountMismatch:
-      return "count_mismatch";
-    case DropReason::kDuplicate:
-      return "duplicate";
-    case DropReason::kStale:
-      return "stale";
-    case DropReason::kAhead:
-      return "ahead";
-  }
-  return "unknown";
-}
 
 std::uint64_t SwitchCounters::dropped_total() const {
   std::uint64_t total = 0;
@@ -65,27 +23,17 @@ std::uint64_t SwitchCounters::dropped_total() const {
 }
 
 std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() const {
-  static constexpr std::string_view kDroppedNames[kDropReasonCount] = {
-      "dropped_malformed",
-      "dropped_not_contribution",
-      "dropped_unknown_job",
-      "dropped_rank_out_of_range",
-      "dropped_foreign_source",
-      "dropped_slot_out_of_range",
-      "dropped_unsupported_dtype",
-      "dropped_count_too_large_for_job",
-      "dropped_count_mismatch",
-      "dropped_duplicate",
-      "dropped_stale",
-      "dropped_ahead",
-  };
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
       {"packets_in", packets_in},           {"aggregated", aggregated},
       {"completions", completions},         {"results_multicast", results_multicast},
       {"results_unicast", results_unicast}, {"dropped_total", dropped_total()},
   };
-  for (std::size_t i = 0; i < kDropReasonCount; ++i) out.emplace_back(kDroppedNames[i], dropped[i]);
-  for (const auto& [error, name] : kMalformedNames) out.emplace_back(name, malformed_by(error));
+  for (std::size_t i = 0; i < kDropReasonCount; ++i)
+    out.emplace_back(counter_name(static_cast<DropReason>(i)), dropped[i]);
+  for (std::size_t i = 0; i < wire::kErrorCount; ++i) {
+    const auto error = static_cast<wire::Error>(i);
+    if (wire::is_packet_error(error)) out.emplace_back(wire::counter_name(error), malformed_by(error));
+  }
   return out;
 }
 
@@ -116,7 +64,7 @@ void SwitchModel::check_job(const JobSpec& job, std::span<const JobSpec* const> 
   if (n > kMaxWorkersPerJob)
     config_error(
         fmt::format("{} has {} workers; the switch's {}-bit worker bitmap allows at most {}", name,
-                    n, tofino::kBitmapBits, kMaxWorkersPerJob));
+                    n, limits::kBitmapBits, kMaxWorkersPerJob));
   for (std::size_t r = 0; r < n; ++r) {
     if (job.workers[r].rank != r)
       config_error(fmt::format("{}: worker {} has rank {}; ranks must be 0..{} in order", name, r,
@@ -297,12 +245,12 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     reg.exponent = std::max(reg.exponent, h.exponent);
   }
   // The value lanes, one pass of the pipeline at a time: pass p adds lanes [p*L, p*L + L) with
-  // the value registers value_0..value_{L-1} (L = tofino::kLanesPerPass); on Tofino each pass
+  // the value registers value_0..value_{L-1} (L = limits::kLanesPerPass); on Tofino each pass
   // after the first is a recirculation (docs/switch-pipeline.md).
   ValueRegister* lanes = values_.data() + at * lanes_;
   const std::byte* payload = decoded.payload.data();
-  for (std::size_t pass_begin = 0; pass_begin < h.count; pass_begin += tofino::kLanesPerPass) {
-    const std::size_t pass_end = std::min<std::size_t>(h.count, pass_begin + tofino::kLanesPerPass);
+  for (std::size_t pass_begin = 0; pass_begin < h.count; pass_begin += limits::kLanesPerPass) {
+    const std::size_t pass_end = std::min<std::size_t>(h.count, pass_begin + limits::kLanesPerPass);
     for (std::size_t i = pass_begin; i < pass_end; ++i) {
       const std::uint32_t in = wire::load_be32(payload + 4 * i);
       lanes[i] = first ? static_cast<ValueRegister>(in)  // a new round overwrites

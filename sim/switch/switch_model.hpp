@@ -43,33 +43,20 @@
 
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
+#include "switch_format.hpp"
 
 namespace netagg::sim {
 
-// ---- Tofino limits the model keeps (the TNA program of p4/tofino has the same ones) ---------
-// p4/common/constants.p4 mirrors these; tests/p4/p4_mirror_test.cpp checks it.
-namespace tofino {
-inline constexpr unsigned kValueBits = 32;     // width of one value register lane (int32, wraps)
-inline constexpr unsigned kBitmapBits = 32;    // width of the worker bitmap register
-inline constexpr unsigned kLanesPerPass = 32;  // int32 lanes one pipeline pass adds: one stateful
-                                               // ALU per lane, 4 per stage, 8 egress stages
-inline constexpr unsigned kMaxPasses = 2;      // passes the TNA program makes per packet (the
-                                               // whole payload must fit the PHV)
-inline constexpr unsigned kMaxLanesPerPacket = kLanesPerPass * kMaxPasses;  // 64: SwitchML's 256 B
-inline constexpr unsigned kPoolSlots = 1024;  // slots (two sets each) of the P4 programs' pool
-}  // namespace tofino
-// The v1model program (p4/bmv2) adds every lane block in one pass, at the register positions
-// the Tofino passes use, for more blocks.
-namespace bmv2 {
-inline constexpr unsigned kMaxPasses = 8;
-inline constexpr unsigned kMaxLanesPerPacket = tofino::kLanesPerPass * kMaxPasses;  // 256
-}  // namespace bmv2
+// The pipeline's limits (p4/common/switch_format.hpp, generated like p4/common/constants.p4).
+namespace limits = pipeline;
+inline constexpr unsigned kTofinoMaxLanesPerPacket = limits::kLanesPerPass * limits::kTofinoMaxPasses;
+inline constexpr unsigned kBmv2MaxLanesPerPacket = limits::kLanesPerPass * limits::kBmv2MaxPasses;
 
-inline constexpr std::size_t kMaxWorkersPerJob = tofino::kBitmapBits;  // one bitmap bit each
+inline constexpr std::size_t kMaxWorkersPerJob = limits::kMaxWorkers;  // one bitmap bit each
 inline constexpr std::size_t kMaxLanes = wire::kMaxCount;  // lanes a slot can hold, all passes
 inline constexpr std::size_t kMaxPoolSlots = std::size_t{1} << 16;  // 16-bit slot field
-static_assert(kMaxLanes % tofino::kLanesPerPass == 0);
-static_assert(bmv2::kMaxLanesPerPacket <= kMaxLanes && tofino::kPoolSlots <= kMaxPoolSlots);
+static_assert(kMaxLanes % limits::kLanesPerPass == 0);
+static_assert(kBmv2MaxLanesPerPacket <= kMaxLanes && limits::kPoolSlots <= kMaxPoolSlots);
 
 // Register widths of one (slot, set). Do not change: the P4 registers have these widths.
 using ValueRegister = std::int32_t;
@@ -78,8 +65,8 @@ using CountdownRegister = std::uint8_t;  // 0..kMaxWorkersPerJob
 using CountRegister = std::uint16_t;     // 0..kMaxLanes
 using ExponentRegister = std::int16_t;
 using SeqRegister = std::uint32_t;
-static_assert(sizeof(ValueRegister) * 8 == tofino::kValueBits);
-static_assert(sizeof(BitmapRegister) * 8 == tofino::kBitmapBits);
+static_assert(sizeof(ValueRegister) * 8 == limits::kValueBits);
+static_assert(sizeof(BitmapRegister) * 8 == limits::kBitmapBits);
 static_assert((1u << (sizeof(CountdownRegister) * 8)) > kMaxWorkersPerJob);
 
 struct SlotRegisters {
@@ -91,23 +78,12 @@ struct SlotRegisters {
   bool has_round = false;  // P4: one bit per (slot, set), e.g. next to seq in a pair register
 };
 
-// Why the switch dropped a packet. A malformed packet's wire::Error is counted as well.
-enum class DropReason : std::uint8_t {
-  kMalformed = 0,        // wire::decode rejected it (see SwitchCounters::malformed)
-  kNotContribution,      // type is not contribution (e.g. a result sent to the switch)
-  kUnknownJob,           // job_id not in the job table
-  kRankOutOfRange,       // rank >= the job's worker count
-  kForeignSource,        // source address is not the one registered for that rank
-  kSlotOutOfRange,       // slot outside the job's slot range
-  kUnsupportedDtype,     // the switch adds int32 only
-  kCountTooLargeForJob,  // count > the job's elements_per_packet
-  kCountMismatch,        // count differs from the count of the round in progress
-  kDuplicate,            // copy of a contribution to the round in progress
-  kStale,                // seq older than the set's round: a late copy of a finished packet
-  kAhead,                // seq newer than the set's round, which is not complete yet
-};
-inline constexpr std::size_t kDropReasonCount = static_cast<std::size_t>(DropReason::kAhead) + 1;
-std::string_view to_string(DropReason r);
+// Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's
+// wire::Error is counted as well.
+using pipeline::DropReason;
+using pipeline::kDropReasonCount;
+using pipeline::to_string;
+using pipeline::counter_name;
 
 struct SwitchCounters {
   std::uint64_t packets_in = 0;         // every packet handed to process()

@@ -2,8 +2,7 @@
 // driver/p4 writes (p4_schema(), the single list its printers take names from) is declared in
 // BOTH p4/bmv2/netagg.p4 and p4/tofino/netagg.p4, in the control the generator names, with the
 // same parameter order, keys in the same order and match kind exact, and bit widths wide enough
-// for the largest value the generator emits. The limits mirrored in control.hpp are checked
-// against p4/common/constants.p4.
+// for the largest value the generator emits.
 //
 // This reads the P4 source, it does not compile it: a small reader of P4_16 declarations
 // (comments stripped, braces balanced), enough for tables, actions, typedefs, headers and
@@ -286,16 +285,6 @@ class P4Program {
     return type ? width(*type) : std::nullopt;
   }
 
-  // `#define NAME value` or `const bit<..> NAME = value;`.
-  std::optional<std::uint64_t> constant(const std::string& name) const {
-    const std::regex def("#define\\s+" + name + "\\s+\\(?\\s*(0x[0-9a-fA-F]+|\\d+)");
-    const std::regex cst("\\bconst\\s+[^=;]+\\s" + name + "\\s*=\\s*(0x[0-9a-fA-F]+|\\d+)");
-    std::smatch m;
-    if (std::regex_search(all_, m, def) || std::regex_search(all_, m, cst))
-      return std::stoull(m[1], nullptr, 0);
-    return std::nullopt;
-  }
-
  private:
   std::string text_;  // the program itself
   std::string all_;   // plus p4/common/*.p4
@@ -305,8 +294,7 @@ bool fits(std::uint64_t value, unsigned bits) { return bits >= 64 || value < (1u
 
 void check_program(const fs::path& file, bool tofino) {
   ASSERT_TRUE(fs::exists(file)) << file
-                                << " is missing: the P4 program (issue 4) is not in the tree yet, "
-                                   "so the control plane cannot be checked against it";
+                                << " is missing, so the control plane cannot be checked against it";
   const P4Program program(file);
   for (const P4TableUse& use : p4_schema()) {
     const std::string control(tofino ? use.tofino_control : use.bmv2_control);
@@ -360,25 +348,6 @@ void check_program(const fs::path& file, bool tofino) {
 TEST(P4Consistency, Bmv2ProgramDeclaresWhatTheGeneratorWrites) { check_program(kBmv2, false); }
 
 TEST(P4Consistency, TofinoProgramDeclaresWhatTheGeneratorWrites) { check_program(kTofino, true); }
-
-TEST(P4Consistency, LimitsMirrorConstantsP4) {
-  const fs::path constants = kCommon / "constants.p4";
-  ASSERT_TRUE(fs::exists(constants)) << constants << " is missing (issue 4's shared P4 constants)";
-  const P4Program program(constants);
-  const std::pair<const char*, std::uint64_t> mirrors[] = {
-      {"NETAGG_POOL_SLOTS", kPoolSlots},          {"NETAGG_LANES_PER_PASS", kLanesPerPass},
-      {"NETAGG_BMV2_MAX_PASSES", kBmv2MaxPasses}, {"NETAGG_TOFINO_MAX_PASSES", kTofinoMaxPasses},
-      {"NETAGG_MAX_WORKERS", kMaxWorkersPerJob},  {"NETAGG_UDP_PORT", wire::kUdpPort},
-  };
-  for (const auto& [name, mirror] : mirrors) {
-    const auto value = program.constant(name);
-    if (!value) {
-      ADD_FAILURE() << name << " not found in " << constants;
-      continue;
-    }
-    EXPECT_EQ(*value, mirror) << "netagg/p4/control.hpp mirrors " << name;
-  }
-}
 
 // The check itself must fail on a program that differs from what the generator writes: a
 // synthetic Tofino-style program written to the contract passes, and each mutation of it fails.

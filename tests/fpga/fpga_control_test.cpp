@@ -1,5 +1,5 @@
 // driver/fpga against a scripted CSR bus: which registers program_job writes with which packing
-// (hw/csr/csr_map.json), the commit sequence numbers, the busy wait, the checks of a job against
+// (formats/csr.json), the commit sequence numbers, the busy wait, the checks of a job against
 // the device, counters. The models (RTL, HLS) run the same calls in fpga_model_test.cpp; here
 // the register-level contract is checked without a model.
 #include <gmock/gmock.h>

@@ -7,7 +7,10 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <span>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 #include <random>
 #include <vector>
 
@@ -279,6 +282,84 @@ TEST(Wire, Ipv4ChecksumOfAKnownHeader) {
   const std::uint8_t hdr[20] = {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
                                 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7};
   EXPECT_EQ(ipv4_checksum({reinterpret_cast<const std::byte*>(hdr), 20}), 0xB861);
+}
+
+// ---- the generated field tables (netagg/wire_format.hpp) against the encoder's output ------
+std::uint64_t be(std::span<const std::byte> bytes, std::size_t bit_offset, std::size_t bits) {
+  std::uint64_t v = 0;
+  for (std::size_t b = bit_offset; b < bit_offset + bits; ++b) {
+    const auto byte = std::to_integer<unsigned>(bytes[b / 8]);
+    v = (v << 1) | ((byte >> (7 - b % 8)) & 1u);
+  }
+  return v;
+}
+
+std::uint64_t field(std::span<const std::byte> header, std::span<const fields::Field> t,
+                    std::string_view name) {
+  for (const auto& f : t)
+    if (f.name == name) return be(header, f.bit_offset, f.bits);
+  throw std::runtime_error("no field " + std::string(name));
+}
+
+// The frame tables describe what encode_frame writes.
+TEST(WireFields, FrameTablesMatchTheEncoder) {
+  FrameAddress a;
+  a.src_mac = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+  a.dst_mac = {0x02, 0x66, 0x77, 0x88, 0x99, 0xaa};
+  a.src_ip = 0x0a000001;
+  a.dst_ip = 0x0a0000fe;
+  a.src_port = 31000;
+  a.dst_port = kUdpPort;
+  a.ecn = 3;
+  Header h;
+  h.job_id = 0x1234;
+  h.rank = 5;
+  h.slot = 0x0102;
+  h.count = 2;
+  h.exponent = -3;
+  h.seq = 0xdeadbeef;
+  h.set = 1;
+  std::vector<std::byte> packet(h.packet_size());
+  ASSERT_TRUE(encode_header(h, packet));
+  std::vector<std::byte> frame(kFrameOverhead + packet.size() + 64);
+  const std::size_t n = encode_frame(a, packet, frame);
+  ASSERT_EQ(n, kFrameOverhead + packet.size());
+  const std::span<const std::byte> all(frame.data(), n);
+  const auto eth = all.subspan(0, kEthHeaderSize);
+  const auto ip = all.subspan(kEthHeaderSize, kIpv4HeaderSize);
+  const auto udp = all.subspan(kEthHeaderSize + kIpv4HeaderSize, kUdpHeaderSize);
+  const auto hdr = all.subspan(kFrameOverhead, kHeaderSize);
+  namespace f = fields;
+  EXPECT_EQ(field(eth, f::kEthernet, "dst_addr"), 0x0266778899aaull);
+  EXPECT_EQ(field(eth, f::kEthernet, "src_addr"), 0x021122334455ull);
+  EXPECT_EQ(field(eth, f::kEthernet, "ether_type"), 0x0800u);
+  EXPECT_EQ(field(ip, f::kIpv4, "version"), 4u);
+  EXPECT_EQ(field(ip, f::kIpv4, "ihl"), 5u);
+  EXPECT_EQ(field(ip, f::kIpv4, "ecn"), 3u);
+  EXPECT_EQ(field(ip, f::kIpv4, "dscp"), 0u);
+  EXPECT_EQ(field(ip, f::kIpv4, "total_len"),
+            kIpv4HeaderSize + kUdpHeaderSize + packet.size());
+  EXPECT_EQ(field(ip, f::kIpv4, "flags"), 2u);  // DF
+  EXPECT_EQ(field(ip, f::kIpv4, "frag_offset"), 0u);
+  EXPECT_EQ(field(ip, f::kIpv4, "ttl"), 64u);
+  EXPECT_EQ(field(ip, f::kIpv4, "protocol"), 17u);
+  EXPECT_EQ(ipv4_checksum(ip), 0u);
+  EXPECT_EQ(field(ip, f::kIpv4, "src_addr"), a.src_ip);
+  EXPECT_EQ(field(ip, f::kIpv4, "dst_addr"), a.dst_ip);
+  EXPECT_EQ(field(udp, f::kUdp, "src_port"), a.src_port);
+  EXPECT_EQ(field(udp, f::kUdp, "dst_port"), a.dst_port);
+  EXPECT_EQ(field(udp, f::kUdp, "length"), kUdpHeaderSize + packet.size());
+  EXPECT_EQ(field(udp, f::kUdp, "checksum"), 0u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "version"), kVersion);
+  EXPECT_EQ(field(hdr, f::kNetagg, "type"), 1u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "flags"), 1u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "job_id"), 0x1234u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "rank"), 5u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "slot"), 0x0102u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "count"), 2u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "exponent"), 0xfffdu);
+  EXPECT_EQ(field(hdr, f::kNetagg, "seq"), 0xdeadbeefu);
+  EXPECT_EQ(field(hdr, f::kNetagg, "reserved"), 0u);
 }
 
 }  // namespace

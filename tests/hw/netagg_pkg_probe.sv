@@ -1,6 +1,8 @@
 // Test-only wrapper: exposes netagg_pkg's beat functions on ports so pkg_decode_test.cpp can run
 // them on the golden frames.
 
+`default_nettype none
+
 module netagg_pkg_probe (
   input  logic [netagg_pkg::BEAT_BITS-1:0]     beat_i,
   output logic [7:0]                           version_o,
@@ -58,14 +60,14 @@ module netagg_pkg_probe (
 
   assign header_bytes_o = netagg_pkg::header_bytes(header);
 
-  assign eth_dst_o      = {netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETH_DST),
-                           netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_ETH_DST + 2)};
-  assign eth_src_o      = {netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETH_SRC),
-                           netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_ETH_SRC + 2)};
-  assign ethertype_o    = netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETHERTYPE);
-  assign ip_src_o       = netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_IP_SRC);
-  assign ip_dst_o       = netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_IP_DST);
-  assign tos_o          = netagg_pkg::beat_u8(beat_i, netagg_pkg::FRM_IP_TOS);
+  assign eth_dst_o      = {netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETH_DST_ADDR),
+                           netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_ETH_DST_ADDR + 2)};
+  assign eth_src_o      = {netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETH_SRC_ADDR),
+                           netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_ETH_SRC_ADDR + 2)};
+  assign ethertype_o    = netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_ETH_ETHER_TYPE);
+  assign ip_src_o       = netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_IPV4_SRC_ADDR);
+  assign ip_dst_o       = netagg_pkg::beat_be32(beat_i, netagg_pkg::FRM_IPV4_DST_ADDR);
+  assign tos_o          = netagg_pkg::beat_u8(beat_i, netagg_pkg::FRM_IPV4_ECN);
   assign udp_src_port_o = netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_UDP_SRC_PORT);
   assign udp_dst_port_o = netagg_pkg::beat_be16(beat_i, netagg_pkg::FRM_UDP_DST_PORT);
 
@@ -73,3 +75,5 @@ module netagg_pkg_probe (
   assign swapped16_o = netagg_pkg::swap_lanes16(beat_i);
 
 endmodule
+
+`default_nettype wire

@@ -13,12 +13,12 @@ namespace {
 
 namespace reg = netagg::fpga::csr;
 
-// COMMIT commands (bits 1:0).
-constexpr std::uint32_t kStoreJob = 1, kStoreWorker = 2, kRemoveJob = 3;
-// CONTROL bits.
-constexpr std::uint32_t kSoftReset = 1u << 0, kClearCounters = 1u << 1;
-constexpr std::uint32_t kJobValid = 1u << 31;
-constexpr std::uint32_t kStatusBusy = 1u << 0;
+constexpr std::uint32_t kStoreJob = reg::kCommitStoreJob, kStoreWorker = reg::kCommitStoreWorker,
+                        kRemoveJob = reg::kCommitRemoveJob;
+constexpr std::uint32_t kSoftReset = reg::kControlSoftReset,
+                        kClearCounters = reg::kControlClearCounters;
+constexpr std::uint32_t kJobValid = reg::kJobIdValid;
+constexpr std::uint32_t kStatusBusy = reg::kStatusBusy;
 // A slot clear takes a few cycles per slot; a device busy for this many polls is broken.
 constexpr int kBusyPolls = 1 << 20;
 

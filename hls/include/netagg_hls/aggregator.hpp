@@ -89,7 +89,7 @@ class Aggregator {
         for (int l = 0; l < kLanes; ++l) acc_[s][b][l] = 0;
   }
 
-  // ---- AXI4-Lite CSRs (hw/csr/csr_map.json) ----------------------------------------------
+  // ---- AXI4-Lite CSRs (formats/csr.json) ----------------------------------------------
   // Byte address, 32-bit registers; the address is taken modulo 2^kAddrBits and aligned down.
   // Writes to read-only or unmapped addresses are ignored; COMMIT and CONTROL act at once when
   // their sequence field changed.
@@ -466,47 +466,47 @@ class Aggregator {
     using namespace layout;
     const BeatData& h = f.beat[0];
     if (f.bytes < static_cast<uint32_t>(kFrameOverhead)) return csr14::kMalformedTruncated;
-    if (get_be16(h, kEthType) != kEtherTypeIpv4) return csr14::kMalformedNotIpv4;
-    if (get_byte(h, kIpVersionIhl) != kIpVersionIhl45 ||
-        (get_be16(h, kIpFragment) & kIpFragmentMask) != 0 || ipv4_sum(h) != 0xFFFFu)
+    if (get_be16(h, kEthEtherType) != kEthertypeIpv4) return csr14::kMalformedNotIpv4;
+    if (get_byte(h, kIpv4Version) != kIpVersionIhl ||
+        (get_be16(h, kIpv4Flags) & kIpFragmentMask) != 0 || ipv4_sum(h) != 0xFFFFu)
       return csr14::kMalformedBadIpHeader;
-    if (get_byte(h, kIpProtocol) != kIpProtoUdp) return csr14::kMalformedNotUdp;
-    const uint32_t ip_length = get_be16(h, kIpTotalLength);
-    if (ip_length < static_cast<uint32_t>(kIpHeaderSize + kUdpHeaderSize) ||
-        kIp + ip_length > f.bytes)
+    if (get_byte(h, kIpv4Protocol) != kIpProtocolUdp) return csr14::kMalformedNotUdp;
+    const uint32_t ip_length = get_be16(h, kIpv4TotalLen);
+    if (ip_length < static_cast<uint32_t>(kIpv4HeaderSize + kUdpHeaderSize) ||
+        kIpv4 + ip_length > f.bytes)
       return csr14::kMalformedIpLengthMismatch;
-    if (get_be16(h, kUdpLength) != ip_length - kIpHeaderSize)
+    if (get_be16(h, kUdpLength) != ip_length - kIpv4HeaderSize)
       return csr14::kMalformedUdpLengthMismatch;
-    if (get_be16(h, kUdpDst) != (reg(csr14::kAggUdpPort) & 0xFFFFu))
+    if (get_be16(h, kUdpDstPort) != (reg(csr14::kAggUdpPort) & 0xFFFFu))
       return csr14::kMalformedWrongPort;
-    const uint32_t packet = ip_length - kIpHeaderSize - kUdpHeaderSize;  // netagg bytes
-    if (packet < static_cast<uint32_t>(kNaHeaderSize)) return csr14::kMalformedTruncated;
-    if (get_byte(h, kNaVersion) != kVersion) return csr14::kMalformedBadVersion;
-    const unsigned type = get_byte(h, kNaType);
-    if (type != kTypeContribution && type != kTypeResult) return csr14::kMalformedBadType;
-    const unsigned dtype = get_byte(h, kNaDtype);
+    const uint32_t packet = ip_length - kIpv4HeaderSize - kUdpHeaderSize;  // netagg bytes
+    if (packet < static_cast<uint32_t>(kNetaggHeaderSize)) return csr14::kMalformedTruncated;
+    if (get_byte(h, kNetaggVersion) != kVersion) return csr14::kMalformedBadVersion;
+    const unsigned type = get_byte(h, kNetaggType);
+    if (type != kMsgContribution && type != kMsgResult) return csr14::kMalformedBadType;
+    const unsigned dtype = get_byte(h, kNetaggDtype);
     if (dtype > kDtypeBf16) return csr14::kMalformedBadDtype;
-    const unsigned flags = get_byte(h, kNaFlags);
-    if (flags & kFlagsReserved) return csr14::kMalformedBadFlags;
-    if (get_be32(h, kNaReserved) != 0) return csr14::kMalformedReservedNonzero;
-    const unsigned count = get_be16(h, kNaCount);
+    const unsigned flags = get_byte(h, kNetaggFlags);
+    if (flags & kFlagsReservedMask) return csr14::kMalformedBadFlags;
+    if (get_be32(h, kNetaggReserved) != 0) return csr14::kMalformedReservedNonzero;
+    const unsigned count = get_be16(h, kNetaggCount);
     if (count > kMaxCount) return csr14::kMalformedCountTooLarge;
-    if (packet != kNaHeaderSize + count * element_size(dtype))
+    if (packet != kNetaggHeaderSize + count * element_size(dtype))
       return csr14::kMalformedLengthMismatch;
     // Ethernet padding is allowed, but not past the beats a port stores.
-    if (f.beats > static_cast<uint32_t>(kMaxFrameBeats) && f.bytes != kIp + ip_length)
+    if (f.beats > static_cast<uint32_t>(kMaxFrameBeats) && f.bytes != kIpv4 + ip_length)
       return csr14::kMalformedLengthMismatch;
 
-    if (type != kTypeContribution) return csr14::kDroppedNotContribution;
-    const int job = find_job(static_cast<uint16_t>(get_be16(h, kNaJobId)));
+    if (type != kMsgContribution) return csr14::kDroppedNotContribution;
+    const int job = find_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)));
     if (job < 0) return csr14::kDroppedUnknownJob;
     const JobEntry& entry = jobs_[job];
-    const unsigned rank = get_be16(h, kNaRank);
+    const unsigned rank = get_be16(h, kNetaggRank);
     if (rank >= entry.workers) return csr14::kDroppedRankOutOfRange;
     const WorkerEntry& worker = workers_[job][rank];
-    if (get_be32(h, kIpSrc) != worker.ip || get_be16(h, kUdpSrc) != worker.udp_port)
+    if (get_be32(h, kIpv4SrcAddr) != worker.ip || get_be16(h, kUdpSrcPort) != worker.udp_port)
       return csr14::kDroppedForeignSource;
-    const uint32_t slot = get_be16(h, kNaSlot);
+    const uint32_t slot = get_be16(h, kNetaggSlot);
     if (slot - entry.slot_base >= entry.slot_count || slot >= static_cast<uint32_t>(kSlots))
       return csr14::kDroppedSlotOutOfRange;
     if (count > entry.elements || count > static_cast<unsigned>(kMaxElements))
@@ -515,12 +515,12 @@ class Aggregator {
     c.job = job;
     c.dtype = static_cast<uint8_t>(dtype);
     c.set = static_cast<uint8_t>(flags & kFlagSet);
-    c.ecn = static_cast<uint8_t>(get_byte(h, kIpTos) & kEcnMask);
+    c.ecn = static_cast<uint8_t>(get_byte(h, kIpv4Ecn) & kIpv4EcnMask);
     c.rank = static_cast<uint16_t>(rank);
     c.slot = static_cast<uint16_t>(slot);
     c.count = static_cast<uint16_t>(count);
-    c.exponent = static_cast<int16_t>(get_be16(h, kNaExponent));
-    c.seq = get_be32(h, kNaSeq);
+    c.exponent = static_cast<int16_t>(get_be16(h, kNetaggExponent));
+    c.seq = get_be32(h, kNetaggSeq);
     return -1;
   }
 
@@ -602,37 +602,37 @@ class Aggregator {
     const RoundState& round = rounds_[at];
     const WorkerEntry& w = workers_[job][rank];
     const unsigned payload = round.count * element_size(round.dtype);
-    const unsigned ip_length = kIpHeaderSize + kUdpHeaderSize + kNaHeaderSize + payload;
+    const unsigned ip_length = kIpv4HeaderSize + kUdpHeaderSize + kNetaggHeaderSize + payload;
     const uint32_t agg_mac_lo = reg(csr14::kAggMacLo), agg_mac_hi = reg(csr14::kAggMacHi);
 
     BeatData h = 0;
-    set_be16(h, kEthDst, w.mac_hi);
-    set_be32(h, kEthDst + 2, w.mac_lo);
-    set_be16(h, kEthSrc, agg_mac_hi & 0xFFFFu);
-    set_be32(h, kEthSrc + 2, agg_mac_lo);
-    set_be16(h, kEthType, kEtherTypeIpv4);
-    set_byte(h, kIpVersionIhl, kIpVersionIhl45);
-    set_byte(h, kIpTos, round.ecn & kEcnMask);
-    set_be16(h, kIpTotalLength, ip_length);
-    set_be16(h, kIpFragment, kIpDontFragment);
-    set_byte(h, kIpTtl, kIpTtlDefault);
-    set_byte(h, kIpProtocol, kIpProtoUdp);
-    set_be32(h, kIpSrc, reg(csr14::kAggIp));
-    set_be32(h, kIpDst, w.ip);
-    set_be16(h, kIpChecksum, ~ipv4_sum(h) & 0xFFFFu);
-    set_be16(h, kUdpSrc, reg(csr14::kAggUdpPort) & 0xFFFFu);
-    set_be16(h, kUdpDst, w.udp_port);
-    set_be16(h, kUdpLength, ip_length - kIpHeaderSize);
-    set_byte(h, kNaVersion, kVersion);
-    set_byte(h, kNaType, kTypeResult);
-    set_byte(h, kNaDtype, round.dtype);
-    set_byte(h, kNaFlags, static_cast<unsigned>(at & 1));
-    set_be16(h, kNaJobId, jobs_[job].id);
-    set_be16(h, kNaRank, static_cast<unsigned>(rank));
-    set_be16(h, kNaSlot, static_cast<unsigned>(at >> 1));
-    set_be16(h, kNaCount, round.count);
-    set_be16(h, kNaExponent, static_cast<uint16_t>(round.exponent));
-    set_be32(h, kNaSeq, round.seq);
+    set_be16(h, kEthDstAddr, w.mac_hi);
+    set_be32(h, kEthDstAddr + 2, w.mac_lo);
+    set_be16(h, kEthSrcAddr, agg_mac_hi & 0xFFFFu);
+    set_be32(h, kEthSrcAddr + 2, agg_mac_lo);
+    set_be16(h, kEthEtherType, kEthertypeIpv4);
+    set_byte(h, kIpv4Version, kIpVersionIhl);
+    set_byte(h, kIpv4Ecn, round.ecn & kIpv4EcnMask);
+    set_be16(h, kIpv4TotalLen, ip_length);
+    set_be16(h, kIpv4Flags, (kIpFlagsDf << 13));
+    set_byte(h, kIpv4Ttl, kIpTtl);
+    set_byte(h, kIpv4Protocol, kIpProtocolUdp);
+    set_be32(h, kIpv4SrcAddr, reg(csr14::kAggIp));
+    set_be32(h, kIpv4DstAddr, w.ip);
+    set_be16(h, kIpv4HdrChecksum, ~ipv4_sum(h) & 0xFFFFu);
+    set_be16(h, kUdpSrcPort, reg(csr14::kAggUdpPort) & 0xFFFFu);
+    set_be16(h, kUdpDstPort, w.udp_port);
+    set_be16(h, kUdpLength, ip_length - kIpv4HeaderSize);
+    set_byte(h, kNetaggVersion, kVersion);
+    set_byte(h, kNetaggType, kMsgResult);
+    set_byte(h, kNetaggDtype, round.dtype);
+    set_byte(h, kNetaggFlags, static_cast<unsigned>(at & 1));
+    set_be16(h, kNetaggJobId, jobs_[job].id);
+    set_be16(h, kNetaggRank, static_cast<unsigned>(rank));
+    set_be16(h, kNetaggSlot, static_cast<unsigned>(at >> 1));
+    set_be16(h, kNetaggCount, round.count);
+    set_be16(h, kNetaggExponent, static_cast<uint16_t>(round.exponent));
+    set_be32(h, kNetaggSeq, round.seq);
 
     const int port = w.egress_port;
     const int beats = static_cast<int>((payload + kBeatBytes - 1) / kBeatBytes);

@@ -1,7 +1,7 @@
 // The Ethernet/IPv4/UDP/netagg frame as the kernel sees it: byte offsets of every field inside
-// beat 0 (docs/wire-format.md; mirrors host/include/netagg/wire.hpp, which the kernel cannot
-// include: it is C++20. tests/hls/hls_wire_mirror_test.cpp checks this mirror against it) and
-// byte access to a 512-bit beat (byte 0 in bits 7:0, as on the AXI4-Stream). Kernel code: C++14.
+// beat 0, generated from formats/wire.json (the kernel cannot include netagg/wire.hpp: it is
+// C++20), and byte access to a 512-bit beat (byte 0 in bits 7:0, as on the AXI4-Stream).
+// Kernel code: C++14.
 #ifndef NETAGG_HLS_FRAME_HPP
 #define NETAGG_HLS_FRAME_HPP
 
@@ -15,42 +15,87 @@ namespace fpga {
 typedef ap_uint<512> BeatData;
 typedef ap_axiu<512, 0, 0, 0> AxisBeat;
 
+// BEGIN GENERATED [layout] by scripts/gen_formats.py from formats/wire.json; do not edit this region
+// clang-format off
 namespace layout {
 constexpr int kBeatBytes = 64;
-// Ethernet
-constexpr int kEthDst = 0, kEthSrc = 6, kEthType = 12;
-constexpr unsigned kEtherTypeIpv4 = 0x0800;
-// IPv4 (no options)
-constexpr int kIp = 14;
-constexpr int kIpVersionIhl = kIp + 0, kIpTos = kIp + 1, kIpTotalLength = kIp + 2,
-              kIpIdent = kIp + 4, kIpFragment = kIp + 6, kIpTtl = kIp + 8, kIpProtocol = kIp + 9,
-              kIpChecksum = kIp + 10, kIpSrc = kIp + 12, kIpDst = kIp + 16;
-constexpr int kIpHeaderSize = 20;
-constexpr unsigned kIpVersionIhl45 = 0x45, kIpDontFragment = 0x4000, kIpTtlDefault = 64,
-                   kIpProtoUdp = 17, kIpFragmentMask = 0x3FFF, kEcnMask = 0x3;
-// UDP
-constexpr int kUdp = kIp + kIpHeaderSize;
-constexpr int kUdpSrc = kUdp + 0, kUdpDst = kUdp + 2, kUdpLength = kUdp + 4,
-              kUdpChecksum = kUdp + 6;
-constexpr int kUdpHeaderSize = 8;
-// netagg header
-constexpr int kNa = kUdp + kUdpHeaderSize;  // 42
-constexpr int kNaVersion = kNa + 0, kNaType = kNa + 1, kNaDtype = kNa + 2, kNaFlags = kNa + 3,
-              kNaJobId = kNa + 4, kNaRank = kNa + 6, kNaSlot = kNa + 8, kNaCount = kNa + 10,
-              kNaExponent = kNa + 12, kNaSeq = kNa + 14, kNaReserved = kNa + 18;
-constexpr int kNaHeaderSize = 22;
-constexpr int kFrameOverhead = kNa;            // Ethernet + IPv4 + UDP
-constexpr int kPayload = kNa + kNaHeaderSize;  // 64: the payload starts at beat 1
-static_assert(kPayload == kBeatBytes, "the payload starts on a beat boundary");
+// Frame byte offset of each header and field; a field that is not whole bytes also has the
+// width of the big-endian word holding it (Bytes), its right shift in it and its mask.
+constexpr int kEth = 0, kEthHeaderSize = 14;
+constexpr int kEthDstAddr = 0;
+constexpr int kEthSrcAddr = 6;
+constexpr int kEthEtherType = 12;
+constexpr int kIpv4 = 14, kIpv4HeaderSize = 20;
+constexpr int kIpv4Version = 14;  constexpr int kIpv4VersionBytes = 1, kIpv4VersionShift = 4; constexpr unsigned kIpv4VersionMask = 0x0F;
+constexpr int kIpv4Ihl = 14;  constexpr int kIpv4IhlBytes = 1, kIpv4IhlShift = 0; constexpr unsigned kIpv4IhlMask = 0x0F;
+constexpr int kIpv4Dscp = 15;  constexpr int kIpv4DscpBytes = 1, kIpv4DscpShift = 2; constexpr unsigned kIpv4DscpMask = 0x3F;
+constexpr int kIpv4Ecn = 15;  constexpr int kIpv4EcnBytes = 1, kIpv4EcnShift = 0; constexpr unsigned kIpv4EcnMask = 0x03;
+constexpr int kIpv4TotalLen = 16;
+constexpr int kIpv4Identification = 18;
+constexpr int kIpv4Flags = 20;  constexpr int kIpv4FlagsBytes = 1, kIpv4FlagsShift = 5; constexpr unsigned kIpv4FlagsMask = 0x07;
+constexpr int kIpv4FragOffset = 20;  constexpr int kIpv4FragOffsetBytes = 2, kIpv4FragOffsetShift = 0; constexpr unsigned kIpv4FragOffsetMask = 0x1FFF;
+constexpr int kIpv4Ttl = 22;
+constexpr int kIpv4Protocol = 23;
+constexpr int kIpv4HdrChecksum = 24;
+constexpr int kIpv4SrcAddr = 26;
+constexpr int kIpv4DstAddr = 30;
+constexpr int kUdp = 34, kUdpHeaderSize = 8;
+constexpr int kUdpSrcPort = 34;
+constexpr int kUdpDstPort = 36;
+constexpr int kUdpLength = 38;
+constexpr int kUdpChecksum = 40;
+constexpr int kNetagg = 42, kNetaggHeaderSize = 22;
+constexpr int kNetaggVersion = 42;
+constexpr int kNetaggType = 43;
+constexpr int kNetaggDtype = 44;
+constexpr int kNetaggFlags = 45;
+constexpr int kNetaggJobId = 46;
+constexpr int kNetaggRank = 48;
+constexpr int kNetaggSlot = 50;
+constexpr int kNetaggCount = 52;
+constexpr int kNetaggExponent = 54;
+constexpr int kNetaggSeq = 56;
+constexpr int kNetaggReserved = 60;
+constexpr int kFrameOverhead = 42;
+constexpr int kPayload = 64;  // the payload starts at beat 1
 
 constexpr unsigned kVersion = 1;
-constexpr unsigned kTypeContribution = 1, kTypeResult = 2;
-constexpr unsigned kDtypeInt32 = 0, kDtypeFp32 = 1, kDtypeBf16 = 2;
-constexpr unsigned kFlagSet = 0x01, kFlagsReserved = 0xFE;
-constexpr unsigned kMaxCount = 1024;
+constexpr unsigned kUdpPort = 20033;
+constexpr unsigned kMaxCount = 1024;  // elements per packet, any dtype
+constexpr int kExponentNone = -32768;  // block exponent of a chunk of zeros: the identity of max
+constexpr int kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
+constexpr unsigned kMsgContribution = 1;
+constexpr unsigned kMsgResult = 2;
+constexpr unsigned kDtypeInt32 = 0;
+constexpr unsigned kDtypeFp32 = 1;
+constexpr unsigned kDtypeBf16 = 2;
+constexpr unsigned kFlagSet = 0x01;
+constexpr unsigned kFlagsReservedMask = 0xFE;
+constexpr unsigned kEthertypeIpv4 = 0x0800;
+constexpr unsigned kEthertypeArp = 0x0806;
+constexpr unsigned kIpProtocolIcmp = 1;
+constexpr unsigned kIpProtocolUdp = 17;
+constexpr unsigned kIpVersionIhl = 0x45;
+constexpr unsigned kIpTtl = 64;
+constexpr unsigned kIpFlagsDf = 2;
+constexpr unsigned kIpFragmentMask = 0x3FFF;
+constexpr unsigned kArpOpcodeRequest = 1;
+constexpr unsigned kArpOpcodeReply = 2;
+constexpr unsigned kIcmpEchoRequest = 8;
+constexpr unsigned kIcmpEchoReply = 0;
+constexpr unsigned kMinEthFrame = 60;
 }  // namespace layout
 
-inline unsigned element_size(unsigned dtype) { return dtype == layout::kDtypeBf16 ? 2u : 4u; }
+inline unsigned element_size(unsigned dtype) {
+  switch (dtype) {
+    case layout::kDtypeInt32: return 4u;
+    case layout::kDtypeFp32: return 4u;
+    case layout::kDtypeBf16: return 2u;
+  }
+  return 0u;
+}
+// clang-format on
+// END GENERATED [layout]
 
 inline unsigned get_byte(const BeatData& b, int i) {
 #pragma HLS INLINE
@@ -99,13 +144,13 @@ inline void set_lane16(BeatData& b, int lane, uint16_t v) {
       static_cast<unsigned long long>((v >> 8) | ((v & 0xFFu) << 8));
 }
 
-// The IPv4 header checksum field for the header in bytes kIp..kIp+19 of beat 0, computed with the
+// The IPv4 header checksum field for the header in bytes kIpv4..kIpv4+19 of beat 0, computed with the
 // checksum field taken as zero; a received header is valid when ipv4_sum() folds to 0xFFFF.
 inline unsigned ipv4_sum(const BeatData& b) {
   uint32_t sum = 0;
-  for (int i = 0; i < layout::kIpHeaderSize; i += 2) {
+  for (int i = 0; i < layout::kIpv4HeaderSize; i += 2) {
 #pragma HLS UNROLL
-    sum += get_be16(b, layout::kIp + i);
+    sum += get_be16(b, layout::kIpv4 + i);
   }
   sum = (sum & 0xFFFFu) + (sum >> 16);
   sum = (sum & 0xFFFFu) + (sum >> 16);

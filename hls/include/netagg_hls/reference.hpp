@@ -5,7 +5,7 @@
 //                                the order they are given
 //   process_group(frames)        the frames the RTL presented in one cycle (distinct ports): the
 //                                adder tree combines those that meet in one (slot, set)
-//   csr_read / csr_write         the AXI4-Lite registers (hw/csr/csr_map.json)
+//   csr_read / csr_write         the AXI4-Lite registers (formats/csr.json)
 //
 // Both process_* return the result frames in the order the model makes them: for each round
 // that completes, one frame per worker in rank order; a resend where the retransmission was

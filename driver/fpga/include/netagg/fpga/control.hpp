@@ -1,5 +1,5 @@
 // Control plane of the FPGA aggregator: job table, aggregator address and counters through its
-// CSRs (hw/csr/csr_map.json, generated view netagg/fpga_csr.hpp). Device-independent: it sees
+// CSRs (formats/csr.json, generated view netagg/fpga_csr.hpp). Device-independent: it sees
 // the device only as a CsrBus (the Verilator harness, the HLS C model, later a card over XRT).
 //
 // The job table is written indirectly: select an entry (JOB_INDEX) and a rank (WORKER_INDEX),
@@ -75,7 +75,7 @@ void soft_reset(CsrBus& bus);
 void clear_counters(CsrBus& bus);
 
 struct Counter {
-  std::string_view name;  // as in hw/csr/csr_map.json, e.g. "dropped_foreign_source"
+  std::string_view name;  // as in formats/csr.json, e.g. "dropped_foreign_source"
   std::uint64_t value = 0;
 };
 // Every counter of the map, in its order (each read as COUNTER_INDEX, COUNTER_LO, COUNTER_HI).

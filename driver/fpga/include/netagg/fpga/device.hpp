@@ -1,4 +1,4 @@
-// One FPGA aggregator as the control plane sees it: its CSRs (hw/csr/csr_map.json) behind a
+// One FPGA aggregator as the control plane sees it: its CSRs (formats/csr.json) behind a
 // CsrBus, with the operations netagg-ctl and the daemons need (identify, job table, counters,
 // reset). Where the CSRs are is the CsrBus's business; three kinds exist:
 //

@@ -20,17 +20,18 @@
 
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
+#include "switch_format.hpp"
 
 namespace netagg::p4 {
 
 enum class Target { kBmv2, kTofino };
 
-// ---- Limits of the P4 programs (mirrors of p4/common/constants.p4; a test checks them) -------
-inline constexpr std::uint32_t kPoolSlots = 1024;       // NETAGG_POOL_SLOTS
-inline constexpr std::uint32_t kLanesPerPass = 32;      // NETAGG_LANES_PER_PASS
-inline constexpr std::uint32_t kBmv2MaxPasses = 8;      // NETAGG_BMV2_MAX_PASSES
-inline constexpr std::uint32_t kTofinoMaxPasses = 2;    // NETAGG_TOFINO_MAX_PASSES
-inline constexpr std::uint32_t kMaxWorkersPerJob = 32;  // the bitmap register is bit<32>
+// ---- Limits of the P4 programs (p4/common/switch_format.hpp, generated like constants.p4) ----
+inline constexpr std::uint32_t kPoolSlots = pipeline::kPoolSlots;
+inline constexpr std::uint32_t kLanesPerPass = pipeline::kLanesPerPass;
+inline constexpr std::uint32_t kBmv2MaxPasses = pipeline::kBmv2MaxPasses;
+inline constexpr std::uint32_t kTofinoMaxPasses = pipeline::kTofinoMaxPasses;
+inline constexpr std::uint32_t kMaxWorkersPerJob = pipeline::kMaxWorkers;
 inline constexpr std::uint32_t kMaxPort = 511;          // ports are bit<9> in both targets
 // Tofino: a dev port's pipe is port >> 7. Registers are per pipe, and a packet recirculates in
 // its own pipe, so all workers of a job must be on ports of one pipe.
