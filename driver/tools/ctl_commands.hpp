@@ -14,9 +14,7 @@ inline constexpr int kExitBadInput = 2;
 // `netagg-ctl p4 bmv2|tofino --job FILE ...`: the switch's table entries (ctl_p4.cpp).
 void add_p4_command(CLI::App& app);
 
-#ifdef NETAGG_CTL_HAS_FPGA
 // `netagg-ctl fpga ...`: the FPGA aggregator's control plane (ctl_fpga.cpp).
 void add_fpga_command(CLI::App& app);
-#endif
 
 }  // namespace netagg::ctl

@@ -17,9 +17,7 @@ int main(int argc, char** argv) {
   CLI::App app{"netagg-ctl: control planes of the netagg devices"};
   app.require_subcommand(1);
   netagg::ctl::add_p4_command(app);
-#ifdef NETAGG_CTL_HAS_FPGA
   netagg::ctl::add_fpga_command(app);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
