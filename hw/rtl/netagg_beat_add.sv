@@ -1,8 +1,10 @@
-// Adds two 512-bit beats lane by lane (16 x 32 bits), as int32 (wrap-around) or fp32 (helper A's
-// netagg_fp32_add), in STAGES cycles, fully pipelined. An operand whose valid bit is low is
+// Adds two 512-bit beats lane by lane (16 x 32 bits), as int32 (wrap-around) or fp32
+// (netagg_fp32_add), in STAGES cycles, fully pipelined. An operand whose valid bit is low is
 // skipped: the other one passes through unchanged (no `x + 0`, which would turn -0 into +0), so
 // the adder tree can take any subset of ports. a is the first operand of the fp32 add (it
 // decides which NaN payload survives, docs/fpga-aggregator.md).
+`default_nettype none
+
 module netagg_beat_add #(
     parameter int unsigned STAGES = 3  // latency, = netagg_fp32_add's
 ) (
@@ -79,3 +81,5 @@ module netagg_beat_add #(
   assign unused = ^fp_valid;  // the select above is delayed here; the adders' own is not needed
 
 endmodule
+
+`default_nettype wire

@@ -1,4 +1,4 @@
-// The switch model against hand-written expectations: the conformance cases of issue 2 (basic
+// The switch model against hand-written expectations: the conformance cases (basic
 // reduction, retransmission after completion, other set, both sets, slot reuse, ignored
 // retransmissions, retransmission from the previous set, foreign job, unknown source, slot out
 // of range), every malformed class, the exponent max, wrap-around adds, job isolation and job
@@ -500,7 +500,7 @@ TEST_F(SwitchModelTest, MalformedPackets) {
   cases.push_back({"flags 2", patched(wire::offset::kFlags, 2), wire::Error::kBadFlags});
   cases.push_back({"flags 0x81", patched(wire::offset::kFlags, 0x81), wire::Error::kBadFlags});
   cases.push_back(
-      {"reserved", patched(wire::offset::kReserved + 3, 1), wire::Error::kReservedNonZero});
+      {"reserved", patched(wire::offset::kReserved + 3, 1), wire::Error::kReservedNonzero});
   {
     auto b = good;
     wire::store_be16(b.data() + wire::offset::kCount, wire::kMaxCount + 1);

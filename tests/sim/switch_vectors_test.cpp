@@ -65,7 +65,7 @@ TEST_P(SwitchOnVector, MalformedIsCountedValidIsAggregated) {
   const bool contribution = v.at("type") == "contribution";
   const bool int32 = v.at("dtype") == "int32";
   if (!contribution || !int32) {
-    // Results are not for a switch to take; fp32/bf16 need the FPGA aggregator (issue 3).
+    // Results are not for a switch to take; fp32/bf16 need the FPGA aggregator.
     EXPECT_EQ(outcome.action, Action::kDropped);
     EXPECT_EQ(outcome.reason, contribution ? DropReason::kUnsupportedDtype
                                            : DropReason::kNotContribution);
