@@ -39,6 +39,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "allreduce_report.hpp"
 #include "netagg/codec.hpp"
 #include "netagg/communicator.hpp"
 #include "netagg/config.hpp"
@@ -53,6 +54,10 @@ using json = nlohmann::json;
 using netagg::Endpoint;
 using netagg::Errc;
 using netagg::Error;
+using netagg::report::median;
+using netagg::report::Mismatch;
+using netagg::report::mismatch_text;
+using netagg::report::rate_text;
 
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
@@ -121,11 +126,6 @@ float fp32_input(std::uint64_t seed, int rank, std::uint64_t index) {
 }
 
 // ---- verification ----------------------------------------------------------------------------
-
-struct Mismatch {
-  std::uint64_t index = 0;
-  double got = 0, want = 0, bound = 0;
-};
 
 std::optional<Mismatch> verify_int32(std::span<const std::int32_t> got, std::uint64_t seed,
                                      int world) {
@@ -287,28 +287,6 @@ std::string_view errc_name(Errc c) {
   return "unknown";
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-json mismatch_json(const Mismatch& m) {
-  return {{"index", m.index}, {"got", m.got}, {"want", m.want}, {"bound", m.bound}};
-}
-
-std::string mismatch_text(const Mismatch& m) {
-  return fmt::format("verification: FAILED at index {}: got {:.9g}, want {:.9g}, bound {:.3g}",
-                     m.index, m.got, m.want, m.bound);
-}
-
-std::string describe_rate(double seconds, std::uint64_t bytes, std::uint64_t count) {
-  if (seconds <= 0) return "";
-  return fmt::format("goodput: {:.3f} Gbit/s\nATE/s: {:.2f} M elements/s",
-                     bytes * 8 / seconds / 1e9, count / seconds / 1e6);
-}
-
 int run_worker(const Options& o) {
   netagg::Config cfg = worker_config(o);
   const int rank = cfg.rank;
@@ -370,7 +348,7 @@ int run_worker(const Options& o) {
     if (mismatch) {
       status = kExitMismatch;
       out["verification"] = "mismatch";
-      out["mismatch"] = mismatch_json(*mismatch);
+      out["mismatch"] = netagg::report::to_json(*mismatch);
     } else {
       out["verification"] = "ok";
     }
@@ -411,8 +389,7 @@ int run_worker(const Options& o) {
     if (mismatch) std::printf("%s\n", mismatch_text(*mismatch).c_str());
     if (!seconds.empty())
       std::printf("time: %.6f s (best of %zu, median %.6f s)\n%s\nretransmissions: %llu\n", best,
-                  seconds.size(), median(seconds),
-                  describe_rate(best, o.count * 4, o.count).c_str(),
+                  seconds.size(), median(seconds), rate_text(best, o.count * 4, o.count).c_str(),
                   static_cast<unsigned long long>(out.value("retransmissions", 0ull)));
   }
   std::fflush(stdout);
@@ -888,15 +865,13 @@ int run_local(const Options& o) {
     if (first_mismatch) {
       const json& m = first_mismatch->second;
       std::printf("rank %d: %s\n", first_mismatch->first,
-                  mismatch_text({m["index"].get<std::uint64_t>(), m["got"].get<double>(),
-                                 m["want"].get<double>(), m["bound"].get<double>()})
-                      .c_str());
+                  mismatch_text(netagg::report::mismatch_from_json(m)).c_str());
     }
     std::printf("verification: %s\n", verification == "ok" ? "ok" : "FAILED");
     if (best > 0) {
       std::printf("time: %.6f s (best of %zu, median %.6f s; slowest worker)\n%s\n", best,
                   per_iteration.size(), median(per_iteration),
-                  describe_rate(best, bytes, o.count).c_str());
+                  rate_text(best, bytes, o.count).c_str());
       std::printf("retransmissions: %llu\n", static_cast<unsigned long long>(retransmissions));
     }
   }
