@@ -29,10 +29,12 @@ test-long: build
 
 # 4 workers all-reduce a 16M-element fp32 tensor through the switch model on loopback, then a
 # 4M-element one through the FPGA aggregator's RTL in Verilator (fp32 adds on the wire; the
-# simulated RTL runs some 10^5 cycles a second, so the tensor is smaller).
-demo: build
-	$(BUILD)/host/tools/netagg-allreduce --local 4 --target switch-sim --dtype fp32 --count 16777216
-	$(BUILD)/host/tools/netagg-allreduce --local 4 --target fpga-sim --dtype fp32 --count 4194304
+# simulated RTL runs some 10^5 cycles a second, so the tensor is smaller). Only what it runs is
+# built: the launcher, the worker and the two daemons, no tests.
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target netagg-local netagg-allreduce netagg-switchd netagg-fpgad
+	$(BUILD)/sim/launcher/netagg-local --workers 4 --target switch-sim --dtype fp32 --count 16777216
+	$(BUILD)/sim/launcher/netagg-local --workers 4 --target fpga-sim --dtype fp32 --count 4194304
 
 # The RTL testbench: a scripted scenario through the Verilated aggregator, checked step by
 # step, with an FST waveform for GTKWave (the path is printed at the end).

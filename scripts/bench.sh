@@ -31,6 +31,7 @@ raw="$out/raw"
 
 gloo_bin="$build/bench/gloo_allreduce"
 netagg_bin="$build/host/tools/netagg-allreduce"
+local_bin="$build/sim/launcher/netagg-local"
 codec_bin="$build/bench/codec_bench"
 
 # Size in bytes from "4096", "4K", "64KiB", "16M", ...
@@ -111,10 +112,12 @@ if [ ! -x "$gloo_bin" ]; then
     "no Gloo peer" >&2
   missing+=(gloo_allreduce)
 fi
-if [ ! -x "$netagg_bin" ]; then
-  echo "bench: $netagg_bin not built" >&2
-  missing+=(netagg-allreduce)
-fi
+for bin in "$netagg_bin" "$local_bin"; do
+  if [ ! -x "$bin" ]; then
+    echo "bench: $bin not built" >&2
+    missing+=("$(basename "$bin")")
+  fi
+done
 
 # Other processes on the same cores show up as multi-millisecond stalls (the scheduler's time
 # slice), so the load at the start and the end goes into the JSON, with a warning if it is high.
@@ -133,10 +136,10 @@ for ranks in $ranks_list; do
       run "gloo-r$ranks-b$bytes" "$gloo_bin" --ranks "$ranks" --bytes "$bytes" \
         --iterations "$iterations" --warmup "$warmup"
     fi
-    # netagg-allreduce has no warm-up option: it runs warmup + iterations and the merge below
+    # netagg-local has no warm-up option: it runs warmup + iterations and the merge below
     # drops the first `warmup` samples of its seconds_all.
-    if [ -x "$netagg_bin" ]; then
-      run "netagg-r$ranks-b$bytes" "$netagg_bin" --local "$ranks" --target switch-sim \
+    if [ -x "$netagg_bin" ] && [ -x "$local_bin" ]; then
+      run "netagg-r$ranks-b$bytes" "$local_bin" --workers "$ranks" --target switch-sim \
         --dtype fp32 --count $((bytes / 4)) --iterations $((iterations + warmup)) --json
       echo "$warmup" > "$raw/netagg-r$ranks-b$bytes.warmup"
     fi

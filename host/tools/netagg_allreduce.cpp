@@ -1,37 +1,21 @@
-// netagg-allreduce: all-reduces a deterministic pseudo-random tensor through an aggregator and
-// checks the result against a reference every worker computes locally.
+// netagg-allreduce: one worker of an all-reduce through an in-network aggregator. It all-reduces
+// a deterministic pseudo-random tensor and checks the result against a reference it computes
+// locally from every worker's input.
 //
-//   netagg-allreduce --rank R --job FILE [--target IP:PORT] ...   one worker (or rank/job from
-//                                                                  the environment, NETAGG_*)
-//   netagg-allreduce --local N ...                                  N workers on loopback and
-//                                                                  the aggregator's daemon
+//   netagg-allreduce --rank R --job FILE [options]   rank and job from the command line
+//   netagg-allreduce [options]                       from the environment (NETAGG_RANK, ...)
 //
-// In --local mode this process is a launcher: it writes a loopback job file, starts the daemon
-// of the target (netagg-switchd for switch-sim, netagg-fpgad for fpga-sim), runs N copies of
-// itself as workers (--json, so it can read their results), stops the daemon and prints a
-// summary. Exit status: 0 ok, 1 wrong result, 2 usage or
-// configuration error, 3 an all-reduce failed (timeout, transport) or a worker died.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
+// --json prints the report as one JSON line, for a launcher that runs several workers and
+// merges their reports. Exit status: 0 ok, 1 wrong result, 2 usage or configuration error, 3 the
+// all-reduce failed (timeout, transport).
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "allreduce_report.hpp"
 #include "netagg/codec.hpp"
 #include "netagg/communicator.hpp"
 #include "netagg/config.hpp"
@@ -48,11 +33,14 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using netagg::Endpoint;
 using netagg::Errc;
 using netagg::Error;
+using netagg::report::median;
+using netagg::report::Mismatch;
+using netagg::report::mismatch_text;
+using netagg::report::rate_text;
 
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
@@ -60,19 +48,8 @@ constexpr int kExitUsage = 2;
 constexpr int kExitFailed = 3;
 
 struct Options {
-  // one worker
   int rank = -1;
   std::string job_file;
-  // launcher
-  int local = 0;
-  std::string switchd;
-  std::string fpgad;
-  std::string fpga_model = "rtl";
-  int port_base = 0;
-  int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
-  std::int64_t kill_after_packets = -1;
-  bool verbose = false;
-  // both
   std::string target = "switch-sim";
   std::string transport;  // empty: the config's (NETAGG_TRANSPORT, else udp)
   std::string dtype = "fp32";
@@ -82,12 +59,9 @@ struct Options {
   std::uint64_t seed = 1;
   double timeout_s = 10.0;
   int iterations = 1;
-  int elements_per_packet = 1024;  // loopback: no 1500-byte MTU to respect (fpga-sim: below)
-  int window = 128;
   bool json = false;
-  std::int64_t die_after_packets = -1;  // hidden, worker side of --kill-rank
-  int wrong_input_rank = -1;            // hidden: this rank's input is not what the others expect
-  bool wrong_input = false;             // hidden, worker side of --wrong-input-rank
+  std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker
+  bool wrong_input = false;             // hidden: an input the others' references do not expect
 };
 
 [[noreturn]] void usage_error(const std::string& what) { throw Error(Errc::kConfig, what); }
@@ -121,11 +95,6 @@ float fp32_input(std::uint64_t seed, int rank, std::uint64_t index) {
 }
 
 // ---- verification ----------------------------------------------------------------------------
-
-struct Mismatch {
-  std::uint64_t index = 0;
-  double got = 0, want = 0, bound = 0;
-};
 
 std::optional<Mismatch> verify_int32(std::span<const std::int32_t> got, std::uint64_t seed,
                                      int world) {
@@ -205,33 +174,16 @@ class DyingTransport final : public netagg::Transport {
 
 bool is_address(const std::string& target) { return target.find(':') != std::string::npos; }
 
-// The FPGA aggregator's defaults (docs/fpga-aggregator.md, "Parameters"): a slot holds
-// MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
-constexpr int kFpgaMaxElementsPerPacket = 256;
-constexpr int kFpgaSlots = 64;
-// The Verilated RTL simulates some 10^5 cycles a second: with a window of 64 the frames in
-// flight take longer than the workers' first retransmission timeout (20 ms) and every packet is
-// sent twice. 16 keeps all ports busy without that.
-constexpr int kFpgaSimWindow = 16;
-
 void check_target(const Options& o) {
   if (o.target == "switch-sim" || o.target == "fpga-sim" || is_address(o.target)) return;
   usage_error(fmt::format("--target: '{}' is not switch-sim, fpga-sim or IP:PORT", o.target));
 }
 
-// What the target takes when the command line does not say: fp32 as is for the FPGA aggregator
-// (it adds floats), packets and a window that fit its slots. `given` says which options the
-// command line set.
-void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
-  if (o.target != "fpga-sim") return;
-  if (o.float_wire.empty()) o.float_wire = "fp32";
-  if (!elements_given) o.elements_per_packet = kFpgaMaxElementsPerPacket;
-  if (!window_given) o.window = kFpgaSimWindow;
-}
-
+// What fp32 travels as when the command line does not say: as is to the FPGA aggregator (it adds
+// floats), else as int32 with a block exponent (the switch adds integers only).
 netagg::FloatWire float_wire_of(const Options& o) {
   if (!o.float_wire.empty()) return netagg::parse_float_wire(o.float_wire);
-  return netagg::FloatWire::kBlockInt32;  // switch-sim and unknown addresses: integer adds
+  return o.target == "fpga-sim" ? netagg::FloatWire::kFp32 : netagg::FloatWire::kBlockInt32;
 }
 
 netagg::Config worker_config(const Options& o) {
@@ -285,28 +237,6 @@ std::string_view errc_name(Errc c) {
       return "invalid_argument";
   }
   return "unknown";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-json mismatch_json(const Mismatch& m) {
-  return {{"index", m.index}, {"got", m.got}, {"want", m.want}, {"bound", m.bound}};
-}
-
-std::string mismatch_text(const Mismatch& m) {
-  return fmt::format("verification: FAILED at index {}: got {:.9g}, want {:.9g}, bound {:.3g}",
-                     m.index, m.got, m.want, m.bound);
-}
-
-std::string describe_rate(double seconds, std::uint64_t bytes, std::uint64_t count) {
-  if (seconds <= 0) return "";
-  return fmt::format("goodput: {:.3f} Gbit/s\nATE/s: {:.2f} M elements/s",
-                     bytes * 8 / seconds / 1e9, count / seconds / 1e6);
 }
 
 int run_worker(const Options& o) {
@@ -370,7 +300,7 @@ int run_worker(const Options& o) {
     if (mismatch) {
       status = kExitMismatch;
       out["verification"] = "mismatch";
-      out["mismatch"] = mismatch_json(*mismatch);
+      out["mismatch"] = netagg::report::to_json(*mismatch);
     } else {
       out["verification"] = "ok";
     }
@@ -411,498 +341,11 @@ int run_worker(const Options& o) {
     if (mismatch) std::printf("%s\n", mismatch_text(*mismatch).c_str());
     if (!seconds.empty())
       std::printf("time: %.6f s (best of %zu, median %.6f s)\n%s\nretransmissions: %llu\n", best,
-                  seconds.size(), median(seconds),
-                  describe_rate(best, o.count * 4, o.count).c_str(),
+                  seconds.size(), median(seconds), rate_text(best, o.count * 4, o.count).c_str(),
                   static_cast<unsigned long long>(out.value("retransmissions", 0ull)));
   }
   std::fflush(stdout);
   return status;
-}
-
-// ---- the launcher ----------------------------------------------------------------------------
-
-std::atomic<int> g_stop_signal{0};  // set by SIGINT/SIGTERM while launching
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-fs::path self_executable() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    throw Error(Errc::kConfig, fmt::format("cannot find my own executable: {}", ec.message()));
-  return p;
-}
-
-struct Child {
-  pid_t pid = -1;
-  int out_fd = -1;  // its stdout
-  std::string output;
-  bool exited = false;
-  int status = 0;
-  bool killed_by_launcher = false;
-};
-
-// fork + exec with stdout (and with merge_stderr, stderr) into a pipe, else stderr shared with
-// ours. The child dies with us.
-Child spawn(const std::vector<std::string>& argv, bool merge_stderr = false) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw Error(Errc::kTransport, fmt::format("pipe: {}", std::strerror(errno)));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(Errc::kTransport, fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(fds[1], STDOUT_FILENO);
-    if (merge_stderr) ::dup2(fds[1], STDERR_FILENO);
-    ::execv(args[0], args.data());
-    const char msg[] = "netagg-allreduce: exec failed\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  Child c;
-  c.pid = pid;
-  c.out_fd = fds[0];
-  return c;
-}
-
-// Reads what is there; false at end of file.
-bool drain(Child& c) {
-  if (c.out_fd < 0) return false;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(c.out_fd, buf, sizeof buf);
-    if (n > 0) {
-      c.output.append(buf, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    ::close(c.out_fd);
-    c.out_fd = -1;
-    return false;
-  }
-}
-
-bool reap(Child& c, bool block) {
-  if (c.exited) return true;
-  int st = 0;
-  const pid_t r = ::waitpid(c.pid, &st, block ? 0 : WNOHANG);
-  if (r == c.pid) {
-    c.exited = true;
-    c.status = st;
-    drain(c);
-    return true;
-  }
-  return false;
-}
-
-void poll_children(std::vector<Child*> children, int timeout_ms) {
-  std::vector<pollfd> fds;
-  for (auto* c : children)
-    if (c->out_fd >= 0) fds.push_back({c->out_fd, POLLIN, 0});
-  if (fds.empty()) {
-    ::usleep(static_cast<useconds_t>(timeout_ms) * 1000);
-    return;
-  }
-  ::poll(fds.data(), fds.size(), timeout_ms);
-  for (auto* c : children) drain(*c);
-}
-
-std::string describe_exit(const Child& c) {
-  if (!c.exited) return "still running";
-  if (WIFEXITED(c.status)) return fmt::format("exited with status {}", WEXITSTATUS(c.status));
-  if (WIFSIGNALED(c.status)) {
-    const int sig = WTERMSIG(c.status);
-    return fmt::format("killed by signal {} ({}){}", sig, ::strsignal(sig),
-                       c.killed_by_launcher ? " by the launcher after the grace period" : "");
-  }
-  return "ended";
-}
-
-bool child_ok(const Child& c) {
-  return c.exited && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
-}
-
-void terminate(Child& c, int sig) {
-  if (!c.exited && c.pid > 0) ::kill(c.pid, sig);
-}
-
-// Free UDP ports on loopback, all held at once so they differ, then released for the workers.
-std::vector<std::uint16_t> free_loopback_ports(int n) {
-  std::vector<int> fds;
-  std::vector<std::uint16_t> ports;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw Error(Errc::kTransport, fmt::format("socket: {}", std::strerror(errno)));
-    fds.push_back(fd);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw Error(Errc::kTransport, fmt::format("bind 127.0.0.1:0: {}", std::strerror(errno)));
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "netagg-allreduce-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw Error(Errc::kConfig, fmt::format("mkdtemp: {}", std::strerror(errno)));
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::vector<std::string> worker_args(const fs::path& self, const Options& o, int rank,
-                                     const fs::path& job, const Endpoint& aggregator) {
-  std::vector<std::string> a{self.string(),
-                             "--rank",
-                             std::to_string(rank),
-                             "--job",
-                             job.string(),
-                             "--target",
-                             aggregator.to_string(),
-                             "--dtype",
-                             o.dtype,
-                             "--count",
-                             std::to_string(o.count),
-                             "--loss",
-                             fmt::format("{}", o.loss),
-                             "--seed",
-                             std::to_string(o.seed),
-                             "--timeout",
-                             fmt::format("{}", o.timeout_s),
-                             "--iterations",
-                             std::to_string(o.iterations),
-                             "--json"};
-  if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
-  if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
-  if (rank == o.kill_rank && o.kill_after_packets >= 0)
-    a.insert(a.end(), {"--die-after-packets", std::to_string(o.kill_after_packets)});
-  return a;
-}
-
-// The daemon that serves --target: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim).
-struct DaemonCommand {
-  std::string name;
-  fs::path binary;
-  std::vector<std::string> args;  // after the binary
-};
-
-DaemonCommand daemon_command(const fs::path& self, const Options& o, const fs::path& job,
-                             const fs::path& counters, std::uint16_t port) {
-  const fs::path build = self.parent_path() / ".." / "..";
-  std::vector<std::string> args{"--listen", fmt::format("127.0.0.1:{}", port), "--job",
-                                job.string(), "--counters-json", counters.string()};
-  if (o.target == "fpga-sim") {
-    args.insert(args.end(), {"--model", o.fpga_model});
-    return {"netagg-fpgad",
-            o.fpgad.empty() ? build / "sim" / "fpga" / "netagg-fpgad" : fs::path(o.fpgad), args};
-  }
-  args.insert(args.end(), {"--slots", std::to_string(o.window)});
-  return {"netagg-switchd",
-          o.switchd.empty() ? build / "sim" / "switch" / "netagg-switchd" : fs::path(o.switchd),
-          args};
-}
-
-// Starts the daemon and waits for its "listening on" line; returns the address it serves.
-Endpoint start_daemon(Child& daemon, const DaemonCommand& cmd) {
-  const std::string& name = cmd.name;
-  if (!fs::exists(cmd.binary))
-    throw Error(Errc::kConfig,
-                fmt::format("{} not found at {} (build it, or pass --{} PATH)", name,
-                            cmd.binary.string(), name.substr(name.find('-') + 1)));
-  std::vector<std::string> argv{cmd.binary.string()};
-  argv.insert(argv.end(), cmd.args.begin(), cmd.args.end());
-  daemon = spawn(argv, /*merge_stderr=*/true);
-  const std::string ready = name + ": listening on ";
-  // The RTL model builds its job table through simulated CSR accesses before it is ready.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    if (auto at = daemon.output.find(ready); at != std::string::npos) {
-      const auto eol = daemon.output.find('\n', at);
-      if (eol != std::string::npos) {
-        const auto begin = at + ready.size();
-        return Endpoint::parse(daemon.output.substr(begin, eol - begin), name + " address");
-      }
-    }
-    if (reap(daemon, false)) {
-      // Exit 2 is a configuration the daemon refused: the launcher's usage error too.
-      const bool config = WIFEXITED(daemon.status) && WEXITSTATUS(daemon.status) == kExitUsage;
-      throw Error(config ? Errc::kConfig : Errc::kTransport,
-                  fmt::format("{} {} before it was ready:\n{}", name, describe_exit(daemon),
-                              daemon.output));
-    }
-    if (std::chrono::steady_clock::now() > give_up) {
-      terminate(daemon, SIGKILL);
-      reap(daemon, true);
-      throw Error(Errc::kTransport,
-                  fmt::format("{} did not report \"listening\" within 30 s", name));
-    }
-    if (g_stop_signal) throw Error(Errc::kTransport, "interrupted");
-    poll_children({&daemon}, 100);
-  }
-}
-
-int run_local(const Options& o) {
-  const int n = o.local;
-  if (n < 1 || n > 32) usage_error(fmt::format("--local: {} workers; 1..32 are supported", n));
-  if (o.kill_rank >= n)
-    usage_error(fmt::format("--kill-rank {} but only {} workers", o.kill_rank, n));
-  if (o.window < 1 || o.window > 0xFFFF) usage_error("--window: must be in 1..65535");
-  if (o.elements_per_packet < 1 || o.elements_per_packet > netagg::wire::kMaxCount)
-    usage_error(fmt::format("--elements-per-packet: must be in 1..{}", netagg::wire::kMaxCount));
-  if (o.target == "fpga-sim") {
-    if (o.elements_per_packet > kFpgaMaxElementsPerPacket)
-      usage_error(fmt::format("--elements-per-packet: the FPGA aggregator's slots hold at most {} "
-                              "elements (MAX_BEATS * LANES)",
-                              kFpgaMaxElementsPerPacket));
-    if (o.window > kFpgaSlots)
-      usage_error(fmt::format("--window: the FPGA aggregator has {} slots", kFpgaSlots));
-  }
-
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-
-  const fs::path self = self_executable();
-  const TempDir tmp;
-  const fs::path job_path = tmp.path() / "job.json";
-  const fs::path counters_path = tmp.path() / "aggregator-counters.json";
-
-  // Ports: consecutive from --port-base (switch first), or whatever the kernel says is free.
-  std::vector<std::uint16_t> ports;
-  if (o.port_base > 0) {
-    if (o.port_base + n > 0xFFFF) usage_error("--port-base: too high for that many workers");
-    for (int i = 0; i <= n; ++i) ports.push_back(static_cast<std::uint16_t>(o.port_base + i));
-  } else {
-    ports = free_loopback_ports(n);
-    ports.insert(ports.begin(), 0);  // the daemon picks its own
-  }
-  netagg::JobSpec job;
-  job.job_id = 1;
-  job.slot_base = 0;
-  job.slot_count = static_cast<std::uint16_t>(o.window);
-  job.elements_per_packet = static_cast<std::uint16_t>(o.elements_per_packet);
-  for (int r = 0; r < n; ++r)
-    job.workers.push_back({static_cast<std::uint16_t>(r), Endpoint{0x7F000001, ports[r + 1]},
-                           std::nullopt, std::nullopt});
-
-  Child daemon;
-  Endpoint aggregator;
-  const bool own_daemon = !is_address(o.target);
-  if (own_daemon) {
-    std::ofstream(job_path) << netagg::to_json(job) << "\n";
-    aggregator = start_daemon(daemon, daemon_command(self, o, job_path, counters_path, ports[0]));
-  } else {
-    aggregator = Endpoint::parse(o.target, "--target");
-  }
-  job.aggregator = aggregator;
-  std::ofstream(job_path) << netagg::to_json(job) << "\n";
-
-  std::vector<Child> workers;
-  for (int r = 0; r < n; ++r)
-    workers.push_back(spawn(worker_args(self, o, r, job_path, aggregator)));
-
-  // Wait for the workers. When one fails, the others should fail by their own --timeout; who is
-  // still running after that and a grace period is killed, so nothing hangs the launcher.
-  const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(o.timeout_s + 5.0));
-  std::optional<std::chrono::steady_clock::time_point> first_failure;
-  for (;;) {
-    std::vector<Child*> live;
-    for (auto& w : workers) {
-      if (!w.exited && reap(w, false) && !child_ok(w) && !first_failure)
-        first_failure = std::chrono::steady_clock::now();
-      if (!w.exited) live.push_back(&w);
-    }
-    if (live.empty()) break;
-    if (g_stop_signal) {
-      for (auto* w : live) terminate(*w, SIGKILL);
-      for (auto* w : live) reap(*w, true);
-      break;
-    }
-    if (first_failure && std::chrono::steady_clock::now() > *first_failure + grace) {
-      for (auto* w : live) {
-        w->killed_by_launcher = true;
-        terminate(*w, SIGKILL);
-        reap(*w, true);
-      }
-      break;
-    }
-    if (own_daemon) {
-      live.push_back(&daemon);
-      reap(daemon, false);
-    }
-    poll_children(live, 100);
-  }
-
-  json switch_counters;
-  std::string daemon_status;
-  if (own_daemon) {
-    if (!daemon.exited) {
-      terminate(daemon, SIGTERM);
-      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (!reap(daemon, false) && std::chrono::steady_clock::now() < give_up)
-        poll_children({&daemon}, 50);
-      if (!daemon.exited) {
-        terminate(daemon, SIGKILL);
-        reap(daemon, true);
-      }
-    } else {
-      daemon_status = fmt::format("{} {} while the workers ran",
-                                  o.target == "fpga-sim" ? "netagg-fpgad" : "netagg-switchd",
-                                  describe_exit(daemon));
-    }
-    if (o.verbose) std::fprintf(stderr, "%s", daemon.output.c_str());
-    std::ifstream in(counters_path);
-    if (in) switch_counters = json::parse(in, nullptr, false);
-    if (switch_counters.is_discarded()) switch_counters = nullptr;
-  }
-
-  // Results: each worker printed one JSON line (unless it died).
-  std::vector<json> results(n);
-  json ranks = json::array();
-  bool all_ok = true, any_mismatch = false;
-  std::optional<std::pair<int, json>> first_mismatch;
-  std::vector<std::string> problems;
-  for (int r = 0; r < n; ++r) {
-    Child& w = workers[r];
-    std::istringstream lines(w.output);
-    for (std::string line; std::getline(lines, line);) {
-      auto j = json::parse(line, nullptr, false);
-      if (j.is_object()) results[r] = j;
-    }
-    json entry{{"rank", r}, {"status", describe_exit(w)}};
-    if (results[r].is_object()) {
-      entry["verification"] = results[r].value("verification", "");
-      if (results[r].contains("error")) {
-        entry["error"] = results[r]["error"];
-        entry["error_kind"] = results[r]["error_kind"];
-      }
-      if (results[r].contains("mismatch")) {
-        any_mismatch = true;
-        if (!first_mismatch) first_mismatch = {r, results[r]["mismatch"]};
-      }
-    }
-    if (!child_ok(w)) {
-      all_ok = false;
-      std::string why = fmt::format("rank {} {}", r, describe_exit(w));
-      if (entry.contains("error"))
-        why += fmt::format(": {} error: {}", entry["error_kind"].get<std::string>(),
-                           entry["error"].get<std::string>());
-      problems.push_back(why);
-    }
-    ranks.push_back(entry);
-  }
-  if (!daemon_status.empty()) problems.push_back(daemon_status);
-  if (g_stop_signal)
-    problems.push_back(fmt::format("interrupted by signal {}", int(g_stop_signal)));
-
-  // Per iteration the slowest worker's time is the all-reduce's time.
-  std::vector<double> per_iteration;
-  for (int it = 0; it < o.iterations; ++it) {
-    double slowest = 0;
-    bool complete = true;
-    for (const auto& res : results) {
-      if (!res.is_object() || !res.contains("seconds_all") ||
-          res["seconds_all"].size() <= static_cast<std::size_t>(it)) {
-        complete = false;
-        break;
-      }
-      slowest = std::max(slowest, res["seconds_all"][it].get<double>());
-    }
-    if (complete) per_iteration.push_back(slowest);
-  }
-  const double best =
-      per_iteration.empty() ? 0 : *std::min_element(per_iteration.begin(), per_iteration.end());
-  std::uint64_t retransmissions = 0, packets_sent = 0, injected_drops = 0;
-  for (const auto& res : results)
-    if (res.is_object()) {
-      retransmissions += res.value("retransmissions", 0ull);
-      packets_sent += res.value("packets_sent", 0ull);
-      injected_drops += res.value("injected_drops", 0ull);
-    }
-  const std::string verification = all_ok ? "ok" : any_mismatch ? "mismatch" : "error";
-  const std::uint64_t bytes = o.count * 4;
-
-  if (o.json) {
-    json summary{
-        {"target", o.target},
-        {"dtype", o.dtype},
-        {"float_wire",
-         o.dtype == "fp32" ? (o.float_wire.empty() ? "int32-bfp" : o.float_wire) : "int32"},
-        {"workers", n},
-        {"count", o.count},
-        {"bytes", bytes},
-        {"elements_per_packet", o.elements_per_packet},
-        {"window", o.window},
-        {"loss", o.loss},
-        {"seed", o.seed},
-        {"iterations", o.iterations},
-        {"seconds", best},
-        {"seconds_median", median(per_iteration)},
-        {"seconds_all", per_iteration},
-        {"goodput_gbps", best > 0 ? bytes * 8 / best / 1e9 : 0.0},
-        {"ate_per_second", best > 0 ? o.count / best : 0.0},
-        {"verification", verification},
-        {"retransmissions", retransmissions},
-        {"packets_sent", packets_sent},
-        {"injected_drops", injected_drops},
-        {"ranks", ranks},
-        {"problems", problems},
-        {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", switch_counters}};
-    if (first_mismatch) {
-      summary["mismatch"] = first_mismatch->second;
-      summary["mismatch"]["rank"] = first_mismatch->first;
-    }
-    std::printf("%s\n", summary.dump(2).c_str());
-  } else {
-    std::printf(
-        "netagg-allreduce: %d workers through %s, %s, %llu elements (%.1f MiB), "
-        "%d iteration%s%s\n",
-        n, o.target.c_str(), o.dtype.c_str(), static_cast<unsigned long long>(o.count),
-        bytes / 1048576.0, o.iterations, o.iterations == 1 ? "" : "s",
-        o.loss > 0 ? fmt::format(", loss {}", o.loss).c_str() : "");
-    for (const auto& p : problems) std::printf("%s\n", p.c_str());
-    if (first_mismatch) {
-      const json& m = first_mismatch->second;
-      std::printf("rank %d: %s\n", first_mismatch->first,
-                  mismatch_text({m["index"].get<std::uint64_t>(), m["got"].get<double>(),
-                                 m["want"].get<double>(), m["bound"].get<double>()})
-                      .c_str());
-    }
-    std::printf("verification: %s\n", verification == "ok" ? "ok" : "FAILED");
-    if (best > 0) {
-      std::printf("time: %.6f s (best of %zu, median %.6f s; slowest worker)\n%s\n", best,
-                  per_iteration.size(), median(per_iteration),
-                  describe_rate(best, bytes, o.count).c_str());
-      std::printf("retransmissions: %llu\n", static_cast<unsigned long long>(retransmissions));
-    }
-  }
-  std::fflush(stdout);
-  if (all_ok && problems.empty()) return kExitOk;
-  return any_mismatch ? kExitMismatch : kExitFailed;
 }
 
 }  // namespace
@@ -910,18 +353,19 @@ int run_local(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{
-      "netagg-allreduce: all-reduce a test tensor through an in-network aggregator and verify "
-      "the result.\nOne worker: --rank R --job FILE (or NETAGG_* variables). Locally: --local N."};
-  app.add_option("--local", o.local, "launch N workers and the aggregator's daemon on loopback");
-  app.add_option("--rank", o.rank, "this worker's rank (one-worker mode)");
-  app.add_option("--job", o.job_file, "job description file (one-worker mode)");
+      "netagg-allreduce: one worker of an all-reduce of a test tensor through an in-network "
+      "aggregator; it verifies the result.\nRank and job: --rank R --job FILE, or NETAGG_* "
+      "variables."};
+  app.add_option("--rank", o.rank, "this worker's rank");
+  app.add_option("--job", o.job_file, "job description file");
   app.add_option("--target", o.target,
-                 "switch-sim (the switch model), fpga-sim (the FPGA aggregator's RTL in "
-                 "Verilator), or an aggregator IP:PORT")
+                 "the aggregator: IP:PORT (instead of the job's), or which one the job's is: "
+                 "switch-sim (the switch model) or fpga-sim (the FPGA aggregator, which adds fp32 "
+                 "as is)")
       ->capture_default_str();
   app.add_option("--transport", o.transport,
-                 "one worker: udp or dpdk (DPDK options from NETAGG_DPDK_* or NETAGG_CONFIG); "
-                 "default: the config's, else udp")
+                 "udp or dpdk (DPDK options from NETAGG_DPDK_* or NETAGG_CONFIG); default: the "
+                 "config's, else udp")
       ->check(CLI::IsMember({"udp", "dpdk"}));
   app.add_option("--dtype", o.dtype, "element type")
       ->check(CLI::IsMember({"fp32", "int32"}))
@@ -944,45 +388,14 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  auto* elements_option =
-      app.add_option("--elements-per-packet", o.elements_per_packet,
-                     "elements per packet (--local; otherwise the job's); fpga-sim: 256 and at "
-                     "most that")
-          ->capture_default_str();
-  auto* window_option =
-      app.add_option("--window", o.window,
-                     "slots per worker (--local; otherwise the job's); fpga-sim: 16, at most 64")
-          ->capture_default_str();
-  app.add_option("--port-base", o.port_base,
-                 "--local: switch at this UDP port, workers above it (default: free ports)");
-  app.add_option("--switchd", o.switchd, "path of netagg-switchd (default: next to this build)");
-  app.add_option("--fpgad", o.fpgad, "path of netagg-fpgad (default: next to this build)");
-  app.add_option("--fpga-model", o.fpga_model,
-                 "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
-      ->check(CLI::IsMember({"rtl", "hls"}))
-      ->capture_default_str();
-  app.add_flag("--json", o.json, "machine-readable result on stdout");
-  app.add_flag("--verbose", o.verbose, "--local: show the daemon's output");
+  app.add_flag("--json", o.json, "the report as one JSON line on stdout");
   // Test hooks, hidden from --help.
   app.add_option("--die-after-packets", o.die_after_packets)->group("");
-  app.add_option("--kill-rank", o.kill_rank)->group("");
-  app.add_option("--wrong-input-rank", o.wrong_input_rank)->group("");
   app.add_flag("--wrong-input", o.wrong_input)->group("");
-  app.add_option("--kill-after-packets", o.kill_after_packets)->group("");
   CLI11_PARSE(app, argc, argv);
 
   try {
     check_target(o);
-    apply_target_defaults(o, elements_option->count() > 0, window_option->count() > 0);
-    if (o.local > 0) {
-      if (o.rank >= 0 || !o.job_file.empty())
-        usage_error("--local launches its own workers: leave out --rank and --job");
-      if (o.transport == "dpdk")
-        usage_error("--local runs its workers over kernel UDP on loopback; DPDK workers need a "
-                    "port each: run them one by one (--rank, --job, --transport dpdk)");
-      const int rc = run_local(o);
-      return rc;
-    }
     return run_worker(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "netagg-allreduce: %s\n", e.what());

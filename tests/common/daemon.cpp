@@ -1,24 +1,18 @@
 #include "daemon.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <stdlib.h>
-#include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-extern char** environ;
 
 namespace netagg::testing {
 
@@ -113,64 +107,30 @@ std::filesystem::path make_temp_dir(const std::string& prefix) {
   return tmpl;
 }
 
+namespace {
+
+sim::ChildOptions stderr_to(const std::filesystem::path& file) {
+  sim::ChildOptions o;
+  o.stderr_to = sim::ChildStderr::kFile;
+  o.stderr_file = file;
+  return o;
+}
+
+}  // namespace
+
 DaemonProcess::DaemonProcess(std::string name, const std::vector<std::string>& argv,
                              const std::filesystem::path& dir, std::chrono::seconds guard)
-    : name_(std::move(name)), guard_(guard), stderr_file_(dir / "stderr") {
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> strings = argv;
-  std::vector<char*> args;
-  for (auto& s : strings) args.push_back(s.data());
-  args.push_back(nullptr);
-  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipefd[1]);
-  stdout_fd_ = pipefd[0];
-  if (rc != 0) {
-    pid_ = -1;
-    throw std::runtime_error("cannot start " + argv.at(0));
-  }
-}
-
-DaemonProcess::~DaemonProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  close(stdout_fd_);
-}
+    : name_(std::move(name)), guard_(guard), process_(argv, stderr_to(dir / "stderr")) {}
 
 bool DaemonProcess::read_until(const std::function<bool(const std::string&)>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + guard_;
-  while (!done(out_)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{stdout_fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(stdout_fd_, buf, sizeof(buf));
-    if (n <= 0) return done(out_);
-    out_.append(buf, static_cast<std::size_t>(n));
-  }
-  return true;
+  return process_.read_until(done, deadline());
 }
 
 std::string DaemonProcess::wait_line(const std::string& prefix) {
-  EXPECT_TRUE(read_until([&](const std::string& s) {
-    const auto at = s.find(prefix);
-    return at != std::string::npos && s.find('\n', at) != std::string::npos;
-  })) << "no line '"
-      << prefix << "'; stdout: " << out_ << " stderr: " << stderr_text();
-  const auto at = out_.find(prefix);
-  if (at == std::string::npos) return "";
-  const auto end = out_.find('\n', at);
-  return out_.substr(at + prefix.size(), end - at - prefix.size());
+  const auto rest = process_.wait_line(prefix, deadline());
+  EXPECT_TRUE(rest) << "no line '" << prefix << "'; stdout: " << stdout_text()
+                    << " stderr: " << stderr_text();
+  return rest.value_or("");
 }
 
 Endpoint DaemonProcess::wait_listening() {
@@ -180,32 +140,25 @@ Endpoint DaemonProcess::wait_listening() {
 }
 
 Counters DaemonProcess::request_counters() {
-  const std::size_t blocks = count_blocks(out_);
+  const std::size_t blocks = count_blocks(stdout_text());
   signal(SIGUSR1);
   EXPECT_TRUE(read_until([&](const std::string& s) { return complete_blocks(s) > blocks; }));
-  return last_block(out_, name_);
+  return last_counters();
 }
 
-void DaemonProcess::signal(int signal) const { kill(pid_, signal); }
-
 int DaemonProcess::stop(int signal) {
-  kill(pid_, signal);
+  process_.signal(signal);
   return wait_exit();
 }
 
 int DaemonProcess::wait_exit() {
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  read_until([](const std::string&) { return false; });  // the rest of stdout, to EOF
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string DaemonProcess::stderr_text() const {
-  std::ifstream in(stderr_file_);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!process_.wait_exit(deadline())) {
+    ADD_FAILURE() << name_ << " still running after " << guard_.count() << " s; killed";
+    process_.signal(SIGKILL);
+    process_.wait_exit();
+  }
+  process_.read_until([](const std::string&) { return false; }, deadline());  // stdout to EOF
+  return process_.exit_code().value_or(-1);
 }
 
 std::size_t DaemonProcess::count_blocks(const std::string& s) const {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
@@ -60,6 +61,7 @@ class LoopbackUdpSocket {
 
 using Counters = std::map<std::string, std::uint64_t>;
 
+// A daemon (or a tool) under test: a sim::ChildProcess with the daemons' conventions on top.
 class DaemonProcess {
  public:
   // Starts `argv[0]` with the rest of `argv`; stderr goes to dir/stderr. `name` is the prefix
@@ -67,9 +69,6 @@ class DaemonProcess {
   // test, no wait measures speed. Throws std::runtime_error if the process cannot start.
   DaemonProcess(std::string name, const std::vector<std::string>& argv,
                 const std::filesystem::path& dir, std::chrono::seconds guard);
-  ~DaemonProcess();
-  DaemonProcess(const DaemonProcess&) = delete;
-  DaemonProcess& operator=(const DaemonProcess&) = delete;
 
   // Reads stdout until `done(text so far)` holds or the daemon closes stdout. Returns whether
   // `done` held.
@@ -85,18 +84,20 @@ class DaemonProcess {
   // the test): then the daemon has processed every datagram sent to it.
   Counters wait_for_counter(const std::string& name, std::uint64_t n);
 
-  void signal(int signal) const;
+  void signal(int signal) const { process_.signal(signal); }
   // Sends `signal`, waits for exit and returns the exit code (-1 if killed by a signal).
   int stop(int signal);
+  // Waits for exit (a failure and SIGKILL after the guard time) and returns the exit code (-1
+  // if killed by a signal).
   int wait_exit();
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   const std::string& name() const { return name_; }
-  const std::string& stdout_text() const { return out_; }
-  std::string stderr_text() const;
+  const std::string& stdout_text() const { return process_.output(); }
+  std::string stderr_text() const { return process_.stderr_text(); }
 
   // The last counter block printed so far.
-  Counters last_counters() const { return last_block(out_, name_); }
+  Counters last_counters() const { return last_block(stdout_text(), name_); }
 
   // Counter blocks begun / complete (last line printed) in `s`; the last block of `s` printed
   // by daemon `name`.
@@ -105,12 +106,13 @@ class DaemonProcess {
   static Counters last_block(const std::string& s, const std::string& name);
 
  private:
+  sim::ChildProcess::Clock::time_point deadline() const {
+    return sim::ChildProcess::Clock::now() + guard_;
+  }
+
   std::string name_;
   std::chrono::seconds guard_;
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  std::filesystem::path stderr_file_;
-  std::string out_;
+  sim::ChildProcess process_;
 };
 
 // A fresh folder under the temp dir, "<prefix>.XXXXXX".

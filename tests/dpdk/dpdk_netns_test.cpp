@@ -8,12 +8,9 @@
 //
 // Needs root (namespaces, af_packet) and ip, nft, ethtool; skips with the reason otherwise.
 // Namespaces are named after this process and test, and removed in TearDown, pass or fail.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +23,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
+
+namespace netagg {
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,68 +38,29 @@ constexpr int kWorkers = 3;
 constexpr int kWindow = 32;
 constexpr int kElementsPerPacket = 256;  // 1046-byte packets: the veths' MTU is 1500
 
-struct Process {
-  pid_t pid = -1;
-  int out = -1;  // stdout and stderr
-  std::string text;
-  int status = -1;
-  bool done = false;
-};
+using sim::ChildProcess;
 
-Process start(const std::vector<std::string>& argv) {
-  int fds[2];
-  EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  Process p;
-  p.pid = ::fork();
-  if (p.pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::dup2(fds[1], STDERR_FILENO);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  p.out = fds[0];
-  return p;
+// stdout and stderr together, as a person at a terminal would read them.
+ChildProcess start(const std::vector<std::string>& argv) {
+  sim::ChildOptions o;
+  o.stderr_to = sim::ChildStderr::kStdout;
+  return ChildProcess(argv, o);
 }
 
-// Reads what is there, waiting up to timeout_ms; false at end of file.
-bool read_some(Process& p, int timeout_ms) {
-  if (p.out < 0) return false;
-  pollfd pfd{p.out, POLLIN, 0};
-  if (::poll(&pfd, 1, timeout_ms) <= 0) return true;
-  char buf[4096];
-  const ssize_t n = ::read(p.out, buf, sizeof buf);
-  if (n > 0) {
-    p.text.append(buf, static_cast<std::size_t>(n));
-    return true;
+void finish(ChildProcess& p, std::chrono::seconds limit) {
+  if (!p.wait_exit(ChildProcess::Clock::now() + limit)) {
+    ADD_FAILURE() << "still running after " << limit.count() << " s; killed:\n" << p.output();
+    p.signal(SIGKILL);
+    p.wait_exit();
   }
-  ::close(p.out);
-  p.out = -1;
-  return false;
-}
-
-void finish(Process& p, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (read_some(p, 100)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "still running after " << limit.count() << " s; killed:\n" << p.text;
-      ::kill(p.pid, SIGKILL);
-      break;
-    }
-  }
-  ::waitpid(p.pid, &p.status, 0);
-  p.done = true;
 }
 
 // A shell command; its output, and failure if it exits non-zero.
 std::string sh(const std::string& cmd) {
-  Process p = start({"sh", "-c", cmd});
+  ChildProcess p = start({"sh", "-c", cmd});
   finish(p, std::chrono::seconds(30));
-  EXPECT_TRUE(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0) << cmd << "\n" << p.text;
-  return p.text;
+  EXPECT_TRUE(p.succeeded()) << cmd << "\n" << p.describe_exit() << "\n" << p.output();
+  return p.output();
 }
 
 bool have(const char* tool) {
@@ -141,7 +102,7 @@ class DpdkNetns : public ::testing::Test {
 
   void TearDown() override {
     if (up_) {
-      Process p = start({"bash", kScript, "down", name_});
+      ChildProcess p = start({"bash", kScript, "down", name_});
       finish(p, std::chrono::seconds(30));
     }
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -149,15 +110,12 @@ class DpdkNetns : public ::testing::Test {
 
   // One all-reduce of `count` elements on a fresh switch; each worker's JSON.
   std::vector<json> allreduce(const std::string& dtype, int count, int seed) {
-    Process sw = start({"ip", "netns", "exec", name_ + "-agg", kSwitchd, "--listen",
-                        "10.77.0.254:20033", "--job", job_, "--slots", std::to_string(kWindow),
-                        "--counters-json", (dir_ / "switch.json").string()});
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (sw.text.find("listening on") == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline && read_some(sw, 100)) {
-    }
-    EXPECT_THAT(sw.text, ::testing::HasSubstr("listening on 10.77.0.254:20033"));
-    std::vector<Process> workers;
+    ChildProcess sw = start({"ip", "netns", "exec", name_ + "-agg", kSwitchd, "--listen",
+                             "10.77.0.254:20033", "--job", job_, "--slots", std::to_string(kWindow),
+                             "--counters-json", (dir_ / "switch.json").string()});
+    sw.wait_line("listening on", ChildProcess::Clock::now() + std::chrono::seconds(10));
+    EXPECT_THAT(sw.output(), ::testing::HasSubstr("listening on 10.77.0.254:20033"));
+    std::vector<ChildProcess> workers;
     for (int r = 0; r < kWorkers; ++r)
       workers.push_back(start({"ip",
                                "netns",
@@ -188,14 +146,14 @@ class DpdkNetns : public ::testing::Test {
     for (auto& w : workers) {
       finish(w, std::chrono::seconds(40));
       // The JSON is the last line; EAL or PMD messages may come before it.
-      const auto last = w.text.rfind('{');
-      json j =
-          last == std::string::npos ? json() : json::parse(w.text.substr(last), nullptr, false);
-      EXPECT_TRUE(j.is_object()) << w.text;
-      EXPECT_TRUE(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0) << w.text;
+      const std::string& text = w.output();
+      const auto last = text.rfind('{');
+      json j = last == std::string::npos ? json() : json::parse(text.substr(last), nullptr, false);
+      EXPECT_TRUE(j.is_object()) << text;
+      EXPECT_TRUE(w.succeeded()) << w.describe_exit() << "\n" << text;
       results.push_back(j.is_object() ? j : json::object());
     }
-    ::kill(sw.pid, SIGTERM);
+    sw.signal(SIGTERM);
     finish(sw, std::chrono::seconds(10));
     std::ifstream in(dir_ / "switch.json");
     switch_counters_ = json::parse(in, nullptr, false);
@@ -259,3 +217,4 @@ TEST_F(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
 }
 
 }  // namespace
+}  // namespace netagg

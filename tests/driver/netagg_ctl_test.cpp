@@ -1,12 +1,11 @@
 // netagg-ctl as a process: exit status, what goes to stdout, stderr and -o FILE.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <signal.h>
+#include <stdlib.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +13,7 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
+#include "child_process.hpp"
 
 namespace netagg {
 namespace {
@@ -29,6 +28,7 @@ const fs::path kCtl = fs::path(NETAGG_BINARY_DIR) / "driver" / "tools" / "netagg
 const fs::path kDriverTests = fs::path(NETAGG_SOURCE_DIR) / "tests" / "driver";
 const fs::path kJobs = kDriverTests / "jobs";
 const fs::path kGolden = kDriverTests / "golden";
+constexpr auto kGuard = std::chrono::seconds(30);  // against a hung tool; never a measure
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -55,29 +55,17 @@ class NetaggCtl : public ::testing::Test {
   }
 
   CtlRun run(std::vector<std::string> args) {
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     args.insert(args.begin(), kCtl.string());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    CtlRun r;
-    const int rc = posix_spawn(&pid, kCtl.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start " << kCtl;
-      return r;
+    sim::ChildOptions options;
+    options.stderr_to = sim::ChildStderr::kFile;
+    options.stderr_file = dir_ / "stderr";
+    sim::ChildProcess ctl(args, options);
+    if (!ctl.wait_exit(sim::ChildProcess::Clock::now() + kGuard)) {
+      ADD_FAILURE() << "netagg-ctl still running after " << kGuard.count() << " s; killed";
+      ctl.signal(SIGKILL);
+      ctl.wait_exit();
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
+    return {ctl.exit_code().value_or(-1), ctl.output(), ctl.stderr_text()};
   }
 
   std::string job(const char* name) { return (kJobs / name).string(); }

@@ -1,12 +1,9 @@
-// End to end over UDP on loopback: `netagg-allreduce --local 4` starts netagg-switchd and four
-// worker processes, which all-reduce through the switch model and verify their results. The
-// tests read the launcher's --json summary.
-#include <fcntl.h>
+// End to end over UDP on loopback: `netagg-local --workers 4` starts netagg-switchd (or
+// netagg-fpgad) and four netagg-allreduce processes, which all-reduce through the daemon and
+// verify their results. The tests read the launcher's --json summary; one runs a worker alone.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,13 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
+
 namespace {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
+using netagg::sim::ChildProcess;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-const std::string kTool = std::string(NETAGG_BINARY_DIR) + "/host/tools/netagg-allreduce";
+const std::string kLauncher = std::string(NETAGG_BINARY_DIR) + "/sim/launcher/netagg-local";
+const std::string kWorker = std::string(NETAGG_BINARY_DIR) + "/host/tools/netagg-allreduce";
 
 struct ToolRun {
   int exit_code = -1;  // -1: did not exit normally
@@ -35,61 +37,35 @@ struct ToolRun {
   }
 };
 
-// Runs the tool; if it is still running after `limit` it is killed and the test fails (the
-// launcher promises not to hang, this makes a broken promise a failure instead of a stuck CI).
+// Runs `program` (the launcher unless said otherwise); if it is still running after `limit` it
+// is killed and the test fails (the launcher promises not to hang, this makes a broken promise
+// a failure instead of a stuck CI).
 ToolRun run_tool(std::vector<std::string> args,
-                 std::chrono::seconds limit = std::chrono::seconds(45)) {
-  args.insert(args.begin(), kTool);
-  int out_pipe[2], err_pipe[2];
-  EXPECT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
-  EXPECT_EQ(::pipe2(err_pipe, O_CLOEXEC), 0);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
+                 std::chrono::seconds limit = std::chrono::seconds(45),
+                 const std::string& program = kLauncher) {
+  static int runs = 0;
+  args.insert(args.begin(), program);
+  netagg::sim::ChildOptions options;
+  options.stderr_to = netagg::sim::ChildStderr::kFile;
+  options.stderr_file = fs::path(::testing::TempDir()) /
+                        ("e2e-stderr-" + std::to_string(::getpid()) + "-" + std::to_string(runs++));
+  ChildProcess p(args, options);
+  if (!p.wait_exit(ChildProcess::Clock::now() + limit)) {
+    ADD_FAILURE() << program << " still running after " << limit.count() << " s; killed";
+    p.signal(SIGKILL);
+    p.wait_exit();
   }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
   ToolRun run;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&run.out, &run.err};
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int open = 2;
-  bool killed = false;
-  while (open > 0) {
-    if (!killed && std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "netagg-allreduce still running after " << limit.count() << " s; killed";
-      ::kill(pid, SIGKILL);
-      killed = true;
-    }
-    ::poll(fds, 2, 200);
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      char buf[4096];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<std::size_t>(n));
-      } else {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  run.exit_code = p.exit_code().value_or(-1);
+  run.out = p.output();
+  run.err = p.stderr_text();
+  fs::remove(options.stderr_file);
   return run;
 }
 
 std::vector<std::string> local4(std::vector<std::string> extra) {
-  std::vector<std::string> a = {"--local", "4",         "--target", "switch-sim",
-                                "--json",  "--timeout", "5"};
+  std::vector<std::string> a = {"--workers", "4",         "--target", "switch-sim",
+                                "--json",    "--timeout", "5"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -149,8 +125,8 @@ TEST(EndToEnd, Fp32WithLoss) {
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
   const ToolRun run =
-      run_tool({"--local", "4", "--json", "--dtype", "int32", "--count", "200000", "--timeout", "1",
-                "--kill-rank", "2", "--kill-after-packets", "100"});
+      run_tool({"--workers", "4", "--json", "--dtype", "int32", "--count", "200000", "--timeout",
+                "1", "--kill-rank", "2", "--kill-after-packets", "100"});
   const json s = run.summary();
   EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_EQ(s["verification"], "error");
@@ -182,14 +158,14 @@ TEST(EndToEnd, AWrongResultIsCaught) {
     for (const auto& r : s["ranks"]) EXPECT_EQ(r["verification"], "mismatch") << r.dump();
   }
   const ToolRun text =
-      run_tool({"--local", "2", "--dtype", "int32", "--count", "10", "--wrong-input-rank", "0"});
+      run_tool({"--workers", "2", "--dtype", "int32", "--count", "10", "--wrong-input-rank", "0"});
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_THAT(text.out, AllOf(HasSubstr("verification: FAILED at index 0: got "),
                               HasSubstr(", want "), HasSubstr("verification: FAILED")));
 }
 
 TEST(EndToEnd, TextOutputNamesTheFigures) {
-  const ToolRun run = run_tool({"--local", "2", "--dtype", "fp32", "--count", "5000"});
+  const ToolRun run = run_tool({"--workers", "2", "--dtype", "fp32", "--count", "5000"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_THAT(run.out, AllOf(HasSubstr("verification: ok"), HasSubstr("time: "),
                              HasSubstr("goodput: "), HasSubstr("ATE/s: ")));
@@ -210,7 +186,7 @@ class FpgaSim : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "netagg-fpgad was built without the " << GetParam() << " model";
   }
   std::vector<std::string> fpga4(std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--local", "4", "--target", "fpga-sim", "--fpga-model",
+    std::vector<std::string> a = {"--workers", "4", "--target", "fpga-sim", "--fpga-model",
                                   GetParam(), "--json", "--timeout", "10"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -292,10 +268,32 @@ TEST(EndToEnd, FpgaSimRefusesWhatItsSlotsCannotHold) {
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"--elements-per-packet", "257", "slots hold at most 256 elements"},
            {"--window", "65", "the FPGA aggregator has 64 slots"}}) {
-    const ToolRun run = run_tool({"--local", "4", "--target", "fpga-sim", option, value});
+    const ToolRun run = run_tool({"--workers", "4", "--target", "fpga-sim", option, value});
     EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
     EXPECT_THAT(run.err, HasSubstr(message));
   }
+}
+
+TEST(EndToEnd, TheLauncherNamesAProgramItCannotFind) {
+  for (const auto& [target, option, name] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"switch-sim", "--worker", "netagg-allreduce"},
+           {"switch-sim", "--switchd", "netagg-switchd"},
+           {"fpga-sim", "--fpgad", "netagg-fpgad"}}) {
+    const std::string path = "/nonexistent/" + name;
+    const ToolRun run = run_tool({"--workers", "2", "--target", target, option, path});
+    EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+    EXPECT_THAT(run.err,
+                HasSubstr(name + " not found at " + path + " (build it, or pass " + option));
+  }
+}
+
+TEST(EndToEnd, VerboseShowsTheDaemonsOutput) {
+  const ToolRun run = run_tool({"--workers", "1", "--dtype", "int32", "--count", "1000",
+                                "--verbose"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("netagg-switchd: listening on 127.0.0.1:"));
+  EXPECT_THAT(run.out, HasSubstr("verification: ok"));
 }
 
 TEST(EndToEnd, OneWorkerWithABadRankSaysSo) {
@@ -310,7 +308,8 @@ TEST(EndToEnd, OneWorkerWithABadRankSaysSo) {
                f);
     std::fclose(f);
   }
-  const ToolRun run = run_tool({"--rank", "5", "--job", job.string()});
+  const ToolRun run =
+      run_tool({"--rank", "5", "--job", job.string()}, std::chrono::seconds(45), kWorker);
   std::filesystem::remove(job);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.err, HasSubstr("rank 5 is outside the job's 2 workers"));

@@ -5,13 +5,9 @@
 // cannot hold -> exit 2 naming the field; --device 0 on a machine without a card -> a clear
 // error; malformed control requests answered and counted by the daemon.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -30,13 +26,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
+#include "daemon.hpp"
 #include "harness.hpp"
 #include "netagg/communicator.hpp"
 #include "netagg/fpga/csr_channel.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
-
-extern char** environ;
 
 namespace netagg {
 namespace {
@@ -50,30 +46,13 @@ const fs::path kBin = NETAGG_BINARY_DIR;
 const fs::path kDaemon = kBin / "sim" / "fpga" / "netagg-fpgad";
 const fs::path kCtl = kBin / "tests" / "fpga" / "netagg-ctl-fpga-test";
 
-fs::path make_temp_dir() {
-  std::string t = (fs::temp_directory_path() / "ctl_fpga_test.XXXXXX").string();
-  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-  return t;
-}
+fs::path make_temp_dir() { return testing::make_temp_dir("ctl_fpga_test"); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// A loopback UDP port free right now (the kernel's pick, released).
-std::uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  close(fd);
-  return ntohs(sa.sin_port);
 }
 
 int udp_socket(const Endpoint& bind_to, int timeout_s) {
@@ -103,110 +82,50 @@ struct CtlRun {
   std::string out, err;
 };
 
-// Runs the ctl with `args`; env_set/env_unset adjust its environment.
+// Runs the ctl with `args`; env_set adds to its environment, which has no XILINX_XRT unless
+// unset_xilinx_xrt is false.
 CtlRun run_ctl(const fs::path& dir, const std::vector<std::string>& args,
-            const std::vector<std::string>& env_set = {}, bool unset_xilinx_xrt = true) {
-  const fs::path out = dir / "ctl.out", err = dir / "ctl.err";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_s = {kCtl.string()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e)
-    if (!(unset_xilinx_xrt && std::string_view(*e).starts_with("XILINX_XRT="))) env_s.push_back(*e);
-  env_s.insert(env_s.end(), env_set.begin(), env_set.end());
-  std::vector<char*> envp;
-  for (auto& s : env_s) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + kCtl.string());
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+               const std::vector<std::string>& env_set = {}, bool unset_xilinx_xrt = true) {
+  std::vector<std::string> argv = {kCtl.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  sim::ChildOptions options;
+  options.stderr_to = sim::ChildStderr::kFile;
+  options.stderr_file = dir / "ctl.err";
+  options.set_env = env_set;
+  if (unset_xilinx_xrt) options.unset_env = {"XILINX_XRT"};
+  sim::ChildProcess ctl(argv, options);
+  if (!ctl.wait_exit(sim::ChildProcess::Clock::now() + kGuard)) {
+    ADD_FAILURE() << "netagg-ctl still running after " << kGuard.count() << " s; killed";
+    ctl.signal(SIGKILL);
+    ctl.wait_exit();
+  }
+  return {ctl.exit_code().value_or(-1), ctl.output(), ctl.stderr_text()};
 }
 
 // netagg-fpgad with an empty job table and the control channel, both on kernel-picked ports.
-class Daemon {
+class Daemon : public testing::DaemonProcess {
  public:
-  explicit Daemon(const fs::path& dir) : json_(dir / "counters.json"), err_(dir / "fpgad.err") {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, p[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> s = {kDaemon.string(), "--listen",        "127.0.0.1:0",
-                                  "--control",      "127.0.0.1:0",     "--model",
-                                  "rtl",            "--counters-json", json_.string()};
-    std::vector<char*> argv;
-    for (auto& a : s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(p[1]);
-    fd_ = p[0];
-    if (rc != 0) throw std::runtime_error("cannot start netagg-fpgad");
-    const std::string text = read_until("listening on ");
-    control_ = Endpoint::parse(line_after(text, "control on "));
-    data_ = Endpoint::parse(line_after(text, "listening on "));
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(fd_);
+  explicit Daemon(const fs::path& dir)
+      : DaemonProcess("netagg-fpgad",
+                      {kDaemon.string(), "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
+                       "--model", "rtl", "--counters-json", (dir / "counters.json").string()},
+                      dir, kGuard),
+        json_(dir / "counters.json") {
+    data_ = wait_listening();  // printed after the control channel's line
+    control_ = Endpoint::parse(wait_line("netagg-fpgad: control on "));
   }
   const Endpoint& control() const { return control_; }
   const Endpoint& data() const { return data_; }
-  std::string stderr_text() const { return slurp(err_); }
 
   // SIGTERM; the exit status and the counters it wrote at exit.
   int stop(nlohmann::json& counters) {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
+    const int code = DaemonProcess::stop(SIGTERM);
     counters = nlohmann::json::parse(slurp(json_));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return code;
   }
 
  private:
-  std::string read_until(const std::string& marker) {
-    const auto deadline = std::chrono::steady_clock::now() + kGuard;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const auto at = out_.find(marker);
-      if (at != std::string::npos && out_.find('\n', at) != std::string::npos) return out_;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 1000) <= 0) continue;
-      char buf[1024];
-      const ssize_t n = read(fd_, buf, sizeof(buf));
-      if (n <= 0) break;
-      out_.append(buf, static_cast<std::size_t>(n));
-    }
-    throw std::runtime_error("netagg-fpgad did not start: " + out_ + stderr_text());
-  }
-  static std::string line_after(const std::string& text, const std::string& prefix) {
-    const auto at = text.find(prefix);
-    if (at == std::string::npos) throw std::runtime_error("no '" + prefix + "' line");
-    const auto end = text.find('\n', at);
-    return text.substr(at + prefix.size(), end - at - prefix.size());
-  }
-
-  fs::path json_, err_;
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string out_;
+  fs::path json_;
   Endpoint control_, data_;
 };
 
@@ -231,8 +150,9 @@ class CtlFpgaTest : public ::testing::Test {
   }
   // A job of two workers on loopback, sending to the daemon.
   JobSpec write_job(const fs::path& file, std::uint16_t id) {
-    JobSpec job = make_local_job(id, 2, free_port(), 8, 8, 256, daemon_->data());
-    job.workers[1].address.port = free_port();
+    const std::vector<std::uint16_t> ports = sim::free_loopback_ports(2);
+    JobSpec job = make_local_job(id, 2, ports[0], 8, 8, 256, daemon_->data());
+    job.workers[1].address.port = ports[1];
     std::ofstream(file) << to_json(job);
     return job;
   }

@@ -1,0 +1,570 @@
+// netagg-local: an all-reduce on one machine. It writes a loopback job file, starts the daemon of
+// the target (netagg-switchd for switch-sim, netagg-fpgad for fpga-sim; none for an IP:PORT),
+// runs N netagg-allreduce workers with --json, stops the daemon and prints one summary of the
+// workers' reports.
+//
+//   netagg-local --workers N [--target switch-sim|fpga-sim|IP:PORT] [options]
+//
+// The programs are looked for where the build puts them, relative to this one; --worker,
+// --switchd and --fpgad name others. Exit status: 0 ok, 1 wrong result, 2 usage or configuration
+// error, 3 an all-reduce failed (timeout, transport) or a worker died.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "allreduce_report.hpp"
+#include "child_process.hpp"
+#include "netagg/error.hpp"
+#include "netagg/job.hpp"
+#include "netagg/wire.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using netagg::Endpoint;
+using netagg::Errc;
+using netagg::Error;
+using netagg::report::median;
+using netagg::sim::ChildProcess;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitOk = 0;
+constexpr int kExitMismatch = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitFailed = 3;
+
+// The worker bitmap of the wire header has 32 bits.
+constexpr int kMaxWorkers = 32;
+
+// The FPGA aggregator's defaults (docs/fpga-aggregator.md, "Parameters"): a slot holds
+// MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
+constexpr int kFpgaMaxElementsPerPacket = 256;
+constexpr int kFpgaSlots = 64;
+// The Verilated RTL simulates some 10^5 cycles a second: with a window of 64 the frames in
+// flight take longer than the workers' first retransmission timeout (20 ms) and every packet is
+// sent twice. 16 keeps all ports busy without that.
+constexpr int kFpgaSimWindow = 16;
+
+struct Options {
+  int workers = 4;
+  std::string target = "switch-sim";
+  std::string transport;
+  std::string dtype = "fp32";
+  std::string float_wire;  // empty: what the target needs
+  std::uint64_t count = 1 << 20;
+  double loss = 0.0;
+  std::uint64_t seed = 1;
+  double timeout_s = 10.0;
+  int iterations = 1;
+  int elements_per_packet = 1024;  // loopback: no 1500-byte MTU to respect (fpga-sim: below)
+  int window = 128;
+  int port_base = 0;
+  std::string worker;  // paths; empty: in the build tree
+  std::string switchd;
+  std::string fpgad;
+  std::string fpga_model = "rtl";
+  bool json = false;
+  bool verbose = false;
+  int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
+  std::int64_t kill_after_packets = -1;
+  int wrong_input_rank = -1;  // hidden: this rank's input is not what the others expect
+};
+
+[[noreturn]] void usage_error(const std::string& what) { throw Error(Errc::kConfig, what); }
+
+bool is_address(const std::string& target) { return target.find(':') != std::string::npos; }
+
+void check_options(const Options& o) {
+  if (o.target != "switch-sim" && o.target != "fpga-sim" && !is_address(o.target))
+    usage_error(fmt::format("--target: '{}' is not switch-sim, fpga-sim or IP:PORT", o.target));
+  if (o.transport == "dpdk")
+    usage_error(
+        "--transport dpdk: the workers run over kernel UDP on loopback; DPDK workers "
+        "need a port each: run them one by one (netagg-allreduce --rank, --job, "
+        "--transport dpdk)");
+  if (o.workers < 1 || o.workers > kMaxWorkers)
+    usage_error(fmt::format("--workers: {} workers; 1..{} are supported", o.workers, kMaxWorkers));
+  if (o.kill_rank >= o.workers)
+    usage_error(fmt::format("--kill-rank {} but only {} workers", o.kill_rank, o.workers));
+  if (o.window < 1 || o.window > 0xFFFF) usage_error("--window: must be in 1..65535");
+  if (o.elements_per_packet < 1 || o.elements_per_packet > netagg::wire::kMaxCount)
+    usage_error(fmt::format("--elements-per-packet: must be in 1..{}", netagg::wire::kMaxCount));
+  if (o.target == "fpga-sim") {
+    if (o.elements_per_packet > kFpgaMaxElementsPerPacket)
+      usage_error(
+          fmt::format("--elements-per-packet: the FPGA aggregator's slots hold at most {} "
+                      "elements (MAX_BEATS * LANES)",
+                      kFpgaMaxElementsPerPacket));
+    if (o.window > kFpgaSlots)
+      usage_error(fmt::format("--window: the FPGA aggregator has {} slots", kFpgaSlots));
+  }
+  if (o.port_base > 0 && o.port_base + o.workers > 0xFFFF)
+    usage_error("--port-base: too high for that many workers");
+}
+
+// What the target takes when the command line does not say: fp32 as is for the FPGA aggregator
+// (it adds floats), packets and a window that fit its slots.
+void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
+  if (o.target != "fpga-sim") return;
+  if (o.float_wire.empty()) o.float_wire = "fp32";
+  if (!elements_given) o.elements_per_packet = kFpgaMaxElementsPerPacket;
+  if (!window_given) o.window = kFpgaSimWindow;
+}
+
+// ---- the programs -----------------------------------------------------------------------------
+
+std::atomic<int> g_stop_signal{0};  // set by SIGINT/SIGTERM
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+struct Program {
+  std::string name;  // netagg-switchd
+  std::string flag;  // the option that overrides its path: switchd
+  fs::path path;
+};
+
+// `given` if the command line named one, else where the build puts `name`: `relative` to this
+// executable (sim/launcher/CMakeLists.txt passes those paths in).
+Program find_program(std::string name, std::string flag, const std::string& given,
+                     const char* relative) {
+  if (!given.empty()) return {std::move(name), std::move(flag), given};
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    throw Error(Errc::kConfig, fmt::format("cannot find my own executable: {}", ec.message()));
+  return {std::move(name), std::move(flag), (self.parent_path() / relative).lexically_normal()};
+}
+
+void check_exists(const Program& p) {
+  if (!fs::exists(p.path))
+    throw Error(Errc::kConfig, fmt::format("{} not found at {} (build it, or pass --{} PATH)",
+                                           p.name, p.path.string(), p.flag));
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "netagg-local-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw Error(Errc::kConfig, fmt::format("mkdtemp: {}", std::strerror(errno)));
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::string> worker_args(const Program& worker, const Options& o, int rank,
+                                     const fs::path& job, const Endpoint& aggregator) {
+  std::vector<std::string> a{worker.path.string(),
+                             "--rank",
+                             std::to_string(rank),
+                             "--job",
+                             job.string(),
+                             "--target",
+                             aggregator.to_string(),
+                             "--dtype",
+                             o.dtype,
+                             "--count",
+                             std::to_string(o.count),
+                             "--loss",
+                             fmt::format("{}", o.loss),
+                             "--seed",
+                             std::to_string(o.seed),
+                             "--timeout",
+                             fmt::format("{}", o.timeout_s),
+                             "--iterations",
+                             std::to_string(o.iterations),
+                             "--json"};
+  if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
+  if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
+  if (rank == o.kill_rank && o.kill_after_packets >= 0)
+    a.insert(a.end(), {"--die-after-packets", std::to_string(o.kill_after_packets)});
+  return a;
+}
+
+// The daemon that serves --target: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim), with
+// the arguments after its path.
+std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, const fs::path& job,
+                                                            const fs::path& counters,
+                                                            std::uint16_t port) {
+  std::vector<std::string> args{"--listen",        fmt::format("127.0.0.1:{}", port),
+                                "--job",           job.string(),
+                                "--counters-json", counters.string()};
+  if (o.target == "fpga-sim") {
+    args.insert(args.end(), {"--model", o.fpga_model});
+    return {find_program("netagg-fpgad", "fpgad", o.fpgad, NETAGG_LOCAL_FPGAD), args};
+  }
+  args.insert(args.end(), {"--slots", std::to_string(o.window)});
+  return {find_program("netagg-switchd", "switchd", o.switchd, NETAGG_LOCAL_SWITCHD), args};
+}
+
+// Starts the daemon, stdout and stderr on one pipe, and waits for its "listening on" line;
+// returns the address it serves.
+Endpoint start_daemon(std::optional<ChildProcess>& daemon, const Program& program,
+                      const std::vector<std::string>& args) {
+  check_exists(program);
+  std::vector<std::string> argv{program.path.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  netagg::sim::ChildOptions options;
+  options.stderr_to = netagg::sim::ChildStderr::kStdout;
+  daemon.emplace(argv, options);
+  const std::string ready = program.name + ": listening on ";
+  // The RTL model builds its job table through simulated CSR accesses before it is ready.
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    if (const auto address = daemon->line_after(ready))
+      return Endpoint::parse(*address, program.name + " address");
+    if (daemon->poll_exit()) {
+      // Exit 2 is a configuration the daemon refused: the launcher's usage error too.
+      throw Error(daemon->exit_code() == kExitUsage ? Errc::kConfig : Errc::kTransport,
+                  fmt::format("{} {} before it was ready:\n{}", program.name,
+                              daemon->describe_exit(), daemon->output()));
+    }
+    if (Clock::now() > give_up) {
+      daemon->signal(SIGKILL);
+      daemon->wait_exit();
+      throw Error(Errc::kTransport,
+                  fmt::format("{} did not report \"listening\" within 30 s", program.name));
+    }
+    if (g_stop_signal) throw Error(Errc::kTransport, "interrupted");
+    ChildProcess* const waiting[] = {&*daemon};
+    netagg::sim::wait_for_output(waiting, std::chrono::milliseconds(100));
+  }
+}
+
+// ---- the run: the workers, then their summary ------------------------------------------
+
+struct Worker {
+  ChildProcess process;
+  bool killed_by_launcher = false;
+
+  std::string describe_exit() const {
+    return process.describe_exit() + (killed_by_launcher && process.term_signal()
+                                          ? " by the launcher after the grace period"
+                                          : "");
+  }
+};
+
+int run(const Options& o) {
+  const int n = o.workers;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  const Program worker_program =
+      find_program("netagg-allreduce", "worker", o.worker, NETAGG_LOCAL_WORKER);
+  check_exists(worker_program);
+  const TempDir tmp;
+  const fs::path job_path = tmp.path() / "job.json";
+  const fs::path counters_path = tmp.path() / "aggregator-counters.json";
+
+  // Ports: consecutive from --port-base (the daemon first), or whatever the kernel says is free.
+  std::vector<std::uint16_t> ports;
+  if (o.port_base > 0) {
+    for (int i = 0; i <= n; ++i) ports.push_back(static_cast<std::uint16_t>(o.port_base + i));
+  } else {
+    ports = netagg::sim::free_loopback_ports(static_cast<std::size_t>(n));
+    ports.insert(ports.begin(), 0);  // the daemon picks its own
+  }
+  netagg::JobSpec job;
+  job.job_id = 1;
+  job.slot_base = 0;
+  job.slot_count = static_cast<std::uint16_t>(o.window);
+  job.elements_per_packet = static_cast<std::uint16_t>(o.elements_per_packet);
+  for (int r = 0; r < n; ++r)
+    job.workers.push_back({static_cast<std::uint16_t>(r), Endpoint{0x7F000001, ports[r + 1]},
+                           std::nullopt, std::nullopt});
+
+  std::optional<ChildProcess> daemon;
+  std::string daemon_name;
+  Endpoint aggregator;
+  if (!is_address(o.target)) {
+    std::ofstream(job_path) << netagg::to_json(job) << "\n";
+    const auto [program, args] = daemon_command(o, job_path, counters_path, ports[0]);
+    daemon_name = program.name;
+    aggregator = start_daemon(daemon, program, args);
+  } else {
+    aggregator = Endpoint::parse(o.target, "--target");
+  }
+  job.aggregator = aggregator;
+  std::ofstream(job_path) << netagg::to_json(job) << "\n";
+
+  std::vector<Worker> workers;
+  for (int r = 0; r < n; ++r)
+    workers.push_back({ChildProcess(worker_args(worker_program, o, r, job_path, aggregator))});
+
+  // Wait for the workers. When one fails, the others should fail by their own --timeout; who is
+  // still running after that and a grace period is killed, so nothing hangs the launcher.
+  const auto grace =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s + 5.0));
+  std::optional<Clock::time_point> first_failure;
+  for (;;) {
+    std::vector<ChildProcess*> live;
+    for (auto& w : workers) {
+      if (!w.process.exited() && w.process.poll_exit() && !w.process.succeeded() && !first_failure)
+        first_failure = Clock::now();
+      if (!w.process.exited()) live.push_back(&w.process);
+    }
+    if (live.empty()) break;
+    if (g_stop_signal) {
+      for (auto* w : live) w->signal(SIGKILL);
+      for (auto* w : live) w->wait_exit();
+      break;
+    }
+    if (first_failure && Clock::now() > *first_failure + grace) {
+      for (auto& w : workers) {
+        if (w.process.exited()) continue;
+        w.killed_by_launcher = true;
+        w.process.signal(SIGKILL);
+        w.process.wait_exit();
+      }
+      break;
+    }
+    if (daemon) {
+      live.push_back(&*daemon);
+      daemon->poll_exit();
+    }
+    netagg::sim::wait_for_output(live, std::chrono::milliseconds(100));
+  }
+
+  json aggregator_counters;
+  std::string daemon_status;
+  if (daemon) {
+    if (!daemon->exited()) {
+      daemon->signal(SIGTERM);
+      if (!daemon->wait_exit(Clock::now() + std::chrono::seconds(5))) {
+        daemon->signal(SIGKILL);
+        daemon->wait_exit();
+      }
+    } else {
+      daemon_status =
+          fmt::format("{} {} while the workers ran", daemon_name, daemon->describe_exit());
+    }
+    if (o.verbose) std::fprintf(stderr, "%s", daemon->output().c_str());
+    std::ifstream in(counters_path);
+    if (in) aggregator_counters = json::parse(in, nullptr, false);
+    if (aggregator_counters.is_discarded()) aggregator_counters = nullptr;
+  }
+
+  // Results: each worker printed one JSON line (unless it died).
+  std::vector<json> results(n);
+  json ranks = json::array();
+  bool all_ok = true, any_mismatch = false;
+  std::optional<std::pair<int, json>> first_mismatch;
+  std::vector<std::string> problems;
+  for (int r = 0; r < n; ++r) {
+    const Worker& w = workers[r];
+    std::istringstream lines(w.process.output());
+    for (std::string line; std::getline(lines, line);) {
+      auto j = json::parse(line, nullptr, false);
+      if (j.is_object()) results[r] = j;
+    }
+    json entry{{"rank", r}, {"status", w.describe_exit()}};
+    if (results[r].is_object()) {
+      entry["verification"] = results[r].value("verification", "");
+      if (results[r].contains("error")) {
+        entry["error"] = results[r]["error"];
+        entry["error_kind"] = results[r]["error_kind"];
+      }
+      if (results[r].contains("mismatch")) {
+        any_mismatch = true;
+        if (!first_mismatch) first_mismatch = {r, results[r]["mismatch"]};
+      }
+    }
+    if (!w.process.succeeded()) {
+      all_ok = false;
+      std::string why = fmt::format("rank {} {}", r, w.describe_exit());
+      if (entry.contains("error"))
+        why += fmt::format(": {} error: {}", entry["error_kind"].get<std::string>(),
+                           entry["error"].get<std::string>());
+      problems.push_back(why);
+    }
+    ranks.push_back(entry);
+  }
+  if (!daemon_status.empty()) problems.push_back(daemon_status);
+  if (g_stop_signal)
+    problems.push_back(fmt::format("interrupted by signal {}", int(g_stop_signal)));
+
+  // Per iteration the slowest worker's time is the all-reduce's time.
+  std::vector<double> per_iteration;
+  for (int it = 0; it < o.iterations; ++it) {
+    double slowest = 0;
+    bool complete = true;
+    for (const auto& res : results) {
+      if (!res.is_object() || !res.contains("seconds_all") ||
+          res["seconds_all"].size() <= static_cast<std::size_t>(it)) {
+        complete = false;
+        break;
+      }
+      slowest = std::max(slowest, res["seconds_all"][it].get<double>());
+    }
+    if (complete) per_iteration.push_back(slowest);
+  }
+  const double best =
+      per_iteration.empty() ? 0 : *std::min_element(per_iteration.begin(), per_iteration.end());
+  std::uint64_t retransmissions = 0, packets_sent = 0, injected_drops = 0;
+  for (const auto& res : results)
+    if (res.is_object()) {
+      retransmissions += res.value("retransmissions", 0ull);
+      packets_sent += res.value("packets_sent", 0ull);
+      injected_drops += res.value("injected_drops", 0ull);
+    }
+  const std::string verification = all_ok ? "ok" : any_mismatch ? "mismatch" : "error";
+  const std::uint64_t bytes = o.count * 4;
+
+  if (o.json) {
+    json summary{
+        {"target", o.target},
+        {"dtype", o.dtype},
+        {"float_wire",
+         o.dtype == "fp32" ? (o.float_wire.empty() ? "int32-bfp" : o.float_wire) : "int32"},
+        {"workers", n},
+        {"count", o.count},
+        {"bytes", bytes},
+        {"elements_per_packet", o.elements_per_packet},
+        {"window", o.window},
+        {"loss", o.loss},
+        {"seed", o.seed},
+        {"iterations", o.iterations},
+        {"seconds", best},
+        {"seconds_median", median(per_iteration)},
+        {"seconds_all", per_iteration},
+        {"goodput_gbps", best > 0 ? bytes * 8 / best / 1e9 : 0.0},
+        {"ate_per_second", best > 0 ? o.count / best : 0.0},
+        {"verification", verification},
+        {"retransmissions", retransmissions},
+        {"packets_sent", packets_sent},
+        {"injected_drops", injected_drops},
+        {"ranks", ranks},
+        {"problems", problems},
+        {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", aggregator_counters}};
+    if (first_mismatch) {
+      summary["mismatch"] = first_mismatch->second;
+      summary["mismatch"]["rank"] = first_mismatch->first;
+    }
+    std::printf("%s\n", summary.dump(2).c_str());
+  } else {
+    // Named after the workers: the all-reduce is theirs, this program only starts them.
+    std::printf(
+        "netagg-allreduce: %d workers through %s, %s, %llu elements (%.1f MiB), "
+        "%d iteration%s%s\n",
+        n, o.target.c_str(), o.dtype.c_str(), static_cast<unsigned long long>(o.count),
+        bytes / 1048576.0, o.iterations, o.iterations == 1 ? "" : "s",
+        o.loss > 0 ? fmt::format(", loss {}", o.loss).c_str() : "");
+    for (const auto& p : problems) std::printf("%s\n", p.c_str());
+    if (first_mismatch)
+      std::printf(
+          "rank %d: %s\n", first_mismatch->first,
+          netagg::report::mismatch_text(netagg::report::mismatch_from_json(first_mismatch->second))
+              .c_str());
+    std::printf("verification: %s\n", verification == "ok" ? "ok" : "FAILED");
+    if (best > 0) {
+      std::printf("time: %.6f s (best of %zu, median %.6f s; slowest worker)\n%s\n", best,
+                  per_iteration.size(), median(per_iteration),
+                  netagg::report::rate_text(best, bytes, o.count).c_str());
+      std::printf("retransmissions: %llu\n", static_cast<unsigned long long>(retransmissions));
+    }
+  }
+  std::fflush(stdout);
+  if (all_ok && problems.empty()) return kExitOk;
+  return any_mismatch ? kExitMismatch : kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "netagg-local: N netagg-allreduce workers and the aggregator's daemon on loopback; the "
+      "workers all-reduce a test tensor and verify the result, this program sums up."};
+  app.add_option("-n,--workers", o.workers, "worker processes, 1..32")->capture_default_str();
+  app.add_option("--target", o.target,
+                 "switch-sim (netagg-switchd, the switch model), fpga-sim (netagg-fpgad, the "
+                 "FPGA aggregator's RTL in Verilator), or the IP:PORT of a running aggregator "
+                 "(no daemon is started)")
+      ->capture_default_str();
+  app.add_option("--transport", o.transport, "the workers' transport: udp (the only one here)")
+      ->check(CLI::IsMember({"udp", "dpdk"}));
+  app.add_option("--dtype", o.dtype, "element type")
+      ->check(CLI::IsMember({"fp32", "int32"}))
+      ->capture_default_str();
+  app.add_option("--float-wire", o.float_wire,
+                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
+                 "int32-bfp)")
+      ->check(CLI::IsMember({"int32-bfp", "fp32"}));
+  app.add_option("--count", o.count, "elements in the tensor")
+      ->check(CLI::Range(1ull, 1ull << 31))
+      ->capture_default_str();
+  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..1")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_s, "seconds without progress before an all-reduce fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  auto* elements_option =
+      app.add_option("--elements-per-packet", o.elements_per_packet,
+                     "elements per packet in the job; fpga-sim: 256 and at most that")
+          ->capture_default_str();
+  auto* window_option =
+      app.add_option("--window", o.window, "slots per worker in the job; fpga-sim: 16, at most 64")
+          ->capture_default_str();
+  app.add_option("--port-base", o.port_base,
+                 "the daemon at this UDP port, the workers above it (default: free ports)");
+  app.add_option("--worker", o.worker,
+                 "path of netagg-allreduce (default: in the build tree this program is in)");
+  app.add_option("--switchd", o.switchd, "path of netagg-switchd (default: likewise)");
+  app.add_option("--fpgad", o.fpgad, "path of netagg-fpgad (default: likewise)");
+  app.add_option("--fpga-model", o.fpga_model,
+                 "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
+      ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "machine-readable summary on stdout");
+  app.add_flag("--verbose", o.verbose, "show the daemon's output (job summary, counters)");
+  // Test hooks, hidden from --help.
+  app.add_option("--kill-rank", o.kill_rank)->group("");
+  app.add_option("--kill-after-packets", o.kill_after_packets)->group("");
+  app.add_option("--wrong-input-rank", o.wrong_input_rank)->group("");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    apply_target_defaults(o, elements_option->count() > 0, window_option->count() > 0);
+    check_options(o);
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "netagg-local: %s\n", e.what());
+    return e.code() == Errc::kConfig || e.code() == Errc::kUnsupported ? kExitUsage : kExitFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "netagg-local: %s\n", e.what());
+    return kExitFailed;
+  }
+}
