@@ -1,24 +1,41 @@
-# Front door. Every target installs what it needs (scripts/install-deps.sh), configures and builds.
+# SPDX-License-Identifier: Apache-2.0
+# Front door. Every target installs what it needs (scripts/install-deps.sh, once: again only when
+# its package list changes, or with `make deps`), configures once and builds what it runs.
 BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
+DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps configure build test test-long demo bench clean sim xclbin p4
+.PHONY: all deps configure build test test-long demo bench clean sim xclbin p4 formats format-check
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $(DEPS_STAMP)
 
-$(BUILD)/build.ninja: | deps
+$(DEPS_STAMP): scripts/install-deps.sh
+	@bash scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+# CMake re-runs itself when a CMakeLists.txt changes; `make configure` forces it (new CMAKE_FLAGS).
+$(BUILD)/build.ninja: | $(DEPS_STAMP)
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 
-configure: deps
+configure: $(DEPS_STAMP)
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 
-build: configure
+build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# Every generated view of formats/wire.json and formats/csr.json (docs/wire-format.md).
+formats:
+	python3 scripts/gen_formats.py
+
+# The C++ against .clang-format (run by .ci/run before the tests).
+format-check: $(DEPS_STAMP)
+	bash scripts/check-format.sh
 
 # Unit, model and end-to-end tests. Tests labelled "long" run only with `make test-long`.
 test: build
@@ -31,14 +48,14 @@ test-long: build
 # 4M-element one through the FPGA aggregator's RTL in Verilator (fp32 adds on the wire; the
 # simulated RTL runs some 10^5 cycles a second, so the tensor is smaller). Only what it runs is
 # built: the launcher, the worker and the two daemons, no tests.
-demo: configure
+demo: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-local netagg-allreduce netagg-switchd netagg-fpgad
 	$(BUILD)/sim/launcher/netagg-local --workers 4 --target switch-sim --dtype fp32 --count 16777216
 	$(BUILD)/sim/launcher/netagg-local --workers 4 --target fpga-sim --dtype fp32 --count 4194304
 
 # The RTL testbench: a scripted scenario through the Verilated aggregator, checked step by
 # step, with an FST waveform for GTKWave (the path is printed at the end).
-sim: configure
+sim: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fpga-scenario
 	$(BUILD)/sim/fpga/netagg-fpga-scenario --model rtl --trace $(BUILD)/netagg_aggregator.fst
 

@@ -10,6 +10,7 @@ packages=(
   libhwy-dev
   libgloo-dev
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
+  clang-format               # the format check (scripts/check-format.sh)
   python3
   tshark                     # the Wireshark dissector test (formats/wireshark/netagg.lua)
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
