@@ -17,7 +17,7 @@ packages=(
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
-  iproute2 nftables ethtool  # tests/dpdk and the DPDK bench: namespaces, veths, loss, offloads
+  iproute2 nftables ethtool  # the DPDK namespace test and bench: namespaces, veths, loss, offloads
 )
 
 missing=()
