@@ -91,9 +91,9 @@ void print_info(fpga::Device& device, const fpga::DeviceInfo& info) {
       "%s: netagg aggregator design %u, wire format %u\n"
       "  %u ports, %u job table entries, %u slots, %u elements per packet, %u workers per job\n"
       "  aggregator address %s:%u, MAC %s\n",
-      device.name().c_str(), info.design_version, info.wire_version, info.num_ports,
-      info.max_jobs, info.slots, info.max_elements(), info.max_workers, ip_string(a.ip).c_str(),
-      a.udp_port, mac_string(a.mac).c_str());
+      device.name().c_str(), info.design_version, info.wire_version, info.num_ports, info.max_jobs,
+      info.slots, info.max_elements(), info.max_workers, ip_string(a.ip).c_str(), a.udp_port,
+      mac_string(a.mac).c_str());
 }
 
 void load(const FpgaOptions& o) {
@@ -138,13 +138,14 @@ void job_add(const FpgaOptions& o) {
     std::string ports;
     for (const WorkerSpec& w : job.workers)
       ports += fmt::format("{}{}", ports.empty() ? "" : " ", fpga::worker_port(w, info.num_ports));
-    std::printf("job %u -> entry %u: %zu workers, slots [%u, %u), %u elements per packet, ports "
-                "by rank %s\n",
-                job.job_id, o.entry + static_cast<unsigned>(i), job.workers.size(), job.slot_base,
-                job.slot_base + job.slot_count, job.elements_per_packet, ports.c_str());
+    std::printf(
+        "job %u -> entry %u: %zu workers, slots [%u, %u), %u elements per packet, ports "
+        "by rank %s\n",
+        job.job_id, o.entry + static_cast<unsigned>(i), job.workers.size(), job.slot_base,
+        job.slot_base + job.slot_count, job.elements_per_packet, ports.c_str());
   }
-  const bool changed = address.ip != before.ip || address.udp_port != before.udp_port ||
-                       address.mac != before.mac;
+  const bool changed =
+      address.ip != before.ip || address.udp_port != before.udp_port || address.mac != before.mac;
   std::printf("aggregator address %s:%u (%s%s)\n", ip_string(address.ip).c_str(), address.udp_port,
               source.c_str(), changed ? "; changed: the device's other jobs use it too" : "");
 }
@@ -189,9 +190,10 @@ template <class F>
 std::function<void()> guarded(std::shared_ptr<FpgaOptions> o, F action) {
   return [o, action] {
     if (!o->device && o->sim.empty()) {
-      std::fputs("netagg-ctl fpga: give --device N (an Alveo card) or --sim IP:PORT (netagg-fpgad's "
-                 "--control address)\n",
-                 stderr);
+      std::fputs(
+          "netagg-ctl fpga: give --device N (an Alveo card) or --sim IP:PORT (netagg-fpgad's "
+          "--control address)\n",
+          stderr);
       throw CLI::RuntimeError(kExitBadInput);
     }
     try {

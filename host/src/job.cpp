@@ -95,8 +95,8 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
   job.slot_count = get_uint<std::uint16_t>(*slots, "count", source, path + "slots.", 1, 0xFFFF);
   if (std::uint32_t(job.slot_base) + job.slot_count > 0x10000)
     config_error(source, path + "slots", "base + count exceeds the 16-bit slot space");
-  job.elements_per_packet = get_uint<std::uint16_t>(j, "elements_per_packet", source, path, 1,
-                                                    wire::kMaxCount);
+  job.elements_per_packet =
+      get_uint<std::uint16_t>(j, "elements_per_packet", source, path, 1, wire::kMaxCount);
   if (auto a = j.find("aggregator"); a != j.end())
     job.aggregator = parse_endpoint_field(*a, source, path + "aggregator");
 
@@ -202,9 +202,9 @@ std::vector<JobSpec> load_jobs(const std::filesystem::path& file) {
       const auto a_end = jobs[a].slot_base + jobs[a].slot_count;
       const auto b_end = jobs[b].slot_base + jobs[b].slot_count;
       if (jobs[a].slot_base < b_end && jobs[b].slot_base < a_end)
-        config_error(source, "jobs",
-                     fmt::format("slot ranges of jobs {} and {} overlap", jobs[a].job_id,
-                                 jobs[b].job_id));
+        config_error(
+            source, "jobs",
+            fmt::format("slot ranges of jobs {} and {} overlap", jobs[a].job_id, jobs[b].job_id));
     }
   return jobs;
 }

@@ -45,7 +45,7 @@ std::size_t encode_frame(const FrameAddress& a, std::span<const std::byte> packe
   ip[0] = std::byte(kIpVersionIhl);
   ip[1] = std::byte(a.ecn & 0x3);
   store_be16(ip + 2, static_cast<std::uint16_t>(ip_len));
-  store_be16(ip + 4, 0);       // identification
+  store_be16(ip + 4, 0);                                // identification
   store_be16(ip + 6, std::uint16_t(kIpFlagsDf << 13));  // DF, no fragment offset
   ip[8] = std::byte(kIpTtl);
   ip[9] = std::byte(kIpProtocolUdp);

@@ -32,7 +32,8 @@ std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() 
     out.emplace_back(counter_name(static_cast<DropReason>(i)), dropped[i]);
   for (std::size_t i = 0; i < wire::kErrorCount; ++i) {
     const auto error = static_cast<wire::Error>(i);
-    if (wire::is_packet_error(error)) out.emplace_back(wire::counter_name(error), malformed_by(error));
+    if (wire::is_packet_error(error))
+      out.emplace_back(wire::counter_name(error), malformed_by(error));
   }
   return out;
 }

@@ -49,7 +49,8 @@ namespace netagg::sim {
 
 // The pipeline's limits (p4/common/switch_format.hpp, generated like p4/common/constants.p4).
 namespace limits = pipeline;
-inline constexpr unsigned kTofinoMaxLanesPerPacket = limits::kLanesPerPass * limits::kTofinoMaxPasses;
+inline constexpr unsigned kTofinoMaxLanesPerPacket =
+    limits::kLanesPerPass * limits::kTofinoMaxPasses;
 inline constexpr unsigned kBmv2MaxLanesPerPacket = limits::kLanesPerPass * limits::kBmv2MaxPasses;
 
 inline constexpr std::size_t kMaxWorkersPerJob = limits::kMaxWorkers;  // one bitmap bit each
@@ -80,10 +81,10 @@ struct SlotRegisters {
 
 // Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's
 // wire::Error is counted as well.
+using pipeline::counter_name;
 using pipeline::DropReason;
 using pipeline::kDropReasonCount;
 using pipeline::to_string;
-using pipeline::counter_name;
 
 struct SwitchCounters {
   std::uint64_t packets_in = 0;         // every packet handed to process()

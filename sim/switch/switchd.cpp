@@ -21,10 +21,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "datagram_server.hpp"
 #include "netagg/error.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
-#include "datagram_server.hpp"
 #include "switch_model.hpp"
 
 namespace {

@@ -186,8 +186,8 @@ class FpgaSim : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "netagg-fpgad was built without the " << GetParam() << " model";
   }
   std::vector<std::string> fpga4(std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--workers", "4", "--target", "fpga-sim", "--fpga-model",
-                                  GetParam(), "--json", "--timeout", "10"};
+    std::vector<std::string> a = {"--workers", "4",      "--target",  "fpga-sim", "--fpga-model",
+                                  GetParam(),  "--json", "--timeout", "10"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -242,8 +242,8 @@ TEST_P(FpgaSim, Fp32FourWorkers) {
 }
 
 TEST_P(FpgaSim, Int32WithLoss) {
-  const ToolRun run = run_tool(fpga4({"--dtype", "int32", "--count", "12000", "--loss", "0.05",
-                                      "--seed", "3", "--window", "16"}));
+  const ToolRun run = run_tool(fpga4(
+      {"--dtype", "int32", "--count", "12000", "--loss", "0.05", "--seed", "3", "--window", "16"}));
   const json s = run.summary();
   expect_fpga_success(run, s, "int32", 12000);
   EXPECT_GT(s["injected_drops"].get<std::uint64_t>(), 0u);
@@ -289,8 +289,8 @@ TEST(EndToEnd, TheLauncherNamesAProgramItCannotFind) {
 }
 
 TEST(EndToEnd, VerboseShowsTheDaemonsOutput) {
-  const ToolRun run = run_tool({"--workers", "1", "--dtype", "int32", "--count", "1000",
-                                "--verbose"});
+  const ToolRun run =
+      run_tool({"--workers", "1", "--dtype", "int32", "--count", "1000", "--verbose"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_THAT(run.err, HasSubstr("netagg-switchd: listening on 127.0.0.1:"));
   EXPECT_THAT(run.out, HasSubstr("verification: ok"));

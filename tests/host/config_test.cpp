@@ -186,7 +186,8 @@ TEST_F(ConfigTest, FileErrorsNameTheField) {
 }
 
 TEST_F(ConfigTest, DpdkIsNamedButNotBuilt) {
-  if (netagg::dpdk_built()) GTEST_SKIP() << "built with DPDK: dpdk_transport_test tests the transport";
+  if (netagg::dpdk_built())
+    GTEST_SKIP() << "built with DPDK: dpdk_transport_test tests the transport";
   write("job.json", kJob4);
   const auto f = write("w.json", R"({"rank": 0, "job_file": "job.json", "transport": "dpdk"})");
   EXPECT_THAT(error_of([&] { Config::from_file(f); }, Errc::kUnsupported),

@@ -80,11 +80,10 @@ class DpdkNetns : public ::testing::Test {
     // Root is not enough everywhere (a chroot, a container without CAP_SYS_ADMIN on the
     // namespace mounts): try one namespace first and skip with the reason if it cannot be made.
     const std::string probe = fmt::format("nadprobe{}x{}", ::getpid(), counter++);
-    const bool namespaces_work =
-        std::system(fmt::format("ip netns add {0} > /dev/null 2>&1 && "
-                                "ip netns exec {0} true > /dev/null 2>&1",
-                                probe)
-                        .c_str()) == 0;
+    const bool namespaces_work = std::system(fmt::format("ip netns add {0} > /dev/null 2>&1 && "
+                                                         "ip netns exec {0} true > /dev/null 2>&1",
+                                                         probe)
+                                                 .c_str()) == 0;
     [[maybe_unused]] const int deleted =
         std::system(fmt::format("ip netns del {} > /dev/null 2>&1", probe).c_str());
     if (!namespaces_work)

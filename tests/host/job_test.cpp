@@ -64,19 +64,23 @@ TEST(Job, JsonRoundTrip) {
 
 TEST(Job, ErrorsNameTheField) {
   EXPECT_THAT(config_error_of("{"), HasSubstr("not valid JSON"));
-  EXPECT_THAT(config_error_of(R"({"slots":{"base":0,"count":1},"elements_per_packet":1,"workers":[]})"),
-              HasSubstr("test.json: job_id: missing"));
-  EXPECT_THAT(config_error_of(R"({"job_id":-1})"), HasSubstr("job_id: must be a non-negative integer"));
+  EXPECT_THAT(
+      config_error_of(R"({"slots":{"base":0,"count":1},"elements_per_packet":1,"workers":[]})"),
+      HasSubstr("test.json: job_id: missing"));
+  EXPECT_THAT(config_error_of(R"({"job_id":-1})"),
+              HasSubstr("job_id: must be a non-negative integer"));
   EXPECT_THAT(config_error_of(R"({"job_id":70000})"), HasSubstr("job_id: 70000 is out of range"));
   EXPECT_THAT(config_error_of(R"({"job_id":1,"slots":{"base":0,"count":0}})"),
               HasSubstr("slots.count: 0 is out of range"));
-  EXPECT_THAT(config_error_of(R"({"job_id":1,"slots":{"base":65535,"count":2},"elements_per_packet":4})"),
-              HasSubstr("slots: base + count exceeds"));
+  EXPECT_THAT(
+      config_error_of(R"({"job_id":1,"slots":{"base":65535,"count":2},"elements_per_packet":4})"),
+      HasSubstr("slots: base + count exceeds"));
   EXPECT_THAT(
       config_error_of(R"({"job_id":1,"slots":{"base":0,"count":2},"elements_per_packet":2000})"),
       HasSubstr("elements_per_packet: 2000 is out of range [1, 1024]"));
   const std::string head = R"({"job_id":1,"slots":{"base":0,"count":2},"elements_per_packet":4,)";
-  EXPECT_THAT(config_error_of(head + R"("workers":[]})"), HasSubstr("workers: must be a non-empty array"));
+  EXPECT_THAT(config_error_of(head + R"("workers":[]})"),
+              HasSubstr("workers: must be a non-empty array"));
   EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":1,"address":"1.2.3.4:5"}]})"),
               HasSubstr("workers[0].rank: 1 is out of range [0, 0]"));
   EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3:5"}]})"),
@@ -85,26 +89,35 @@ TEST(Job, ErrorsNameTheField) {
               HasSubstr("workers[0].address: '0' is not a port"));
   EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3.4:5","mac":"zz"}]})"),
               HasSubstr("workers[0].mac: 'zz' is not a MAC"));
-  EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3.4:5"},{"rank":0,"address":"1.2.3.4:6"}]})"),
-              HasSubstr("workers[1].rank: rank 0 twice"));
-  EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3.4:5"},{"rank":1,"address":"1.2.3.4:5"}]})"),
-              HasSubstr("ranks 0 and 1 share address 1.2.3.4:5"));
+  EXPECT_THAT(
+      config_error_of(
+          head +
+          R"("workers":[{"rank":0,"address":"1.2.3.4:5"},{"rank":0,"address":"1.2.3.4:6"}]})"),
+      HasSubstr("workers[1].rank: rank 0 twice"));
+  EXPECT_THAT(
+      config_error_of(
+          head +
+          R"("workers":[{"rank":0,"address":"1.2.3.4:5"},{"rank":1,"address":"1.2.3.4:5"}]})"),
+      HasSubstr("ranks 0 and 1 share address 1.2.3.4:5"));
 }
 
 TEST(Job, FileWithSeveralJobsChecksOverlapAndIds) {
-  const auto dir = std::filesystem::temp_directory_path() / ("netagg_job_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("netagg_job_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "jobs.json";
   const std::string w = R"("workers":[{"rank":0,"address":"127.0.0.1:5000"}])";
   {
-    std::ofstream(file) << R"({"jobs":[{"job_id":1,"slots":{"base":0,"count":8},"elements_per_packet":4,)" << w
-                        << R"(},{"job_id":2,"slots":{"base":8,"count":8},"elements_per_packet":4,)" << w << "}]}";
+    std::ofstream(file)
+        << R"({"jobs":[{"job_id":1,"slots":{"base":0,"count":8},"elements_per_packet":4,)" << w
+        << R"(},{"job_id":2,"slots":{"base":8,"count":8},"elements_per_packet":4,)" << w << "}]}";
   }
   EXPECT_EQ(load_jobs(file).size(), 2u);
   EXPECT_THROW(load_job(file), Error);
   {
-    std::ofstream(file) << R"({"jobs":[{"job_id":1,"slots":{"base":0,"count":8},"elements_per_packet":4,)" << w
-                        << R"(},{"job_id":2,"slots":{"base":7,"count":8},"elements_per_packet":4,)" << w << "}]}";
+    std::ofstream(file)
+        << R"({"jobs":[{"job_id":1,"slots":{"base":0,"count":8},"elements_per_packet":4,)" << w
+        << R"(},{"job_id":2,"slots":{"base":7,"count":8},"elements_per_packet":4,)" << w << "}]}";
   }
   try {
     load_jobs(file);

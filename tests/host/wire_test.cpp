@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <set>
 #include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
-#include <random>
 #include <vector>
 
 #include "vectors.hpp"
@@ -169,8 +169,8 @@ std::vector<Vector> valid_vectors() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Wire, GoldenVector, ::testing::ValuesIn(load_vectors(vectors_dir() / "wire")),
-                         vector_name);
+INSTANTIATE_TEST_SUITE_P(Wire, GoldenVector,
+                         ::testing::ValuesIn(load_vectors(vectors_dir() / "wire")), vector_name);
 INSTANTIATE_TEST_SUITE_P(Wire, ValidVector, ::testing::ValuesIn(valid_vectors()), vector_name);
 
 TEST(Wire, EveryErrorReasonHasAVectorOrAUnitTest) {
@@ -222,7 +222,8 @@ TEST(Wire, EveryTruncationOfAValidFrameIsRejected) {
   const auto packet = encode_packet(h, std::vector<std::byte>(h.payload_size()));
   std::vector<std::byte> frame(256);
   frame.resize(encode_frame(FrameAddress{}, packet, frame));
-  for (std::size_t n = 0; n < frame.size(); ++n) EXPECT_FALSE(decode_frame(std::span(frame).first(n))) << n;
+  for (std::size_t n = 0; n < frame.size(); ++n)
+    EXPECT_FALSE(decode_frame(std::span(frame).first(n))) << n;
   EXPECT_TRUE(decode_frame(frame));
 }
 
@@ -240,7 +241,8 @@ TEST(Wire, DecodeNeverReadsPastTheBuffer) {
         buf[1] = std::byte(1);
         buf[2] = std::byte(rng() % 3);
         buf[3] = std::byte(0);
-        for (std::size_t i = offset::kReserved; i < offset::kReserved + 4; ++i) buf[i] = std::byte(0);
+        for (std::size_t i = offset::kReserved; i < offset::kReserved + 4; ++i)
+          buf[i] = std::byte(0);
       }
       const Decoded d = decode({buf.get(), n});
       if (d) {
@@ -269,7 +271,8 @@ TEST(Wire, EncodeRefusesWhatCannotBeDecoded) {
 TEST(Wire, FramePayloadStartsOnA512BitBeat) {
   Header h;
   h.count = 1;
-  std::vector<std::byte> payload{std::byte{0xAA}, std::byte{0xBB}, std::byte{0xCC}, std::byte{0xDD}};
+  std::vector<std::byte> payload{std::byte{0xAA}, std::byte{0xBB}, std::byte{0xCC},
+                                 std::byte{0xDD}};
   const auto packet = encode_packet(h, payload);
   std::vector<std::byte> frame(256);
   frame.resize(encode_frame(FrameAddress{}, packet, frame));
@@ -337,8 +340,7 @@ TEST(WireFields, FrameTablesMatchTheEncoder) {
   EXPECT_EQ(field(ip, f::kIpv4, "ihl"), 5u);
   EXPECT_EQ(field(ip, f::kIpv4, "ecn"), 3u);
   EXPECT_EQ(field(ip, f::kIpv4, "dscp"), 0u);
-  EXPECT_EQ(field(ip, f::kIpv4, "total_len"),
-            kIpv4HeaderSize + kUdpHeaderSize + packet.size());
+  EXPECT_EQ(field(ip, f::kIpv4, "total_len"), kIpv4HeaderSize + kUdpHeaderSize + packet.size());
   EXPECT_EQ(field(ip, f::kIpv4, "flags"), 2u);  // DF
   EXPECT_EQ(field(ip, f::kIpv4, "frag_offset"), 0u);
   EXPECT_EQ(field(ip, f::kIpv4, "ttl"), 64u);

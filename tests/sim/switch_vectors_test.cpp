@@ -67,8 +67,8 @@ TEST_P(SwitchOnVector, MalformedIsCountedValidIsAggregated) {
   if (!contribution || !int32) {
     // Results are not for a switch to take; fp32/bf16 need the FPGA aggregator.
     EXPECT_EQ(outcome.action, Action::kDropped);
-    EXPECT_EQ(outcome.reason, contribution ? DropReason::kUnsupportedDtype
-                                           : DropReason::kNotContribution);
+    EXPECT_EQ(outcome.reason,
+              contribution ? DropReason::kUnsupportedDtype : DropReason::kNotContribution);
     EXPECT_FALSE(model.registers(slot, set).has_round);
     return;
   }
@@ -83,7 +83,8 @@ TEST_P(SwitchOnVector, MalformedIsCountedValidIsAggregated) {
   std::istringstream values(v.get("values").value_or(""));
   const auto lanes = model.values(slot, set);
   std::int64_t want;
-  for (std::size_t i = 0; values >> want; ++i) EXPECT_EQ(lanes[i], static_cast<std::int32_t>(want)) << i;
+  for (std::size_t i = 0; values >> want; ++i)
+    EXPECT_EQ(lanes[i], static_cast<std::int32_t>(want)) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Vectors, SwitchOnVector, ::testing::ValuesIn(packet_vectors()),

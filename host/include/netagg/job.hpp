@@ -26,18 +26,18 @@ struct Endpoint {
 
 struct WorkerSpec {
   std::uint16_t rank = 0;
-  Endpoint address;                        // the worker's UDP source address
-  std::optional<wire::Mac> mac;            // for the switch/FPGA control planes
+  Endpoint address;              // the worker's UDP source address
+  std::optional<wire::Mac> mac;  // for the switch/FPGA control planes
   std::optional<std::uint16_t> switch_port;
 };
 
 struct JobSpec {
   std::uint16_t job_id = 0;
-  std::uint16_t slot_base = 0;             // first slot of the job's range in the aggregator
-  std::uint16_t slot_count = 0;            // slots in the range = the workers' window
-  std::uint16_t elements_per_packet = 0;   // payload elements of a full packet
-  std::vector<WorkerSpec> workers;         // index == rank; ranks are 0..n-1
-  std::optional<Endpoint> aggregator;      // where workers send (optional in the file)
+  std::uint16_t slot_base = 0;            // first slot of the job's range in the aggregator
+  std::uint16_t slot_count = 0;           // slots in the range = the workers' window
+  std::uint16_t elements_per_packet = 0;  // payload elements of a full packet
+  std::vector<WorkerSpec> workers;        // index == rank; ranks are 0..n-1
+  std::optional<Endpoint> aggregator;     // where workers send (optional in the file)
 
   std::size_t world_size() const { return workers.size(); }
   const WorkerSpec* find_worker(const Endpoint& source) const;

@@ -17,8 +17,8 @@ struct Config;
 
 struct TransportCounters {
   std::uint64_t sent = 0, received = 0, dropped_foreign = 0;  // foreign: not from the aggregator
-  std::uint64_t dropped_malformed = 0;  // truncated or oversized datagrams
-  std::uint64_t injected_drops = 0;     // dropped on purpose by with_loss(), both directions
+  std::uint64_t dropped_malformed = 0;                        // truncated or oversized datagrams
+  std::uint64_t injected_drops = 0;  // dropped on purpose by with_loss(), both directions
 };
 
 class Transport {

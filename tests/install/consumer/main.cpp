@@ -70,10 +70,9 @@ class Aggregator {
 int main() {
   const auto job = netagg::make_local_job(7, 2, 41000, 0, 8, 64, {0x7F000001, 20033});
   Aggregator aggregator(job);
-  netagg::InprocNetwork net([&](const netagg::Endpoint&, std::span<const std::byte> packet,
-                                const netagg::InprocNetwork::SendFn& send) {
-    aggregator.on_packet(packet, send);
-  });
+  netagg::InprocNetwork net(
+      [&](const netagg::Endpoint&, std::span<const std::byte> packet,
+          const netagg::InprocNetwork::SendFn& send) { aggregator.on_packet(packet, send); });
   constexpr std::size_t kCount = 1000;
   std::vector<std::vector<std::int32_t>> data(2, std::vector<std::int32_t>(kCount));
   for (std::size_t i = 0; i < kCount; ++i) {
@@ -107,8 +106,8 @@ int main() {
     for (std::size_t i = 0; i < kCount; ++i) {
       const std::int32_t want = static_cast<std::int32_t>(4 * i) - 500;
       if (data[rank][i] != want) {
-        std::fprintf(stderr, "consumer: rank %d element %zu: %d, want %d\n", rank, i,
-                     data[rank][i], want);
+        std::fprintf(stderr, "consumer: rank %d element %zu: %d, want %d\n", rank, i, data[rank][i],
+                     want);
         return 1;
       }
     }

@@ -32,7 +32,7 @@ inline constexpr std::uint32_t kLanesPerPass = pipeline::kLanesPerPass;
 inline constexpr std::uint32_t kBmv2MaxPasses = pipeline::kBmv2MaxPasses;
 inline constexpr std::uint32_t kTofinoMaxPasses = pipeline::kTofinoMaxPasses;
 inline constexpr std::uint32_t kMaxWorkersPerJob = pipeline::kMaxWorkers;
-inline constexpr std::uint32_t kMaxPort = 511;          // ports are bit<9> in both targets
+inline constexpr std::uint32_t kMaxPort = 511;  // ports are bit<9> in both targets
 // Tofino: a dev port's pipe is port >> 7. Registers are per pipe, and a packet recirculates in
 // its own pipe, so all workers of a job must be on ports of one pipe.
 inline constexpr unsigned kTofinoPipeShift = 7;
