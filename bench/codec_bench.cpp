@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Throughput of the block floating point codec against memcpy of the same buffer.
 //
 // Every benchmark is named <what>/<buffer bytes>; bytes_per_second counts the fp32 buffer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The peer netagg is measured against: Gloo's ring all-reduce (Debian libgloo-dev) of an fp32
 // tensor, sum, over Gloo's TCP transport on loopback with a FileStore rendezvous.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # netagg's benchmarks, run by `make bench` as `bash scripts/bench.sh BUILD_DIR`.
 #
 # In one run on one machine: netagg's all-reduce through the switch model against Gloo's ring

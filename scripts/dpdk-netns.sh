@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The veth set-up of the DPDK transport's test and benchmark (tests/host/dpdk_netns_test.cpp, scripts/bench.sh).
 # Root only (network namespaces). Everything lives in namespaces named NAME-*, so that runs with
 # different NAMEs (ctest -j, a benchmark beside a test) never meet:

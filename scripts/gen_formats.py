@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes every view of netagg's formats from their one description.
 
   formats/wire.json  the wire protocol: frame headers, the netagg header, enumerations, flags,

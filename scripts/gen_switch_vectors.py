@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the switch conformance vectors in tests/vectors/switch/.
 
 Each vector is one case of the switch's behaviour as whole Ethernet frames: the switch's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the golden wire vectors in tests/vectors/wire/.
 
 This is a second, independent encoder (Python's struct, not the C++ code; the header's field

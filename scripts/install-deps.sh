@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages netagg needs to build, test and benchmark.
 # Idempotent: does nothing when everything is already installed. Needs root or sudo.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lints the RTL: `verilator --lint-only -Wall` over all of hw/rtl/files.txt, once with each
 # module as the top, so modules that nothing instantiates yet are checked too (with their
 # default parameters). Exits non-zero if any run warns.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make p4`: compiles the P4 programs with the compilers found on PATH.
 #   BMv2 (v1model):  p4c --target bmv2 --arch v1model  -> build/p4/bmv2/netagg.json (+ p4info)
 #   Tofino (TNA):    bf-p4c --target tofino --arch tna -> build/p4/tofino/

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Synthesis check of the RTL with yosys for Xilinx UltraScale+ (`synth_xilinx -family xcup`):
 # fails on a latch and on any SystemVerilog yosys 0.23 misreads (a name it would declare
 # implicitly, a struct member it turns into a new wire); prints LUT/FF/DSP/BRAM/URAM counts and

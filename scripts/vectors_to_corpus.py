@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the bytes of every golden vector (tests/vectors/**/*.vec) as a raw file: a seed corpus
 for the libFuzzer targets. Usage: vectors_to_corpus.py VECTORS_DIR OUT_DIR"""
 import pathlib

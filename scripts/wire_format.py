@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """formats/wire.json for the Python tools (the vector generators): the netagg header's field
 table and the protocol's numbers, read from the description at import time, so a change of the
 format reaches the generators without an edit here.

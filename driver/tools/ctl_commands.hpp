@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands of netagg-ctl. Each device's control plane adds its own from its own file, so
 // netagg_ctl.cpp knows nothing of the devices.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `netagg-ctl p4 bmv2|tofino`: prints the switch's table entries for the given jobs
 // (driver/p4, docs/control-plane.md).
 #include <cstdio>

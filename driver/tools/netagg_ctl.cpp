@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-ctl: the control planes of netagg's devices on one command line.
 //   netagg-ctl p4 bmv2|tofino --job FILE [--job FILE ...] [--switch-mac MAC] [--switch-ip IP]
 //                             [-o FILE]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block floating point codec and big-endian copies, vectorized with Highway.
 //
 // This file is compiled once per SIMD target by foreach_target.h (it re-includes itself);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator: a queue of all-reduce operations run in order by one thread per
 // communicator, each operation a PacketSource (how the caller's elements become packets and
 // results become elements again) driven through the sans-IO engine over a Transport.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seeded loss injection: a decorator that drops packets on their way out and on their way in,
 // so tests and demos exercise retransmission without a lossy network.
 #include <cmath>

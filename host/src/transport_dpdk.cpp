@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DPDK transport: one DPDK port per transport, frames built with wire::encode_frame straight into
 // mbufs and parsed with wire::decode_frame, burst send/receive, ARP for the aggregator's MAC and
 // ARP replies for our own IP (so that a kernel peer, such as netagg-switchd on kernel UDP, can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel UDP transport: one non-blocking socket bound to the worker's address, batched
 // sendmmsg/recvmmsg. The socket stays unconnected so that datagrams from anyone other than the
 // aggregator reach us and can be counted as foreign instead of vanishing in the kernel.

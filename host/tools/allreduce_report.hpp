@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a netagg-allreduce worker reports (its --json line and its text), in one place for the
 // worker and for the launchers that merge the reports of several workers into one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-allreduce: one worker of an all-reduce through an in-network aggregator. It all-reduces
 // a deterministic pseudo-random tensor and checks the result against a reference it computes
 // locally from every worker's input.

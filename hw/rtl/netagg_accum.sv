@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The adder pipeline: streams the payload beats of a group (a token of netagg_round) from the
 // ports' ingress buffers through the adder tree and into the slot's accumulators, one
 // accumulator beat a cycle. Stages (cycle offsets from S0, the beat's first cycle):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PANAMA's adder tree: the beats of the ports of one group, summed lane by lane in port order
 // ((p0 + p1) + (p2 + p3)) for 4 ports, ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)) for 8.
 // A port without a beat is skipped: its partner passes through that level alone. Latency

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Head check of one ingress port (combinational): the first failing check of the stored frame
 // in the order of docs/fpga-aggregator.md -- the frame checks before the UDP port (made when
 // the frame was stored), the UDP destination port against AGG_UDP_PORT, the packet checks, then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Types and constants the modules of the hand-written aggregator exchange
 // (docs/fpga-aggregator.md): the ingress descriptor and the queued result. The wire format (field offsets, codes, beat
 // geometry) is netagg_pkg, the CSR offsets and counter indices the generated netagg_csr_pkg;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Top level of the hand-written aggregator with the port names Vitis HLS generates for the HLS
 // top (docs/fpga-aggregator.md, "Top-level ports"), so one Verilator harness drives this RTL and
 // RTL exported from hls/. SystemVerilog cannot build port names from an index, so the four

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small first-word-fall-through FIFO in flip-flops, the egress buffer of one port: the
 // replication stage pushes whole beats into every port of a wave in the same cycle, each port's
 // AXI4-Stream master drains at its own TREADY. The pusher checks count_o for room.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adds two 512-bit beats lane by lane (16 x 32 bits), as int32 (wrap-around) or fp32
 // (netagg_fp32_add), in STAGES cycles, fully pipelined. An operand whose valid bit is low is
 // skipped: the other one passes through unchanged (no `x + 0`, which would turn -0 into +0), so

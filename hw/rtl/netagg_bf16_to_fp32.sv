@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bfloat16 -> IEEE binary32, exact: a bf16 is the upper half of the binary32 with the same
 // value, so widening appends sixteen zero fraction bits. Every class keeps its bits (a signaling
 // NaN stays signaling; the adder quiets it). Combinational.

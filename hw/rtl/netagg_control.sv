@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Executes the commands of the CSR block (docs/fpga-aggregator.md, "Commands"): COMMIT store
 // job / store worker / remove job, and the soft reset. A command first makes the aggregator
 // quiet -- no new group is taken (block_o) and the adder pipeline drains; a commit then waits

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregator with its ports as flat vectors (port p at [p*W +: W]); netagg_aggregator
 // gives it the Vitis HLS port names. The packet walk: netagg_ingress (store, frame checks) ->
 // netagg_admit (UDP port, job table checks) -> netagg_round (group, round decision, slot state)

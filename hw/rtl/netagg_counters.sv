@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 64-bit event counters of the CSR map (netagg_csr_pkg::CNT_*), each incremented by up to
 // 2^INC_W - 1 a cycle (several ports count the same event in one cycle), cleared together.
 `default_nettype none

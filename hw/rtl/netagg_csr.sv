@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4-Lite slave with the registers of formats/csr.json (offsets from the generated
 // netagg_csr_pkg). Holds the configuration (aggregator address, the staged JOB_* / WORKER_*
 // fields, COUNTER_INDEX) and turns a write that changes the sequence field of COMMIT or CONTROL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE 754 binary32 adder: round to nearest even, subnormals kept (no flush to zero), fully
 // pipelined (one addition a cycle, result STAGES cycles after its operands).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE binary32 -> bfloat16, round to nearest even. Combinational.
 //
 //  input                              output

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ingress buffer of one port: stores whole frames and checks them before anything else sees
 // them (docs/fpga-aggregator.md, "Checks"). Beat 0 (all headers) is kept in registers, payload
 // beats go to a buffer of IN_FRAMES frames of MAX_BEATS beats. The frame-level and packet-level

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job table: MAX_JOBS entries (job id, workers, slot range, elements per packet) and per
 // entry MAX_WORKERS worker records (IPv4 address, UDP port, egress port, MAC). Written by the
 // control sequencer when a COMMIT command executes (netagg_control); read combinationally by

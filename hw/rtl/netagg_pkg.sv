@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg_pkg: the constants and types of the FPGA aggregator's RTL.
 //
 // The wire part is generated from formats/wire.json (docs/wire-format.md explains every field);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The replication stage: a queue of results (pushed when a group completes a round or asks for
 // resends, released when that group's token has left the adder pipeline) and the engine that
 // turns each into result frames, one for every rank in its destination bitmap, on that rank's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Round decisions and the slot state of every (slot, set): the switch model's algorithm
 // (sim/switch/README.md) plus dtype_mismatch, see docs/fpga-aggregator.md ("Round checks",
 // "Groups", "The round decision pipeline"). Five stages, so that no register-to-register path

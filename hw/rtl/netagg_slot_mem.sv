@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The accumulators: MAX_BEATS beats of 16 x 32 bits per slot and set, at
 // ((slot * 2 + set) * MAX_BEATS + beat). One write port and two registered read ports (the adder
 // pipeline's read-modify-write and the replication stage). A read in the cycle of a write to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Packages the SystemVerilog aggregator (hw/rtl/) as a Vitis RTL kernel (.xo). Run by
 # hw/vitis/Makefile (`make xclbin KERNEL=rtl`):
 #

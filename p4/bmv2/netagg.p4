@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* netagg switch pipeline for BMv2 simple_switch (v1model): the behaviour of p4/tofino/netagg.p4,
  * with the same table, action, parameter, register and counter names (controls NetaggIngress /
  * NetaggEgress), for users without a Tofino. docs/switch-pipeline.md maps it to the model

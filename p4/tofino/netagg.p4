@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* netagg switch pipeline for Tofino 1 (TNA): SwitchML (Sapio et al., NSDI 2021, Algorithm 2)
  * plus a per-(slot, set) round seq, as sim/switch/switch_model.{hpp,cpp} (the register-level
  * model) and sim/switch/README.md (the decision table) define it. docs/switch-pipeline.md maps

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program run as a child process, for the programs that supervise others: the local launcher
 // (netagg-local) and the tests that drive the daemons and tools. Its stdout is a pipe read on
 // demand, its stderr goes to ours, to that pipe or to a file; it is killed when the object goes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The UDP side of the aggregator daemons (netagg-switchd, netagg-fpgad): one socket, batched
 // with recvmmsg/sendmmsg, one thread, and the signals that steer a daemon (SIGINT/SIGTERM stop
 // it, SIGUSR1/SIGHUP are handed to it) read from a signalfd, so no datagram is lost to EINTR.

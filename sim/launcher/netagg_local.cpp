@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-local: an all-reduce on one machine. It writes a loopback job file, starts the daemon of
 // the target (netagg-switchd for switch-sim, netagg-fpgad for fpga-sim; none for an IP:PORT),
 // runs N netagg-allreduce workers with --json, stops the daemon and prints one summary of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-frame-switchd: the frame-level switch pipeline (sim/switch/pipeline.hpp) on network
 // interfaces through AF_PACKET, configured by simple_switch_CLI lines, as a stand-in for a BMv2
 // simple_switch: netagg-replay --iface checks its AF_PACKET path against it in CI, and the same

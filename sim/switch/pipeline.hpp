@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frame-level model of the netagg switch pipeline: Ethernet frames in on a port, frames out on
 // ports, configured by the same simple_switch_CLI lines that configure the BMv2 program (the P4
 // control-plane contract, sim/switch/pipeline.md). Around SwitchModel (the registers) it models

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Switch ports on Linux network interfaces through AF_PACKET raw sockets: whole Ethernet
 // frames out of and into an interface, for netagg-replay --iface (a BMv2 simple_switch or a
 // Tofino model behind veths) and netagg-frame-switchd (the frame-level pipeline on interfaces).

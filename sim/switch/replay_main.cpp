@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-replay: replays the switch conformance vectors (tests/vectors/switch) against the
 // in-process frame-level pipeline (--model) or a switch behind network interfaces (--iface
 // PORT=IFNAME ..., AF_PACKET: a BMv2 simple_switch, a Tofino model, netagg-frame-switchd), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Register-level model of the SwitchML switch pipeline (Sapio et al., NSDI 2021, Algorithm 2 with
 // shadow copies), with one addition: every (slot, set) knows the seq of its round, so a late
 // copy of an old packet cannot be taken for a new round. The P4 programs under p4/ mirror it

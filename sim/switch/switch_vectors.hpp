@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch conformance vectors (tests/vectors/switch/*.vec, format in tests/vectors/README.md)
 // and their replay against a target: the in-process SwitchPipeline, or a switch behind network
 // interfaces (netagg-replay --iface). Shared by the CI test and netagg-replay.

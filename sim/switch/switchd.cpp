@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-switchd: serves the SwitchML switch model on UDP, so workers (netagg-allreduce, the
 // end-to-end tests) can all-reduce through it on one machine. The UDP side (one socket, batched
 // with recvmmsg/sendmmsg, one thread, signals through a signalfd) is sim/common's DatagramServer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-ctl as a process: exit status, what goes to stdout, stderr and -o FILE.
 #include <signal.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control plane against the P4 text: every table, action, action parameter and key that
 // driver/p4 writes (p4_schema(), the single list its printers take names from) is declared in
 // BOTH p4/bmv2/netagg.p4 and p4/tofino/netagg.p4, in the control the generator names, with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // driver/p4: the switch's control plane generated from job files. Golden files hold the exact
 // output for a few job files (reviewed line by line against docs/control-plane.md); the error
 // tests check that every check names the job and the field; the numbering tests check groups,

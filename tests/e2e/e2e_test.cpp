@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End to end over UDP on loopback: `netagg-local --workers 4` starts netagg-switchd (or
 // netagg-fpgad) and four netagg-allreduce processes, which all-reduce through the daemon and
 // verify their results. The tests read the launcher's --json summary; one runs a worker alone.

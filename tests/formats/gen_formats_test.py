@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests of scripts/gen_formats.py: it refuses descriptions that break the rules (naming the
 problem and writing nothing), it is idempotent, --check finds a stale view, and one edit of the
 description (a new header field) reaches every view."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The generated Wireshark dissector (formats/wireshark/netagg.lua) against the golden vectors:
 every vector goes into a pcap (packet-layer vectors wrapped in Ethernet/IPv4/UDP to the netagg
 port), tshark decodes it with the dissector, and every header field, the payload's element count

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the block floating point codec. Each statement of docs/numerics.md names the test
 // here that proves it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicators of several ranks as threads in one process, over the in-process network with
 // the switch model as the aggregator: the whole host runtime (communicator, codec, engine) and
 // the SwitchML algorithm, without sockets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config from files and from the environment a launcher sets: every field read, every error
 // names the field or variable at fault.
 #include "netagg/config.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The DPDK part of the worker config: the "dpdk" object of a config file, NETAGG_DPDK_*, and
 // validate()'s checks. Needs no DPDK (the transport's own tests are in dpdk_transport_test).
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The DPDK transport over a real (virtual) network: each worker in a network namespace of its
 // own, running netagg-allreduce --transport dpdk on net_af_packet over a veth (no IP address in
 // the kernel: DPDK owns it), the aggregator netagg-switchd on kernel UDP in another namespace,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The DPDK transport in one process, without root or network: net_ring0 is a loopback port
 // (what it sends comes back to it), so a transport whose aggregator is its own address receives
 // its own frames (ARP included) and one aimed elsewhere sees them as foreign. Also: one EAL per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protocol engine, driven single-threaded with a simulated clock through a simulated network
 // (seeded loss, duplication, reordering) to a reference aggregator written here to be obviously
 // correct; and once with real threads through the in-process network.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the packet and frame decoders must never read out of bounds, and whatever
 // they accept must re-encode to the same bytes.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process network: delivery, seeded loss / duplication / reordering in both directions,
 // blocking receive, and concurrent workers.
 #include <gtest/gtest.h>

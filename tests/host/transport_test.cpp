@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel UDP transport on loopback (batching, foreign and oversized datagrams, socket
 // errors) and the seeded loss decorator.
 #include "netagg/transport.hpp"

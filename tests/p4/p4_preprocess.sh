@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the C preprocessor over p4/tofino/netagg.p4 and p4/bmv2/netagg.p4 as p4c/bf-p4c would
 # (cpp -P with p4/common on the include path; core.p4, tna.p4, v1model.p4 replaced by empty
 # stand-ins, as neither compiler is installed here). This is NOT a P4 compile: it catches broken

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sim/common's ChildProcess, which netagg-local and the daemon and tool tests run programs with:
 // stdout on demand and by line, stderr to a file or into stdout, exit descriptions, environment,
 // deadlines, the kill when the object goes or its owner dies; and free_loopback_ports. The

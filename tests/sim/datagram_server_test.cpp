@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sim/common's DatagramServer, the UDP side of netagg-switchd and netagg-fpgad: batches with the
 // sender's and the local address of each datagram, sends in batches (optionally from a chosen
 // local address), the signal loop, and its configuration errors. Loopback only; ports picked by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch model against hand-written expectations: the conformance cases (basic
 // reduction, retransmission after completion, other set, both sets, slot reuse, ignored
 // retransmissions, retransmission from the previous set, foreign job, unknown source, slot out

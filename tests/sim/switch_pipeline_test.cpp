@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame-level switch pipeline: every conformance vector of tests/vectors/switch replayed
 // (exact frames out, outcomes, counters), the simple_switch_CLI parser's errors, a job
 // configured from hand-written BMv2 lines of the contract and all-reduced through frames, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-replay as a process: against the model (every vector passes; a wrong vector fails with
 // a message; usage errors exit 2), and, as root, over real interfaces: netagg-frame-switchd on
 // one end of veth pairs in a network namespace, netagg-replay on the other ends in another,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch model on the shared golden vectors (tests/vectors/wire): every malformed packet is
 // dropped and counted under the decoder's reason without touching a register, and every valid
 // contribution is taken, by a job whose table matches the vector, into the slot and set it names.

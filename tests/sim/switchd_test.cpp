@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-switchd as a process: started on loopback with a job file, driven from UDP sockets bound
 // to the workers' addresses, stopped with signals. Every port is picked by the kernel, so tests
 // running in parallel do not collide.

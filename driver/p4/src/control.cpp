@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "netagg/p4/control.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Codecs between the caller's elements and payload bytes (big-endian on the wire).
 // Block floating point (SwitchML): fp32 -> int32 with one exponent per chunk, so that an
 // integer aggregator (switch) can sum n workers' chunks without overflow.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public API of libnetagg: a communicator per worker (no singleton: several can live in one
 // process), blocking and asynchronous sum all-reduce of fp32 and int32 tensors.
 //

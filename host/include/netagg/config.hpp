@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a worker is configured: from a JSON file and/or the environment a launcher sets.
 #pragma once
 

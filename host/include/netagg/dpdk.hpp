@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The DPDK transport: netagg packets in Ethernet/IPv4/UDP frames built and parsed in mbufs, sent
 // and received in bursts on one DPDK port, with ARP for the aggregator's MAC. Only in a
 // libnetagg built with DPDK (netagg::dpdk_built()); the communicator picks it for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protocol engine, sans-IO: packets and time in, packets and a deadline out. The same engine
 // runs over UDP, in-process, and (later) DPDK and inside simulators.
 //

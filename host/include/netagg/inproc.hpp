@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-process network for tests: workers' Transports and an aggregator callback in one
 // process, with seeded loss, duplication and reordering in both directions.
 //

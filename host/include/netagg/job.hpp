@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job description: one format, read by the host runtime, the aggregator daemons and the
 // device control planes (docs/job-format.md). A job is a set of workers that all-reduce
 // together through a range of the aggregator's slots.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transports move netagg packets between one worker and its aggregator. The protocol engine
 // knows none of them; the communicator drives a Transport with the engine's output.
 #pragma once

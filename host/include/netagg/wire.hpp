@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The netagg wire format's codecs: a netagg packet (header + payload, the UDP payload) and the
 // Ethernet/IPv4/UDP frame that carries it. The format itself (constants, enumerations, offsets,
 // the Header struct, errors) is netagg/wire_format.hpp, generated from formats/wire.json like

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Control plane of the P4 switch (p4/bmv2, p4/tofino): the table entries and multicast groups
 // one or more jobs need, as simple_switch_CLI commands for BMv2 and as a bfrt_python script for
 // the Tofino SDE. The names, keys and action parameters are the contract of
