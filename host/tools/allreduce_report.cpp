@@ -4,8 +4,44 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 namespace netagg::report {
+
+void add_tensor_options(CLI::App& app, TensorOptions& o) {
+  app.add_option("--dtype", o.dtype, "element type")
+      ->check(CLI::IsMember({"fp32", "int32"}))
+      ->capture_default_str();
+  app.add_option("--float-wire", o.float_wire,
+                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
+                 "int32-bfp)")
+      ->check(CLI::IsMember({"int32-bfp", "fp32"}));
+  app.add_option("--count", o.count, "elements in the tensor")
+      ->check(CLI::Range(1ull, 1ull << 31))
+      ->capture_default_str();
+  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..1")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_s, "seconds without progress before an all-reduce fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+}
+
+std::vector<std::string> tensor_args(const TensorOptions& o) {
+  std::vector<std::string> a = {"--dtype",      o.dtype,
+                                "--count",      std::to_string(o.count),
+                                "--loss",       fmt::format("{}", o.loss),
+                                "--seed",       std::to_string(o.seed),
+                                "--timeout",    fmt::format("{}", o.timeout_s),
+                                "--iterations", std::to_string(o.iterations)};
+  if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
+  return a;
+}
 
 nlohmann::json to_json(const Mismatch& m) {
   return {{"index", m.index}, {"got", m.got}, {"want", m.want}, {"bound", m.bound}};

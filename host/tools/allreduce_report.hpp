@@ -9,7 +9,26 @@
 
 #include <nlohmann/json.hpp>
 
+namespace CLI {
+class App;
+}
+
 namespace netagg::report {
+
+// The test tensor and how it is all-reduced: options of the worker that a launcher passes on.
+struct TensorOptions {
+  std::string dtype = "fp32";
+  std::string float_wire;  // empty: what the target needs
+  std::uint64_t count = 1 << 20;
+  double loss = 0.0;
+  std::uint64_t seed = 1;
+  double timeout_s = 10.0;
+  int iterations = 1;
+};
+// --dtype, --float-wire, --count, --loss, --seed, --timeout, --iterations.
+void add_tensor_options(CLI::App& app, TensorOptions& o);
+// The same options as arguments for a worker.
+std::vector<std::string> tensor_args(const TensorOptions& o);
 
 // An element of the result outside the bound of the reference sum.
 struct Mismatch {

@@ -48,18 +48,11 @@ constexpr int kExitMismatch = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitFailed = 3;
 
-struct Options {
+struct Options : netagg::report::TensorOptions {
   int rank = -1;
   std::string job_file;
   std::string target = "switch-sim";
   std::string transport;  // empty: the config's (NETAGG_TRANSPORT, else udp)
-  std::string dtype = "fp32";
-  std::string float_wire;  // empty: what the target needs
-  std::uint64_t count = 1 << 20;
-  double loss = 0.0;
-  std::uint64_t seed = 1;
-  double timeout_s = 10.0;
-  int iterations = 1;
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker
   bool wrong_input = false;             // hidden: an input the others' references do not expect
@@ -368,27 +361,7 @@ int main(int argc, char** argv) {
                  "udp or dpdk (DPDK options from NETAGG_DPDK_* or NETAGG_CONFIG); default: the "
                  "config's, else udp")
       ->check(CLI::IsMember({"udp", "dpdk"}));
-  app.add_option("--dtype", o.dtype, "element type")
-      ->check(CLI::IsMember({"fp32", "int32"}))
-      ->capture_default_str();
-  app.add_option("--float-wire", o.float_wire,
-                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
-                 "int32-bfp)")
-      ->check(CLI::IsMember({"int32-bfp", "fp32"}));
-  app.add_option("--count", o.count, "elements in the tensor")
-      ->check(CLI::Range(1ull, 1ull << 31))
-      ->capture_default_str();
-  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..1")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
-      ->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "seconds without progress before an all-reduce fails")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+  netagg::report::add_tensor_options(app, o);
   app.add_flag("--json", o.json, "the report as one JSON line on stdout");
   // Test hooks, hidden from --help.
   app.add_option("--die-after-packets", o.die_after_packets)->group("");

@@ -63,17 +63,10 @@ constexpr int kFpgaSlots = 64;
 // sent twice. 16 keeps all ports busy without that.
 constexpr int kFpgaSimWindow = 16;
 
-struct Options {
+struct Options : netagg::report::TensorOptions {
   int workers = 4;
   std::string target = "switch-sim";
   std::string transport;
-  std::string dtype = "fp32";
-  std::string float_wire;  // empty: what the target needs
-  std::uint64_t count = 1 << 20;
-  double loss = 0.0;
-  std::uint64_t seed = 1;
-  double timeout_s = 10.0;
-  int iterations = 1;
   int elements_per_packet = 1024;  // loopback: no 1500-byte MTU to respect (fpga-sim: below)
   int window = 128;
   int port_base = 0;
@@ -180,27 +173,10 @@ class TempDir {
 
 std::vector<std::string> worker_args(const Program& worker, const Options& o, int rank,
                                      const fs::path& job, const Endpoint& aggregator) {
-  std::vector<std::string> a{worker.path.string(),
-                             "--rank",
-                             std::to_string(rank),
-                             "--job",
-                             job.string(),
-                             "--target",
-                             aggregator.to_string(),
-                             "--dtype",
-                             o.dtype,
-                             "--count",
-                             std::to_string(o.count),
-                             "--loss",
-                             fmt::format("{}", o.loss),
-                             "--seed",
-                             std::to_string(o.seed),
-                             "--timeout",
-                             fmt::format("{}", o.timeout_s),
-                             "--iterations",
-                             std::to_string(o.iterations),
-                             "--json"};
-  if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
+  std::vector<std::string> a{worker.path.string(), "--rank",   std::to_string(rank),   "--job",
+                             job.string(),         "--target", aggregator.to_string(), "--json"};
+  const auto tensor = netagg::report::tensor_args(o);
+  a.insert(a.end(), tensor.begin(), tensor.end());
   if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
   if (rank == o.kill_rank && o.kill_after_packets >= 0)
     a.insert(a.end(), {"--die-after-packets", std::to_string(o.kill_after_packets)});
@@ -511,27 +487,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--transport", o.transport, "the workers' transport: udp (the only one here)")
       ->check(CLI::IsMember({"udp", "dpdk"}));
-  app.add_option("--dtype", o.dtype, "element type")
-      ->check(CLI::IsMember({"fp32", "int32"}))
-      ->capture_default_str();
-  app.add_option("--float-wire", o.float_wire,
-                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
-                 "int32-bfp)")
-      ->check(CLI::IsMember({"int32-bfp", "fp32"}));
-  app.add_option("--count", o.count, "elements in the tensor")
-      ->check(CLI::Range(1ull, 1ull << 31))
-      ->capture_default_str();
-  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..1")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
-      ->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "seconds without progress before an all-reduce fails")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+  netagg::report::add_tensor_options(app, o);
   auto* elements_option =
       app.add_option("--elements-per-packet", o.elements_per_packet,
                      "elements per packet in the job; fpga-sim: 256 and at most that")
