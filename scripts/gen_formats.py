@@ -107,6 +107,20 @@ def num(c):
     return hexval(c["value"], c["bits"]) if c.get("hex") else str(c["value"])
 
 
+def pack(items, indent, width=100):
+    """Items joined by spaces into lines of at most `width` columns."""
+    lines, line = [], ""
+    for item in items:
+        if line and len(indent) + len(line) + 1 + len(item) > width:
+            lines.append(indent + line)
+            line = item
+        else:
+            line = f"{line} {item}" if line else item
+    if line:
+        lines.append(indent + line)
+    return lines
+
+
 def hexval(value, bits):
     digits = max(1, (bits + 3) // 4)
     return f"0x{value:0{digits}X}"
@@ -625,8 +639,8 @@ def render_cpp_wire(w):
     for fh in w["frame_headers"]:
         h = fh["header"]
         a(f"inline constexpr Field k{camel(h['name'])}[] = {{")
-        for f in h["fields"]:
-            a(f"    {{{cpp_string(f['name'])}, {f['bit_offset']}, {f['bits']}}},")
+        entries = [f"{{{cpp_string(f['name'])}, {f['bit_offset']}, {f['bits']}}}," for f in h["fields"]]
+        out.extend(pack(entries, "    "))
         a("};")
     a("}  // namespace fields")
     a("")
@@ -850,6 +864,8 @@ def render_sv_wire(w):
         h, base = fh["header"], fh["offset"]
         s = upper(h["short"])
         a(f"{i2}localparam int unsigned FRM_{s} = {base};")
+        if h["name"] == "netagg":
+            continue  # its fields: FRM_NETAGG + OFF_<FIELD>
         for f in h["fields"]:
             first, nbytes, shift, mask = container(f)
             a(f"{i2}localparam int unsigned FRM_{s}_{upper(f['name'])} = {base + first};")
@@ -1351,9 +1367,8 @@ def render_csr_hls(m):
     w("")
     w("// Counter indices (COUNTER_INDEX).")
     w("enum Counter {")
-    for i, c in enumerate(m["counters"]):
-        w(f"  k{camel(c)} = {i},")
-    w("  kCounterCount")
+    out.extend(pack([f"k{camel(m['counters'][0])} = 0,"] +
+                    [f"k{camel(c)}," for c in m["counters"][1:]] + ["kCounterCount"], "  "))
     w("};")
     w("")
     w("}  // namespace csr14")

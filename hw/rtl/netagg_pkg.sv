@@ -189,17 +189,6 @@ package netagg_pkg;
   localparam int unsigned FRM_UDP_LENGTH = 38;
   localparam int unsigned FRM_UDP_CHECKSUM = 40;
   localparam int unsigned FRM_NETAGG = 42;
-  localparam int unsigned FRM_NETAGG_VERSION = 42;
-  localparam int unsigned FRM_NETAGG_TYPE = 43;
-  localparam int unsigned FRM_NETAGG_DTYPE = 44;
-  localparam int unsigned FRM_NETAGG_FLAGS = 45;
-  localparam int unsigned FRM_NETAGG_JOB_ID = 46;
-  localparam int unsigned FRM_NETAGG_RANK = 48;
-  localparam int unsigned FRM_NETAGG_SLOT = 50;
-  localparam int unsigned FRM_NETAGG_COUNT = 52;
-  localparam int unsigned FRM_NETAGG_EXPONENT = 54;
-  localparam int unsigned FRM_NETAGG_SEQ = 56;
-  localparam int unsigned FRM_NETAGG_RESERVED = 60;
 
   localparam logic [15:0] ETHERTYPE_IPV4 = 16'h0800;
   localparam logic [15:0] ETHERTYPE_ARP = 16'h0806;

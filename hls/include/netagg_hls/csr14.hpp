@@ -49,37 +49,13 @@ constexpr unsigned kStatusBusy = 0x01u;  // STATUS
 
 // Counter indices (COUNTER_INDEX).
 enum Counter {
-  kFramesIn = 0,
-  kFramesOut = 1,
-  kAggregated = 2,
-  kCompletions = 3,
-  kResultsResent = 4,
-  kMalformedTruncated = 5,
-  kMalformedNotIpv4 = 6,
-  kMalformedBadIpHeader = 7,
-  kMalformedNotUdp = 8,
-  kMalformedWrongPort = 9,
-  kMalformedIpLengthMismatch = 10,
-  kMalformedUdpLengthMismatch = 11,
-  kMalformedBadVersion = 12,
-  kMalformedBadType = 13,
-  kMalformedBadDtype = 14,
-  kMalformedBadFlags = 15,
-  kMalformedReservedNonzero = 16,
-  kMalformedCountTooLarge = 17,
-  kMalformedLengthMismatch = 18,
-  kDroppedNotContribution = 19,
-  kDroppedUnknownJob = 20,
-  kDroppedRankOutOfRange = 21,
-  kDroppedForeignSource = 22,
-  kDroppedSlotOutOfRange = 23,
-  kDroppedCountTooLargeForJob = 24,
-  kDroppedCountMismatch = 25,
-  kDroppedDtypeMismatch = 26,
-  kDroppedDuplicate = 27,
-  kDroppedStale = 28,
-  kDroppedAhead = 29,
-  kCounterCount
+  kFramesIn = 0, kFramesOut, kAggregated, kCompletions, kResultsResent, kMalformedTruncated,
+  kMalformedNotIpv4, kMalformedBadIpHeader, kMalformedNotUdp, kMalformedWrongPort,
+  kMalformedIpLengthMismatch, kMalformedUdpLengthMismatch, kMalformedBadVersion, kMalformedBadType,
+  kMalformedBadDtype, kMalformedBadFlags, kMalformedReservedNonzero, kMalformedCountTooLarge,
+  kMalformedLengthMismatch, kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange,
+  kDroppedForeignSource, kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch,
+  kDroppedDtypeMismatch, kDroppedDuplicate, kDroppedStale, kDroppedAhead, kCounterCount
 };
 
 }  // namespace csr14

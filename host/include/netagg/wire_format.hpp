@@ -290,42 +290,19 @@ struct Field {
   std::size_t bits;
 };
 inline constexpr Field kEthernet[] = {
-    {"dst_addr", 0, 48},
-    {"src_addr", 48, 48},
-    {"ether_type", 96, 16},
+    {"dst_addr", 0, 48}, {"src_addr", 48, 48}, {"ether_type", 96, 16},
 };
 inline constexpr Field kIpv4[] = {
-    {"version", 0, 4},
-    {"ihl", 4, 4},
-    {"dscp", 8, 6},
-    {"ecn", 14, 2},
-    {"total_len", 16, 16},
-    {"identification", 32, 16},
-    {"flags", 48, 3},
-    {"frag_offset", 51, 13},
-    {"ttl", 64, 8},
-    {"protocol", 72, 8},
-    {"hdr_checksum", 80, 16},
-    {"src_addr", 96, 32},
-    {"dst_addr", 128, 32},
+    {"version", 0, 4}, {"ihl", 4, 4}, {"dscp", 8, 6}, {"ecn", 14, 2}, {"total_len", 16, 16},
+    {"identification", 32, 16}, {"flags", 48, 3}, {"frag_offset", 51, 13}, {"ttl", 64, 8},
+    {"protocol", 72, 8}, {"hdr_checksum", 80, 16}, {"src_addr", 96, 32}, {"dst_addr", 128, 32},
 };
 inline constexpr Field kUdp[] = {
-    {"src_port", 0, 16},
-    {"dst_port", 16, 16},
-    {"length", 32, 16},
-    {"checksum", 48, 16},
+    {"src_port", 0, 16}, {"dst_port", 16, 16}, {"length", 32, 16}, {"checksum", 48, 16},
 };
 inline constexpr Field kNetagg[] = {
-    {"version", 0, 8},
-    {"type", 8, 8},
-    {"dtype", 16, 8},
-    {"flags", 24, 8},
-    {"job_id", 32, 16},
-    {"rank", 48, 16},
-    {"slot", 64, 16},
-    {"count", 80, 16},
-    {"exponent", 96, 16},
-    {"seq", 112, 32},
+    {"version", 0, 8}, {"type", 8, 8}, {"dtype", 16, 8}, {"flags", 24, 8}, {"job_id", 32, 16},
+    {"rank", 48, 16}, {"slot", 64, 16}, {"count", 80, 16}, {"exponent", 96, 16}, {"seq", 112, 32},
     {"reserved", 144, 32},
 };
 }  // namespace fields
