@@ -1,15 +1,24 @@
 // RtlHarness: an FpgaModel around a Verilated top with the aggregator's ports
-// (docs/fpga-aggregator.md: ap_clk, ap_rst_n, rx_<i>_* / tx_<i>_* AXI4-Stream, s_axi_control_*
-// AXI4-Lite). A template over the Verilated class, so the harness's own tests can drive a small
-// stand-in top with the same ports; sim/fpga/rtl_model.cpp instantiates it for netagg_aggregator.
+// (docs/fpga-aggregator.md: ap_clk, ap_rst_n, rx_<i>_* / tx_<i>_* AXI4-Stream for i = 0..3,
+// s_axi_control_* AXI4-Lite). One harness for every user of the RTL: netagg-fpgad, the scenario,
+// the bench and the tests. A template over the Verilated class, because each Verilated
+// configuration of netagg_aggregator (sim/fpga/CMakeLists.txt) is a class of its own, and the
+// harness's own tests drive a small stand-in top with the same ports.
 //
 // One cycle: inputs are set, the model settles with the clock low, handshakes are sampled
 // (valid && ready), the rising edge is evaluated, then the queues advance by what fired. The
 // harness owns its VerilatedContext (no file-scope statics), so several models can coexist.
+//
+// Beyond FpgaModel, what the RTL tests need to reach corner cases and check them: random gaps in
+// ingress TVALID and random egress TREADY, beat and stall counts per port, AXI4-Lite writes with
+// byte strobes, an empty frame, TREADY/TVALID of ports the configuration leaves unused, and
+// (RtlOptions::observe_rounds) the frames the round stage takes at each clock edge, read from its
+// public debug signals, so that a reference model can be fed exactly the groups the RTL formed.
 #pragma once
 
 #include <verilated.h>
 #include <verilated_fst_c.h>
+#include <verilated_sym_props.h>
 
 #include <algorithm>
 #include <array>
@@ -17,7 +26,11 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <random>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +39,36 @@
 #include "netagg/error.hpp"
 
 namespace netagg::sim {
+
+struct RtlOptions {
+  std::string name = "rtl";  // for messages and FpgaModel::name()
+  std::string trace_fst{};   // an FST waveform of every cycle is written there; "" = none
+  // default_quiet_cycles(). The RTL's first result beat leaves about 20 cycles after the last
+  // beat of the contribution that completes a round (the adder pipelines, then the slot memory;
+  // replication streams without gaps): 64 cover it with room. Too few would not lose results,
+  // only delay them to the next batch of netagg-fpgad (sim/fpga/README.md).
+  std::uint64_t quiet_cycles = 64;
+  // Seeds Verilator's random initial state (the RTL is verilated with --x-initial unique, so a
+  // design that relies on power-up zeros fails) and the random ingress gaps and egress TREADY:
+  // the same seed repeats a run exactly.
+  std::uint64_t seed = 1;
+  // Record the frames the round stage takes (take_decisions) and the order frames arrive
+  // (take_arrivals). Needs the public debug signals of netagg_aggregator's round stage. The
+  // records grow until they are taken, so this is for tests, not for a daemon.
+  bool observe_rounds = false;
+};
+
+// A frame and the ingress port it came in on.
+using PortFrame = std::pair<unsigned, std::vector<std::byte>>;
+
+// Frames the round stage took off the ingress ports at one clock edge: `group` the head frames it
+// decided together (in port order, the adder tree's inputs), `dropped` the heads that failed a
+// check.
+struct RoundDecision {
+  std::uint64_t cycle = 0;
+  std::vector<PortFrame> group;
+  std::vector<PortFrame> dropped;
+};
 
 // Pointers to one AXI4-Stream port's signals in a Verilated top.
 struct AxisSignals {
@@ -43,31 +86,45 @@ struct AxisSignals {
         &(top).dir##_##i##_TLAST, &(top).dir##_##i##_TVALID, &(top).dir##_##i##_TREADY \
   }
 
-template <typename Top, unsigned kPorts>
+// kPorts: the ports the configuration uses (its NUM_PORTS); the top always has four, and the
+// harness holds the others idle.
+template <typename Top, unsigned kPorts = 4>
 class RtlHarness final : public FpgaModel {
  public:
+  static constexpr unsigned kTopPorts = 4;
+  static_assert(kPorts >= 1 && kPorts <= kTopPorts, "NUM_PORTS is 1..4 on netagg_aggregator");
   static constexpr unsigned kBeatBytes = 64;
   static constexpr unsigned kResetCycles = 8;
   // An AXI4-Lite transaction the device does not answer within this many cycles is an error.
   static constexpr std::uint64_t kCsrTimeoutCycles = 100000;
 
-  RtlHarness(std::string name, const std::string& trace_fst, std::uint64_t quiet_cycles)
-      : name_(std::move(name)), quiet_cycles_(quiet_cycles), context_(new VerilatedContext) {
+  explicit RtlHarness(RtlOptions options = {})
+      : options_(std::move(options)),
+        context_(std::make_unique<VerilatedContext>()),
+        rng_(options_.seed) {
     context_->commandArgs(0, static_cast<const char**>(nullptr));
-    // The RTL is verilated with --x-initial unique: state not reset starts random (seeded, so
-    // runs repeat), and a design that relies on power-up zeros fails.
     context_->randReset(2);
-    context_->randSeed(1);
-    context_->traceEverOn(!trace_fst.empty());
+    context_->randSeed(static_cast<int>(options_.seed & 0x7FFFFFFF));
+    context_->traceEverOn(!options_.trace_fst.empty());
     top_ = std::make_unique<Top>(context_.get(), "netagg");
-    rx_ = ports(*top_, /*rx=*/true);
-    tx_ = ports(*top_, /*rx=*/false);
-    if (!trace_fst.empty()) {
-      trace_ = std::make_unique<VerilatedFstC>();
-      top_->trace(trace_.get(), 99);
-      trace_->open(trace_fst.c_str());
-      if (!trace_->isOpen())
-        throw Error(Errc::kConfig, fmt::format("cannot write the FST trace {}", trace_fst));
+    rx_ = {NETAGG_AXIS_SIGNALS(*top_, rx, 0), NETAGG_AXIS_SIGNALS(*top_, rx, 1),
+           NETAGG_AXIS_SIGNALS(*top_, rx, 2), NETAGG_AXIS_SIGNALS(*top_, rx, 3)};
+    tx_ = {NETAGG_AXIS_SIGNALS(*top_, tx, 0), NETAGG_AXIS_SIGNALS(*top_, tx, 1),
+           NETAGG_AXIS_SIGNALS(*top_, tx, 2), NETAGG_AXIS_SIGNALS(*top_, tx, 3)};
+    if (options_.observe_rounds) find_round_signals();
+    if (!options_.trace_fst.empty()) {
+      if constexpr (kCanTrace) {
+        trace_ = std::make_unique<Trace>();
+        top_->trace(trace_.get(), 99);
+        trace_->open(options_.trace_fst.c_str());
+        if (!trace_->isOpen())
+          throw Error(Errc::kConfig,
+                      fmt::format("cannot write the FST trace {}", options_.trace_fst));
+      } else {
+        throw Error(Errc::kUnsupported,
+                    fmt::format("{}: this Verilated configuration was built without TRACE_FST",
+                                options_.name));
+      }
     }
     egress_ready_.fill(true);
     reset();
@@ -78,14 +135,19 @@ class RtlHarness final : public FpgaModel {
     top_->final();
   }
 
-  std::string name() const override { return name_; }
-  unsigned num_ports() const override { return kPorts; }
-  std::uint64_t default_quiet_cycles() const override { return quiet_cycles_; }
+  RtlHarness(const RtlHarness&) = delete;
+  RtlHarness& operator=(const RtlHarness&) = delete;
 
+  std::string name() const override { return options_.name; }
+  unsigned num_ports() const override { return kPorts; }
+  std::uint64_t default_quiet_cycles() const override { return options_.quiet_cycles; }
+
+  // Also forgets the beat and stall counts and what observe_rounds recorded but was not taken.
   void reset() override {
-    for (auto& q : ingress_) q.clear();
-    ingress_beat_.fill(0);
+    for (auto& port : ingress_) port = IngressPort{};
     for (auto& f : egress_partial_) f.bytes.clear();
+    decisions_.clear();
+    arrivals_.clear();
     top_->ap_rst_n = 0;
     idle_axi();
     // Until the first clock edge in reset the registers hold their random initial values, TVALID
@@ -100,11 +162,18 @@ class RtlHarness final : public FpgaModel {
   void push_frame(unsigned port, std::span<const std::byte> frame) override {
     check_port(port);
     if (frame.empty()) throw Error(Errc::kInvalidArgument, "push_frame: empty frame");
-    ingress_[port].emplace_back(frame.begin(), frame.end());
+    ingress_[port].queue.emplace_back(frame.begin(), frame.end());
+  }
+  // One beat with TLAST and no TKEEP bit set: a frame no MAC delivers, which the device must
+  // still count (as truncated). push_frame refuses it, so that callers that mean a real frame
+  // cannot send one by mistake.
+  void push_empty_frame(unsigned port) {
+    check_port(port);
+    ingress_[port].queue.emplace_back();
   }
   std::size_t ingress_pending(unsigned port) const override {
     check_port(port);
-    return ingress_[port].size();
+    return ingress_[port].queue.size();
   }
 
   void set_egress_ready(unsigned port, bool ready) override {
@@ -116,10 +185,38 @@ class RtlHarness final : public FpgaModel {
     return egress_ready_[port];
   }
 
+  // Each cycle, each ingress port with a beat to send holds TVALID low with this probability
+  // (0: beats back to back).
+  void set_ingress_gaps(double probability) { gap_probability_ = probability; }
+  // Each cycle, each egress port's TREADY is high with this probability; below 0 it follows
+  // set_egress_ready.
+  void set_random_egress_ready(double probability) { ready_probability_ = probability; }
+
+  // Beats the port took since the last reset, and cycles it held TREADY low under TVALID.
+  std::uint64_t ingress_beats(unsigned port) const {
+    check_port(port);
+    return ingress_[port].beats;
+  }
+  std::uint64_t ingress_stalls(unsigned port) const {
+    check_port(port);
+    return ingress_[port].stalls;
+  }
+  // rx_<port>_TREADY and tx_<port>_TVALID as of the last evaluation, for any of the top's ports,
+  // also those the configuration does not use.
+  bool ingress_ready(unsigned port) const { return *rx_.at(port).tready; }
+  bool egress_valid(unsigned port) const { return *tx_.at(port).tvalid; }
+
   void step(std::uint64_t n) override {
     for (std::uint64_t i = 0; i < n; ++i) cycle();
   }
   std::uint64_t cycles() const override { return cycles_; }
+
+  // Runs until done() (checked before every cycle) or max_cycles ran; returns done().
+  template <class Done>
+  bool run_until(Done&& done, std::uint64_t max_cycles) {
+    for (std::uint64_t i = 0; i < max_cycles && !done(); ++i) cycle();
+    return done();
+  }
 
   std::vector<EgressFrame> pop_egress() override {
     std::vector<EgressFrame> out;
@@ -127,6 +224,8 @@ class RtlHarness final : public FpgaModel {
     return out;
   }
 
+  // With observe_rounds, idle also means every frame taken in whole was decided, and a decision
+  // is activity.
   bool run_until_idle(std::uint64_t quiet_cycles, std::uint64_t max_cycles) override {
     for (std::uint64_t i = 0; i < max_cycles; ++i) {
       if (idle_for(quiet_cycles)) return true;
@@ -137,6 +236,20 @@ class RtlHarness final : public FpgaModel {
 
   std::uint64_t egress_protocol_errors() const override { return protocol_errors_; }
   std::string last_protocol_error() const override { return last_protocol_error_; }
+
+  // What the round stage decided since the last call, in order (observe_rounds).
+  std::vector<RoundDecision> take_decisions() {
+    std::vector<RoundDecision> out;
+    out.swap(decisions_);
+    return out;
+  }
+  // Frames in the order their last beat was taken, ports in index order within a cycle
+  // (observe_rounds).
+  std::vector<PortFrame> take_arrivals() {
+    std::vector<PortFrame> out;
+    out.swap(arrivals_);
+    return out;
+  }
 
   std::uint32_t read32(std::uint32_t address) override {
     check_address(address);
@@ -160,22 +273,26 @@ class RtlHarness final : public FpgaModel {
         t.s_axi_control_RREADY = 0;
         if (resp != 0)
           throw Error(Errc::kTransport, fmt::format("{}: CSR read of 0x{:03x} answered RRESP {}",
-                                                    name_, address, resp));
+                                                    options_.name, address, resp));
         return data;
       }
     }
     idle_axi();
     throw Error(Errc::kTransport, fmt::format("{}: CSR read of 0x{:03x} not answered in {} cycles",
-                                              name_, address, kCsrTimeoutCycles));
+                                              options_.name, address, kCsrTimeoutCycles));
   }
 
   void write32(std::uint32_t address, std::uint32_t value) override {
+    write32(address, value, 0xF);
+  }
+  // A write of the bytes whose WSTRB bit is set (bit b: bits 8b+7..8b).
+  void write32(std::uint32_t address, std::uint32_t value, std::uint8_t strobe) {
     check_address(address);
     Top& t = *top_;
     t.s_axi_control_AWADDR = address;
     t.s_axi_control_AWVALID = 1;
     t.s_axi_control_WDATA = value;
-    t.s_axi_control_WSTRB = 0xF;
+    t.s_axi_control_WSTRB = strobe;
     t.s_axi_control_WVALID = 1;
     t.s_axi_control_BREADY = 1;
     bool aw_done = false, w_done = false;
@@ -198,51 +315,70 @@ class RtlHarness final : public FpgaModel {
         t.s_axi_control_BREADY = 0;
         if (resp != 0)
           throw Error(Errc::kTransport, fmt::format("{}: CSR write of 0x{:03x} answered BRESP {}",
-                                                    name_, address, resp));
+                                                    options_.name, address, resp));
         return;
       }
     }
     idle_axi();
     throw Error(Errc::kTransport, fmt::format("{}: CSR write of 0x{:03x} not answered in {} cycles",
-                                              name_, address, kCsrTimeoutCycles));
+                                              options_.name, address, kCsrTimeoutCycles));
   }
 
  private:
+  struct IngressPort {
+    std::deque<std::vector<std::byte>> queue;      // front: the frame being sent
+    std::size_t beat = 0;                          // next beat of queue.front()
+    std::deque<std::vector<std::byte>> undecided;  // taken whole, not yet decided (observe_rounds)
+    std::uint64_t beats = 0, stalls = 0;
+    bool gap = false;  // TVALID held low this cycle
+  };
   struct Partial {
     std::vector<std::byte> bytes;
     std::uint64_t first_beat_cycle = 0;
   };
 
-  static std::array<AxisSignals, kPorts> ports(Top& top, bool rx) {
-    static_assert(kPorts >= 1 && kPorts <= 8, "NUM_PORTS is 1..8 (docs/fpga-aggregator.md)");
-    std::array<AxisSignals, 8> all{};
-    if (rx) {
-      all[0] = NETAGG_AXIS_SIGNALS(top, rx, 0);
-      if constexpr (kPorts > 1) all[1] = NETAGG_AXIS_SIGNALS(top, rx, 1);
-      if constexpr (kPorts > 2) all[2] = NETAGG_AXIS_SIGNALS(top, rx, 2);
-      if constexpr (kPorts > 3) all[3] = NETAGG_AXIS_SIGNALS(top, rx, 3);
-    } else {
-      all[0] = NETAGG_AXIS_SIGNALS(top, tx, 0);
-      if constexpr (kPorts > 1) all[1] = NETAGG_AXIS_SIGNALS(top, tx, 1);
-      if constexpr (kPorts > 2) all[2] = NETAGG_AXIS_SIGNALS(top, tx, 2);
-      if constexpr (kPorts > 3) all[3] = NETAGG_AXIS_SIGNALS(top, tx, 3);
-    }
-    static_assert(kPorts <= 4, "extend ports() for more than 4 ports");
-    std::array<AxisSignals, kPorts> out{};
-    std::copy_n(all.begin(), kPorts, out.begin());
-    return out;
+  // A top verilated without TRACE_FST has no trace(); its library then lacks VerilatedFstC too,
+  // so the harness must not name it.
+  static constexpr bool kCanTrace = requires(Top & t, VerilatedFstC* f) { t.trace(f, 99); };
+  struct NoTrace {
+    void dump(std::uint64_t) {}
+    void close() {}
+  };
+  using Trace = std::conditional_t<kCanTrace, VerilatedFstC, NoTrace>;
+
+  static std::size_t beats_of(const std::vector<std::byte>& frame) {
+    return std::max<std::size_t>(1, (frame.size() + kBeatBytes - 1) / kBeatBytes);
   }
 
   void check_port(unsigned port) const {
     if (port >= kPorts)
-      throw Error(
-          Errc::kInvalidArgument,
-          fmt::format("{}: port {} out of range (the model has {} ports)", name_, port, kPorts));
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("{}: port {} out of range (the model has {} ports)", options_.name,
+                              port, kPorts));
   }
   void check_address(std::uint32_t address) const {
     if (address % 4 != 0)
       throw Error(Errc::kInvalidArgument,
                   fmt::format("CSR address 0x{:x} is not 4-aligned", address));
+  }
+
+  // netagg_round's dbg_group_pop and dbg_admit_pop (public_flat_rd in hw/rtl/netagg_round.sv):
+  // bit p is set in the cycle port p's head frame leaves for the group or is dropped. Found by
+  // name in the model's scope table, so no Verilated configuration needs code of its own.
+  void find_round_signals() {
+    const std::string scope_name = std::string(top_->name()) + ".netagg_aggregator.u_core.u_round";
+    const VerilatedScope* scope = context_->scopeFind(scope_name.c_str());
+    const auto find = [&](const char* var) {
+      const VerilatedVar* v = scope ? scope->varFind(var) : nullptr;
+      if (!v || v->vltype() != VLVT_UINT8)
+        throw Error(Errc::kUnsupported,
+                    fmt::format("{}: the top has no public {}.{}: observe_rounds needs "
+                                "netagg_aggregator's round stage",
+                                options_.name, scope_name, var));
+      return static_cast<const CData*>(v->datap());
+    };
+    group_pop_ = find("dbg_group_pop");
+    drop_pop_ = find("dbg_admit_pop");
   }
 
   void idle_axi() {
@@ -256,56 +392,80 @@ class RtlHarness final : public FpgaModel {
   }
 
   bool idle_for(std::uint64_t quiet) const {
-    for (unsigned p = 0; p < kPorts; ++p)
-      if (!ingress_[p].empty() || !egress_partial_[p].bytes.empty()) return false;
-    return cycles_ - std::max(last_ingress_beat_cycle_, last_egress_activity_cycle_) >= quiet;
+    for (const IngressPort& in : ingress_)
+      if (!in.queue.empty() || !in.undecided.empty()) return false;
+    for (const Partial& f : egress_partial_)
+      if (!f.bytes.empty()) return false;
+    return cycles_ - last_activity_cycle_ >= quiet;
   }
 
-  // Ingress inputs for the coming cycle: the current beat of each port's first frame.
-  void drive_ingress() {
-    for (unsigned p = 0; p < kPorts; ++p) {
+  // Inputs for the coming cycle: the current beat of each port's first frame, and TREADY.
+  void drive_inputs() {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (unsigned p = 0; p < kTopPorts; ++p) {
       const AxisSignals& s = rx_[p];
-      if (ingress_[p].empty()) {
-        *s.tvalid = 0;
-        *s.tlast = 0;
-        *s.tkeep = 0;
-        *s.tstrb = 0;
-        continue;
-      }
-      const std::vector<std::byte>& frame = ingress_[p].front();
-      const std::size_t offset = std::size_t(ingress_beat_[p]) * kBeatBytes;
-      const std::size_t n = std::min<std::size_t>(kBeatBytes, frame.size() - offset);
       std::uint32_t* words = s.tdata->data();
       std::memset(words, 0, kBeatBytes);
+      *s.tvalid = 0;
+      *s.tlast = 0;
+      *s.tkeep = 0;
+      *s.tstrb = 0;
+      *tx_[p].tready = 1;
+      if (p >= kPorts) continue;
+      IngressPort& in = ingress_[p];
+      in.gap = gap_probability_ > 0 && unit(rng_) < gap_probability_;
+      *tx_[p].tready = ready_probability_ >= 0 ? unit(rng_) < ready_probability_ : egress_ready_[p];
+      if (in_reset_ || in.queue.empty() || in.gap) continue;
+      const std::vector<std::byte>& frame = in.queue.front();
+      const std::size_t offset = in.beat * kBeatBytes;
+      const std::size_t n = std::min<std::size_t>(kBeatBytes, frame.size() - offset);
       for (std::size_t b = 0; b < n; ++b)
         words[b / 4] |= std::uint32_t(frame[offset + b]) << (8 * (b % 4));
       const QData keep = n == 64 ? ~QData{0} : ((QData{1} << n) - 1);
       *s.tkeep = keep;
       *s.tstrb = keep;
-      *s.tlast = offset + n == frame.size();
+      *s.tlast = in.beat + 1 == beats_of(frame);
       *s.tvalid = 1;
     }
-    for (unsigned p = 0; p < kPorts; ++p) *tx_[p].tready = egress_ready_[p] ? 1 : 0;
   }
 
+  // The clock low: inputs driven, the model settled, and what the coming edge transfers noted.
   void settle() {
-    if (in_reset_) {
-      for (unsigned p = 0; p < kPorts; ++p) *rx_[p].tvalid = 0;
-    } else {
-      drive_ingress();
-    }
+    drive_inputs();
     top_->ap_clk = 0;
     top_->eval();
     if (trace_) trace_->dump(context_->time());
     context_->timeInc(1);
+    rx_fire_.fill(false);
+    if (in_reset_) return;
     for (unsigned p = 0; p < kPorts; ++p) {
-      rx_fire_[p] = tx_fire_[p] = false;
-      if (in_reset_) continue;
-      rx_fire_[p] = *rx_[p].tvalid && *rx_[p].tready;
-      tx_fire_[p] = *tx_[p].tvalid && *tx_[p].tready;
-      if (*tx_[p].tvalid) last_egress_activity_cycle_ = cycles_;  // stalled counts as busy
-      if (tx_fire_[p]) take_egress_beat(p);
+      const AxisSignals& rx = rx_[p];
+      rx_fire_[p] = *rx.tvalid && *rx.tready;
+      if (*rx.tvalid && !*rx.tready) ++ingress_[p].stalls;
+      const AxisSignals& tx = tx_[p];
+      if (*tx.tvalid) last_activity_cycle_ = cycles_;  // stalled counts as busy
+      if (*tx.tvalid && *tx.tready) take_egress_beat(p);
     }
+    if (group_pop_) take_decision();
+  }
+
+  // Before the ingress beats of this edge: a frame completing now is decided at a later edge.
+  void take_decision() {
+    const unsigned group = *group_pop_, dropped = *drop_pop_;
+    if ((group | dropped) == 0) return;
+    RoundDecision d;
+    d.cycle = cycles_;
+    for (unsigned p = 0; p < kPorts; ++p) {
+      if (((group | dropped) >> p & 1) == 0) continue;
+      IngressPort& in = ingress_[p];
+      if (in.undecided.empty())
+        throw std::logic_error(fmt::format("{}: cycle {}: port {} decided a frame it never took",
+                                           options_.name, cycles_, p));
+      (group >> p & 1 ? d.group : d.dropped).emplace_back(p, std::move(in.undecided.front()));
+      in.undecided.pop_front();
+    }
+    decisions_.push_back(std::move(d));
+    last_activity_cycle_ = cycles_;
   }
 
   void rising_edge() {
@@ -314,15 +474,19 @@ class RtlHarness final : public FpgaModel {
     if (trace_) trace_->dump(context_->time());
     context_->timeInc(1);
     ++cycles_;
-    for (unsigned p = 0; p < kPorts; ++p)
-      if (rx_fire_[p]) {
-        last_ingress_beat_cycle_ = cycles_;
-        const std::size_t beats = (ingress_[p].front().size() + kBeatBytes - 1) / kBeatBytes;
-        if (++ingress_beat_[p] == beats) {
-          ingress_[p].pop_front();
-          ingress_beat_[p] = 0;
-        }
+    for (unsigned p = 0; p < kPorts; ++p) {
+      if (!rx_fire_[p]) continue;
+      IngressPort& in = ingress_[p];
+      ++in.beats;
+      last_activity_cycle_ = cycles_;
+      if (++in.beat < beats_of(in.queue.front())) continue;
+      if (group_pop_) {
+        arrivals_.emplace_back(p, in.queue.front());
+        in.undecided.push_back(std::move(in.queue.front()));
       }
+      in.queue.pop_front();
+      in.beat = 0;
+    }
   }
 
   void cycle() {
@@ -349,6 +513,9 @@ class RtlHarness final : public FpgaModel {
       protocol_error(p, fmt::format("TKEEP 0x{:016x} is not contiguous from byte 0", keep));
       n = static_cast<unsigned>(__builtin_popcountll(keep));
     }
+    if (*s.tstrb != keep)
+      protocol_error(p,
+                     fmt::format("TSTRB 0x{:016x} differs from TKEEP 0x{:016x}", *s.tstrb, keep));
     if (!last && n != 64) protocol_error(p, fmt::format("TKEEP 0x{:016x} before TLAST", keep));
     if (last && n == 0) protocol_error(p, "TLAST with an empty TKEEP");
     Partial& f = egress_partial_[p];
@@ -361,22 +528,26 @@ class RtlHarness final : public FpgaModel {
     }
   }
 
-  std::string name_;
-  std::uint64_t quiet_cycles_;
+  RtlOptions options_;
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Top> top_;
-  std::unique_ptr<VerilatedFstC> trace_;
-  std::array<AxisSignals, kPorts> rx_{}, tx_{};
-  std::array<std::deque<std::vector<std::byte>>, kPorts> ingress_;
-  std::array<std::size_t, kPorts> ingress_beat_{};
-  std::array<bool, kPorts> rx_fire_{}, tx_fire_{};
+  std::unique_ptr<Trace> trace_;
+  std::mt19937_64 rng_;
+  std::array<AxisSignals, kTopPorts> rx_{}, tx_{};
+  const CData* group_pop_ = nullptr;
+  const CData* drop_pop_ = nullptr;
+  std::array<IngressPort, kPorts> ingress_;
+  std::array<bool, kPorts> rx_fire_{};
   std::array<bool, kPorts> egress_ready_{};
   std::array<Partial, kPorts> egress_partial_;
   std::vector<EgressFrame> egress_done_;
+  std::vector<RoundDecision> decisions_;
+  std::vector<PortFrame> arrivals_;
+  double gap_probability_ = 0.0;
+  double ready_probability_ = -1.0;
   bool in_reset_ = false;
   std::uint64_t cycles_ = 0;
-  std::uint64_t last_ingress_beat_cycle_ = 0;
-  std::uint64_t last_egress_activity_cycle_ = 0;
+  std::uint64_t last_activity_cycle_ = 0;  // a beat in, TVALID out, a decision
   std::uint64_t protocol_errors_ = 0;
   std::string last_protocol_error_;
 };

@@ -169,6 +169,43 @@ TEST(FpgaControl, WaitsWhileBusyAndGivesUpOnADeviceThatStaysBusy) {
   }
 }
 
+// store_job writes what it is given, also what check_job refuses (the device's own checks are
+// what tests reach that way), and leaves the address registers alone.
+TEST(FpgaControl, StoreJobWritesTheEntryWithoutChecks) {
+  ScriptedBus bus;
+  JobSpec job = two_worker_job();
+  job.elements_per_packet = 4000;  // more than a slot holds
+  job.workers[0].switch_port = 9;  // no such port
+  EXPECT_THROW(check_job(read_device_info(bus), job, 0), Error);
+  const int reads_before = bus.reads_;
+  store_job(bus, job, 2, 3);
+  ASSERT_EQ(bus.commands.size(), 4u);
+  EXPECT_EQ(bus.commands[1].registers.at(reg::kWorkerUdpPort), (9u << 16) | 31000u);
+  EXPECT_EQ(bus.commands[2].registers.at(reg::kWorkerUdpPort), (1u << 16) | 31001u);
+  EXPECT_EQ(bus.commands[3].registers.at(reg::kJobIndex), 2u);
+  EXPECT_EQ(bus.commands[3].registers.at(reg::kJobElements), 4000u);
+  EXPECT_EQ(bus.reg_value(reg::kAggIp), 0u);
+  EXPECT_EQ(bus.reg_value(reg::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
+  // Reads: the sequence number before each command and STATUS after it, no VERSION/FEATURES.
+  EXPECT_EQ(bus.reads_ - reads_before, 4 * (1 + 4));
+}
+
+TEST(FpgaControl, CommitUsesTheNextSequenceAndWaitsUntilIdle) {
+  ScriptedBus bus;
+  bus.set(reg::kCommit, 0x00410002);
+  bus.set(reg::kJobIndex, 6);
+  const int before = bus.reads_;
+  commit(bus, Command::kStoreJob);
+  ASSERT_EQ(bus.commands.size(), 1u);
+  EXPECT_EQ(bus.commands[0].command, 1u);
+  EXPECT_EQ(bus.commands[0].registers.at(reg::kCommit), 0x00420001u);
+  EXPECT_EQ(bus.commands[0].registers.at(reg::kJobIndex), 6u);
+  EXPECT_EQ(bus.reads_ - before, 1 + 4);  // COMMIT, then STATUS until not busy (3 busy reads)
+  bus.busy_reads = 1 << 30;
+  EXPECT_THROW(commit(bus, Command::kRemoveJob), Error) << "STATUS never clears";
+  EXPECT_THROW(wait_not_busy(bus), Error);
+}
+
 TEST(FpgaControl, DeviceInfoAndItsChecks) {
   ScriptedBus bus;
   const DeviceInfo info = read_device_info(bus);
@@ -262,6 +299,8 @@ TEST(FpgaControl, CountersAreReadAsLatchedSixtyFourBitValuesByName) {
     EXPECT_EQ(counters[i].name, reg::kCounterNames[i]);
     EXPECT_EQ(counters[i].value, (std::uint64_t(i + 1) << 32) | (i * 3)) << counters[i].name;
   }
+  EXPECT_EQ(read_counter(bus, 5), (std::uint64_t(6) << 32) | 15);
+  EXPECT_EQ(read_counter(bus, 999), 0u);
   EXPECT_EQ(counters[0].name, "frames_in");
   EXPECT_EQ(counters[reg::index(reg::Counter::kDroppedForeignSource)].name,
             "dropped_foreign_source");

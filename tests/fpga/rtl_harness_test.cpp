@@ -2,7 +2,9 @@
 // (netagg_harness_standin.sv: every ingress beat comes back on the same egress port through a
 // 4-deep FIFO; the CSRs are a register file). Checks what the aggregator's tests take for
 // granted: byte order within TDATA, TKEEP/TLAST framing, frame order, backpressure, AXI4-Lite
-// transactions and error responses, reset, run_until_idle and the FST trace.
+// transactions (with byte strobes) and error responses, reset, run_until_idle, the FST trace,
+// and what the RTL tests drive with: random ingress gaps and egress TREADY, beat and stall
+// counts, the empty frame, unused ports, repeatable seeds.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +30,7 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
 }
 
 TEST(RtlHarness, FramesOfEveryLengthComeBackByteForByteInOrder) {
-  Harness h("standin", "", 16);
+  Harness h({.name = "standin", .quiet_cycles = 16});
   EXPECT_EQ(h.num_ports(), 4u);
   // Lengths around the beat boundaries, on every port at once.
   const std::vector<std::size_t> lengths = {1, 2, 63, 64, 65, 127, 128, 129, 86, 1088, 1089};
@@ -63,7 +65,7 @@ TEST(RtlHarness, FramesOfEveryLengthComeBackByteForByteInOrder) {
 // docs/fpga-aggregator.md: frame byte 0 in TDATA bits 7:0; TKEEP covers the valid bytes of the
 // last beat only.
 TEST(RtlHarness, ByteZeroIsInTheLowBitsAndTkeepCoversTheLastBeat) {
-  Harness h("standin", "", 16);
+  Harness h({.name = "standin", .quiet_cycles = 16});
   std::vector<std::byte> frame(64 + 5);
   for (std::size_t i = 0; i < frame.size(); ++i) frame[i] = std::byte(i + 1);
   h.set_egress_ready(0, false);  // the stand-in's FIFO holds both beats
@@ -80,7 +82,7 @@ TEST(RtlHarness, ByteZeroIsInTheLowBitsAndTkeepCoversTheLastBeat) {
 }
 
 TEST(RtlHarness, BackpressureHoldsTheFramesBackUntilReady) {
-  Harness h("standin", "", 16);
+  Harness h({.name = "standin", .quiet_cycles = 16});
   h.set_egress_ready(1, false);
   EXPECT_FALSE(h.egress_ready(1));
   const auto a = pattern(300, 7), b = pattern(70, 8);
@@ -104,7 +106,7 @@ TEST(RtlHarness, BackpressureHoldsTheFramesBackUntilReady) {
 }
 
 TEST(RtlHarness, CsrReadsAndWritesAreAxiLiteTransactions) {
-  Harness h("standin", "", 16);
+  Harness h({.name = "standin", .quiet_cycles = 16});
   const std::uint64_t before = h.cycles();
   h.write32(0x010, 0xDEADBEEF);
   h.write32(0x014, 0x12345678);
@@ -128,7 +130,7 @@ TEST(RtlHarness, CsrReadsAndWritesAreAxiLiteTransactions) {
 }
 
 TEST(RtlHarness, ResetDropsQueuedFramesAndPortsAreChecked) {
-  Harness h("standin", "", 16);
+  Harness h({.name = "standin", .quiet_cycles = 16});
   h.set_egress_ready(2, false);
   h.push_frame(2, pattern(500, 1));
   h.push_frame(2, pattern(500, 2));
@@ -149,18 +151,115 @@ TEST(RtlHarness, ResetDropsQueuedFramesAndPortsAreChecked) {
   EXPECT_THROW(h.set_egress_ready(9, true), Error);
 }
 
+TEST(RtlHarness, RandomGapsAndReadyKeepEveryByteAndAreCounted) {
+  Harness h({.name = "standin", .quiet_cycles = 16, .seed = 3});
+  h.set_ingress_gaps(0.4);
+  h.set_random_egress_ready(0.3);
+  std::vector<std::vector<std::byte>> sent[4];
+  std::uint64_t beats[4] = {};
+  for (unsigned p = 0; p < 4; ++p)
+    for (unsigned i = 0; i < 6; ++i) {
+      sent[p].push_back(pattern(60 + 97 * i + p, 10 * p + i));
+      beats[p] += (sent[p].back().size() + 63) / 64;
+      h.push_frame(p, sent[p].back());
+    }
+  ASSERT_TRUE(h.run_until_idle(16, 100000));
+  std::vector<std::vector<std::byte>> got[4];
+  for (const EgressFrame& f : h.pop_egress()) got[f.port].push_back(f.bytes);
+  for (unsigned p = 0; p < 4; ++p) {
+    EXPECT_EQ(got[p], sent[p]) << "port " << p;
+    EXPECT_EQ(h.ingress_beats(p), beats[p]) << "port " << p;
+    // TREADY high three cycles in ten: the FIFO fills and holds ingress back.
+    EXPECT_GT(h.ingress_stalls(p), 0u) << "port " << p;
+  }
+  // Gaps and stalls made it slower than back to back.
+  EXPECT_GT(h.cycles(), 2 * beats[0]);
+  EXPECT_EQ(h.egress_protocol_errors(), 0u) << h.last_protocol_error();
+  h.reset();
+  EXPECT_EQ(h.ingress_beats(0), 0u);
+  EXPECT_EQ(h.ingress_stalls(0), 0u);
+}
+
+// The same seed repeats a run with random gaps cycle for cycle; another seed does not.
+TEST(RtlHarness, TheSeedRepeatsARun) {
+  auto run = [](std::uint64_t seed) {
+    Harness h({.name = "standin", .quiet_cycles = 16, .seed = seed});
+    h.set_ingress_gaps(0.5);
+    for (unsigned i = 0; i < 8; ++i) h.push_frame(i % 4, pattern(200, i));
+    EXPECT_TRUE(h.run_until_idle(16, 100000));
+    std::vector<std::uint64_t> cycles;
+    for (const EgressFrame& f : h.pop_egress()) cycles.push_back(f.last_beat_cycle);
+    return cycles;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(RtlHarness, StrobedWritesAndRunUntil) {
+  Harness h({.name = "standin", .quiet_cycles = 16});
+  h.write32(0x020, 0x12345678);
+  h.write32(0x020, 0xAABBCCDD, 0b0101);
+  EXPECT_EQ(h.read32(0x020), 0x12BB56DDu);
+  h.push_frame(1, pattern(300, 1));
+  const std::uint64_t start = h.cycles();
+  EXPECT_TRUE(h.run_until([&] { return h.ingress_pending(1) == 0; }, 1000));
+  EXPECT_EQ(h.cycles() - start, 5u) << "five beats, back to back";
+  EXPECT_FALSE(h.run_until([] { return false; }, 10));
+  EXPECT_EQ(h.cycles() - start, 15u);
+}
+
+// The empty frame is one beat with TLAST and no TKEEP bit: the stand-in sends it back as it
+// is, which the egress protocol check reports.
+TEST(RtlHarness, AnEmptyFrameIsOneBeatWithoutBytes) {
+  Harness h({.name = "standin", .quiet_cycles = 16});
+  h.push_empty_frame(0);
+  EXPECT_EQ(h.ingress_pending(0), 1u);
+  ASSERT_TRUE(h.run_until_idle(16, 1000));
+  EXPECT_EQ(h.ingress_beats(0), 1u);
+  const auto out = h.pop_egress();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].bytes.empty());
+  EXPECT_EQ(h.egress_protocol_errors(), 1u);
+  EXPECT_THAT(h.last_protocol_error(), ::testing::HasSubstr("empty TKEEP"));
+}
+
+// Ports beyond those in use are held idle (TVALID low, TREADY high) and can still be observed.
+TEST(RtlHarness, UnusedPortsAreIdle) {
+  RtlHarness<Vnetagg_harness_standin, 2> h({.name = "standin2", .quiet_cycles = 16});
+  EXPECT_EQ(h.num_ports(), 2u);
+  EXPECT_THROW(h.push_frame(2, pattern(10, 1)), Error);
+  EXPECT_THROW(h.push_empty_frame(3), Error);
+  h.push_frame(1, pattern(100, 2));
+  ASSERT_TRUE(h.run_until_idle(16, 1000));
+  EXPECT_EQ(h.pop_egress().size(), 1u);
+  EXPECT_TRUE(h.ingress_ready(3)) << "the stand-in's empty FIFO";
+  EXPECT_FALSE(h.egress_valid(3));
+  EXPECT_FALSE(h.egress_valid(1));
+  EXPECT_THROW(h.ingress_ready(4), std::out_of_range);
+}
+
+TEST(RtlHarness, ObservingRoundsNeedsTheAggregatorsRoundStage) {
+  try {
+    Harness h({.name = "standin", .observe_rounds = true});
+    ADD_FAILURE() << "the stand-in has no round stage";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kUnsupported);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("dbg_group_pop"));
+  }
+}
+
 TEST(RtlHarness, WritesAnFstTrace) {
   const fs::path file = fs::path(::testing::TempDir()) / "rtl_harness_test.fst";
   fs::remove(file);
   {
-    Harness h("standin", file.string(), 16);
+    Harness h({.name = "standin", .trace_fst = file.string(), .quiet_cycles = 16});
     h.push_frame(0, pattern(130, 1));
     ASSERT_TRUE(h.run_until_idle(16, 1000));
   }
   ASSERT_TRUE(fs::exists(file));
   EXPECT_GT(fs::file_size(file), 100u);
   fs::remove(file);
-  EXPECT_THROW(Harness("standin", "/nonexistent-dir/x.fst", 16), Error);
+  EXPECT_THROW(Harness({.trace_fst = "/nonexistent-dir/x.fst"}), Error);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The HLS aggregator's function through its reference API (netagg_hls/reference.hpp): jobs
-// programmed through the CSR offsets, frames built and results checked with the host's wire
+// programmed through its CSRs by driver/fpga, frames built and results checked with the host's wire
 // code, sums computed here independently (int32 wrapping, fp32 with C++ float in the spec's
 // order, bf16 through fp32 and an independent rounding).
 #include <gtest/gtest.h>
@@ -7,19 +7,21 @@
 #include <random>
 #include <vector>
 
-#include "hls_test_util.hpp"
+#include "fpga_test_util.hpp"
 
 namespace netagg::fpga {
 namespace {
 
 using namespace netagg::fpga::testing;  // NOLINT
+// csr::Counter, not fpga::Counter (a counter read back by name).
+using Counter = csr::Counter;
 using Model = ReferenceModel<>;
 
 class HlsAggregator : public ::testing::Test {
  protected:
-  HlsAggregator() : csr_(model_) { csr_.set_aggregator(kAggMac, kAggIp, wire::kUdpPort); }
+  HlsAggregator() { set_aggregator_address(bus_, kAggregator); }
 
-  void install(unsigned entry, const Job& job) { csr_.install(entry, job); }
+  void install(unsigned entry, const JobSpec& job) { program_job(bus_, job, entry, kAggregator); }
   std::uint64_t count(Counter c) { return model_.counter(csr::index(c)); }
   // Every counter but the ones named is zero.
   void expect_only(std::initializer_list<std::pair<Counter, std::uint64_t>> nonzero) {
@@ -32,7 +34,7 @@ class HlsAggregator : public ::testing::Test {
   }
 
   Model model_;
-  CsrProgrammer<Model> csr_;
+  ModelBus<Model> bus_{model_};
   std::mt19937 rng_{12345};
 };
 
@@ -98,7 +100,7 @@ TEST_F(HlsAggregator, ReadWriteRegistersReadBackAndReadOnlyIgnoreWrites) {
 }
 
 TEST_F(HlsAggregator, CommitActsOncePerSequenceChange) {
-  const Job job = make_job(5, 2, 0, 2, 16);
+  const JobSpec job = make_job(5, 2, 0, 2, 16);
   install(0, job);
   // Rewrite the entry's fields to another id and commit with the SAME COMMIT value as before:
   // nothing happens, job 5 stays.
@@ -112,8 +114,8 @@ TEST_F(HlsAggregator, CommitActsOncePerSequenceChange) {
   model_.csr_write(csr::kCommit, ((last_commit >> 16) + 1) << 16 | 1);
   model_.process_frame(0, contribution_frame(job, 0, 2, v));
   EXPECT_EQ(count(Counter::kDroppedUnknownJob), 1u);
-  Job six = job;
-  six.id = 6;
+  JobSpec six = job;
+  six.job_id = 6;
   model_.process_frame(0, contribution_frame(six, 0, 0, v));
   EXPECT_EQ(count(Counter::kAggregated), 2u);  // slot 0 was cleared: a new round, not stale
   // Command 0 with a new sequence does nothing.
@@ -128,22 +130,22 @@ TEST_F(HlsAggregator, CountersReadThroughIndexLoHiWithLatching) {
   EXPECT_EQ(model_.csr_read(csr::kCounterLo), 7u);
   model_.core().debug_set_counter(csr::index(Counter::kDroppedStale), 0x0000000900000008ull);
   EXPECT_EQ(model_.csr_read(csr::kCounterHi), 5u);  // latched by the LO read
-  EXPECT_EQ(csr_.read_counter(Counter::kDroppedStale), 0x0000000900000008ull);
+  EXPECT_EQ(read_counter(bus_, csr::index(Counter::kDroppedStale)), 0x0000000900000008ull);
   model_.csr_write(csr::kCounterIndex, 999);
   EXPECT_EQ(model_.csr_read(csr::kCounterLo), 0u);
   EXPECT_EQ(model_.csr_read(csr::kCounterHi), 0u);
   // CONTROL bit 1 clears the counters, once per sequence.
-  csr_.control(2);
-  EXPECT_EQ(csr_.read_counter(Counter::kDroppedStale), 0u);
+  clear_counters(bus_);
+  EXPECT_EQ(read_counter(bus_, csr::index(Counter::kDroppedStale)), 0u);
 }
 
 TEST_F(HlsAggregator, SoftResetClearsJobsSlotsAndCountersButNotTheAddress) {
-  const Job job = make_job(3, 2, 4, 2, 16);
+  const JobSpec job = make_job(3, 2, 4, 2, 16);
   install(2, job);
   const std::vector<std::uint32_t> v{1, 2, 3};
   model_.process_frame(0, contribution_frame(job, 0, 7, v));
   EXPECT_TRUE(model_.core().round_state(5, 1).has_round);
-  csr_.control(1);
+  soft_reset(bus_);
   expect_only({});
   EXPECT_FALSE(model_.core().round_state(5, 1).has_round);
   EXPECT_EQ(model_.csr_read(csr::kAggIp), kAggIp);
@@ -170,19 +172,19 @@ TEST_F(HlsAggregator, HardResetRestoresPowerOnValues) {
 }
 
 TEST_F(HlsAggregator, InvalidJobEntriesAreNotInstalled) {
-  Job job = make_job(4, 2, 0, 4, 16);
+  JobSpec job = make_job(4, 2, 0, 4, 16);
   install(0, job);
   model_.csr_write(csr::kJobWorkers, 33);  // more than MAX_WORKERS
-  csr_.commit(1);
+  commit(bus_, Command::kStoreJob);
   const std::vector<std::uint32_t> v{1};
   model_.process_frame(0, contribution_frame(job, 0, 0, v));
   model_.csr_write(csr::kJobWorkers, 2);
   model_.csr_write(csr::kJobId, 4);  // valid bit clear
-  csr_.commit(1);
+  commit(bus_, Command::kStoreJob);
   model_.process_frame(0, contribution_frame(job, 0, 0, v));
   model_.csr_write(csr::kJobIndex, 8);  // beyond MAX_JOBS: ignored
   model_.csr_write(csr::kJobId, 0x80000000u | 4);
-  csr_.commit(1);
+  commit(bus_, Command::kStoreJob);
   model_.process_frame(0, contribution_frame(job, 0, 0, v));
   EXPECT_EQ(count(Counter::kDroppedUnknownJob), 3u);
 }
@@ -190,7 +192,7 @@ TEST_F(HlsAggregator, InvalidJobEntriesAreNotInstalled) {
 // ---- Reduction -------------------------------------------------------------------------------
 
 TEST_F(HlsAggregator, Int32SumWrapsAndEveryWorkerGetsItsFrame) {
-  const Job job = make_job(1, 4, 0, 4, 256);
+  const JobSpec job = make_job(1, 4, 0, 4, 256);
   install(0, job);
   std::uint32_t packet = 0;  // packets in order, as the engine sends them
   for (std::uint16_t count : {std::uint16_t{1}, std::uint16_t{16}, std::uint16_t{17},
@@ -218,7 +220,7 @@ TEST_F(HlsAggregator, Int32SumWrapsAndEveryWorkerGetsItsFrame) {
 }
 
 TEST_F(HlsAggregator, Fp32ArrivalOrderIsTheSummationOrder) {
-  const Job job = make_job(1, 4, 0, 4, 64);
+  const JobSpec job = make_job(1, 4, 0, 4, 64);
   install(0, job);
   // Two arrival orders of the same contributions give each its own, different, sum.
   std::vector<std::vector<float>> x;
@@ -244,7 +246,7 @@ TEST_F(HlsAggregator, Fp32ArrivalOrderIsTheSummationOrder) {
 }
 
 TEST_F(HlsAggregator, Fp32GroupsFollowTheAdderTree) {
-  const Job job = make_job(1, 4, 0, 4, 32);
+  const JobSpec job = make_job(1, 4, 0, 4, 32);
   install(0, job);
   std::vector<std::vector<float>> x;
   for (int r = 0; r < 4; ++r) x.push_back(random_floats(rng_, 32));
@@ -278,7 +280,7 @@ TEST_F(HlsAggregator, Fp32GroupsFollowTheAdderTree) {
 // NaN payloads tell the operand order apart (plain values only show the grouping): with x86's
 // rules the first operand's NaN wins, so each lane shows which port was the left operand.
 TEST_F(HlsAggregator, NanPayloadsShowTheTreesOperandOrder) {
-  const Job job = make_job(1, 5, 0, 4, 16);
+  const JobSpec job = make_job(1, 5, 0, 4, 16);
   install(0, job);
   // Lane l of port p: a NaN with payload p+1 where bit l of mask[p] is set, else 1.0.
   const unsigned mask[5] = {0b00001, 0b10110, 0b01100, 0b11010, 0b10000};
@@ -306,7 +308,7 @@ TEST_F(HlsAggregator, NanPayloadsShowTheTreesOperandOrder) {
 }
 
 TEST_F(HlsAggregator, Bf16AccumulatesInFp32AndRoundsTheResult) {
-  const Job job = make_job(1, 3, 0, 4, 256);
+  const JobSpec job = make_job(1, 3, 0, 4, 256);
   install(0, job);
   for (std::uint16_t count : {std::uint16_t{37}, std::uint16_t{256}}) {
     std::vector<std::vector<std::uint32_t>> h(3);  // bf16 in the low 16 bits
@@ -332,7 +334,7 @@ TEST_F(HlsAggregator, Bf16AccumulatesInFp32AndRoundsTheResult) {
 }
 
 TEST_F(HlsAggregator, SpecialFloatValuesFollowTheNanRules) {
-  const Job job = make_job(1, 2, 0, 4, 16);
+  const JobSpec job = make_job(1, 2, 0, 4, 16);
   install(0, job);
   const std::vector<std::uint32_t> a{0x7F800000u, 0x7F800000u, 0x7FA00001u, 0x3F800000u,
                                      0x80000000u, 0x00000001u, 0x7F7FFFFFu};
@@ -348,7 +350,7 @@ TEST_F(HlsAggregator, SpecialFloatValuesFollowTheNanRules) {
 }
 
 TEST_F(HlsAggregator, ExponentIsTheMaxAndEcnTheOr) {
-  const Job job = make_job(1, 4, 0, 4, 16);
+  const JobSpec job = make_job(1, 4, 0, 4, 16);
   install(0, job);
   const std::vector<std::uint32_t> v{1};
   const std::int16_t exps[4] = {wire::kExponentNone, -7, 12, 3};
@@ -376,9 +378,9 @@ TEST_F(HlsAggregator, ExponentIsTheMaxAndEcnTheOr) {
 // ---- Egress ----------------------------------------------------------------------------------
 
 TEST_F(HlsAggregator, ResultsLeaveOnEachWorkersEgressPort) {
-  Job job = make_job(2, 5, 8, 2, 16);
+  JobSpec job = make_job(2, 5, 8, 2, 16);
   const unsigned egress[5] = {2, 2, 0, 3, 2};
-  for (int r = 0; r < 5; ++r) job.workers[r].egress = egress[r];
+  for (int r = 0; r < 5; ++r) job.workers[r].switch_port = static_cast<std::uint16_t>(egress[r]);
   install(1, job);
   const std::vector<std::uint32_t> v{5, 6};
   std::vector<TxFrame> results;
@@ -388,7 +390,7 @@ TEST_F(HlsAggregator, ResultsLeaveOnEachWorkersEgressPort) {
   for (int r = 0; r < 5; ++r) {
     EXPECT_EQ(results[r].port, egress[r]);
     EXPECT_EQ(decode_result(results[r]).header.rank, r);
-    EXPECT_EQ(decode_result(results[r]).address.dst_ip, job.workers[r].ip);
+    EXPECT_EQ(decode_result(results[r]).address.dst_ip, job.workers[r].address.ip);
   }
   // A resend leaves on the requester's egress port, whatever port its retransmission came in on.
   const auto resend = model_.process_frame(1, contribution_frame(job, 3, 0, v));
@@ -397,9 +399,9 @@ TEST_F(HlsAggregator, ResultsLeaveOnEachWorkersEgressPort) {
   // An egress port beyond NUM_PORTS is stored as port 0.
   model_.csr_write(csr::kJobIndex, 1);
   model_.csr_write(csr::kWorkerIndex, 4);
-  model_.csr_write(csr::kWorkerIp, job.workers[4].ip);
-  model_.csr_write(csr::kWorkerUdpPort, 9u << 16 | job.workers[4].udp_port);
-  csr_.commit(2);
+  model_.csr_write(csr::kWorkerIp, job.workers[4].address.ip);
+  model_.csr_write(csr::kWorkerUdpPort, 9u << 16 | job.workers[4].address.port);
+  commit(bus_, Command::kStoreWorker);
   const auto again = model_.process_frame(0, contribution_frame(job, 4, 0, v));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].port, 0u);
@@ -426,7 +428,7 @@ class HlsRounds : public HlsAggregator {
   TxFrame result_for(std::uint16_t rank, std::uint32_t packet) const {
     return expected_result(job_, rank, contribution_header(job_, 0, packet, 2), sum(packet));
   }
-  Job job_ = make_job(9, 2, 10, 2, 16);
+  JobSpec job_ = make_job(9, 2, 10, 2, 16);
 };
 
 TEST_F(HlsRounds, RetransmissionAfterCompletionGetsTheResultByUnicast) {
@@ -497,7 +499,7 @@ TEST_F(HlsRounds, StaleAheadAndPreviousSet) {
 }
 
 TEST_F(HlsRounds, SeqComparisonWrapsAround) {
-  Job job = make_job(3, 2, 0, 1, 4);
+  JobSpec job = make_job(3, 2, 0, 1, 4);
   install(1, job);
   const std::vector<std::uint32_t> v{1};
   for (std::uint32_t p : {0xFFFFFFFEu, 0xFFFFFFFFu, 0u, 1u}) {
@@ -540,7 +542,7 @@ TEST_F(HlsRounds, GroupDecidesInPortOrder) {
 }
 
 TEST_F(HlsAggregator, OneGroupCanCompleteARoundAndStartTheNext) {
-  const Job job = make_job(4, 1, 0, 1, 8);  // one worker: every contribution completes
+  const JobSpec job = make_job(4, 1, 0, 1, 8);  // one worker: every contribution completes
   install(0, job);
   const std::vector<std::uint32_t> a{1, 2}, b{30, 40};
   std::vector<RxFrame> g{{0, contribution_frame(job, 0, 0, a)},
@@ -561,7 +563,7 @@ TEST_F(HlsAggregator, GroupArgumentsAreChecked) {
 // ---- Several jobs ----------------------------------------------------------------------------
 
 TEST_F(HlsAggregator, JobsAreIsolated) {
-  const Job a = make_job(11, 3, 0, 4, 64), b = make_job(12, 2, 4, 4, 64);
+  const JobSpec a = make_job(11, 3, 0, 4, 64), b = make_job(12, 2, 4, 4, 64);
   install(0, a);
   install(5, b);
   std::vector<std::vector<std::uint32_t>> va, vb;
@@ -591,7 +593,7 @@ TEST_F(HlsAggregator, JobsAreIsolated) {
   EXPECT_EQ(count(Counter::kDroppedForeignSource), 1u);
   EXPECT_FALSE(model_.core().round_state(5, 0).has_round);
   // Removing job b leaves job a working.
-  csr_.remove(5);
+  remove_job(bus_, 5);
   model_.process_frame(1, contribution_frame(b, 0, 1, one));
   EXPECT_EQ(count(Counter::kDroppedUnknownJob), 1u);
   for (std::uint16_t r = 0; r < 3; ++r) model_.process_frame(r, contribution_frame(a, r, 1, one));
@@ -601,12 +603,11 @@ TEST_F(HlsAggregator, JobsAreIsolated) {
 // ---- The kernel's stream interface against the reference API ---------------------------------
 
 TEST_F(HlsAggregator, StreamStepMatchesProcessGroup) {
-  const Job job = make_job(1, 4, 0, 4, 256);
+  const JobSpec job = make_job(1, 4, 0, 4, 256);
   install(0, job);
   Model twin;
-  CsrProgrammer<Model> twin_csr(twin);
-  twin_csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  twin_csr.install(0, job);
+  ModelBus<Model> twin_bus(twin);
+  program_job(twin_bus, job, 0, kAggregator);
   hls::stream<AxisBeat> rx[4], tx[4];
   // Feeds one group through the kernel's streams and through process_group; the frames must be
   // the same per port, in the same order.
@@ -665,10 +666,9 @@ TEST_F(HlsAggregator, StreamStepMatchesProcessGroup) {
 template <class P>
 void run_tree_case(unsigned ports) {
   ReferenceModel<P> m;
-  CsrProgrammer<ReferenceModel<P>> c(m);
-  c.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  const Job job = make_job(1, ports, 0, 2, 16, ports);
-  c.install(0, job);
+  ModelBus<ReferenceModel<P>> bus(m);
+  const JobSpec job = make_job(1, ports, 0, 2, 16, ports);
+  program_job(bus, job, 0, kAggregator);
   std::mt19937 rng(ports);
   std::vector<std::vector<float>> x;
   std::vector<RxFrame> group;
@@ -696,10 +696,11 @@ TEST(HlsAggregatorParams, ThreeAndEightPortTrees) {
 TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
   using Small = Params<1, 4, 2, 1, 4>;  // 32 elements a slot
   ReferenceModel<Small> m;
-  CsrProgrammer<ReferenceModel<Small>> c(m);
-  c.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  const Job job = make_job(1, 1, 0, 4, 1024, 1);
-  c.install(0, job);
+  ModelBus<ReferenceModel<Small>> bus(m);
+  set_aggregator_address(bus, kAggregator);
+  // The job allows more than a slot holds: the driver refuses it, the device must cope.
+  const JobSpec job = make_job(1, 1, 0, 4, 1024, 1);
+  store_job(bus, job, 0, 1);
   std::mt19937 rng(3);
   const auto v32 = random_words(rng, 32), v33 = random_words(rng, 33);
   EXPECT_EQ(m.process_frame(0, contribution_frame(job, 0, 0, v32)).size(), 1u);
@@ -711,11 +712,11 @@ TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
       m.process_frame(0, contribution_frame(job, 0, 1, h33, wire::DataType::kBf16)).empty());
   EXPECT_EQ(m.counter(csr::index(Counter::kDroppedCountTooLargeForJob)), 2u);
   // Slots of the job beyond the pool (4 slots) are out of range.
-  Job wide = make_job(2, 1, 2, 8, 16, 1);
+  const JobSpec wide = make_job(2, 1, 2, 8, 16, 1);
   ReferenceModel<Small> m2;
-  CsrProgrammer<ReferenceModel<Small>> c2(m2);
-  c2.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  c2.install(0, wide);
+  ModelBus<ReferenceModel<Small>> bus2(m2);
+  set_aggregator_address(bus2, kAggregator);
+  store_job(bus2, wide, 0, 1);
   const std::vector<std::uint32_t> one{1};
   EXPECT_EQ(m2.process_frame(0, contribution_frame(wide, 0, 1, one)).size(), 1u);  // slot 3
   EXPECT_TRUE(m2.process_frame(0, contribution_frame(wide, 0, 2, one)).empty());   // slot 4

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "hls_test_util.hpp"
+#include "fpga_test_util.hpp"
 #include "netagg_hls/arith.hpp"
 
 namespace netagg::fpga {

@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "hls_test_util.hpp"
+#include "fpga_test_util.hpp"
 #include "vectors.hpp"
 
 namespace netagg::fpga {
 namespace {
 
 using namespace netagg::fpga::testing;  // NOLINT
+// csr::Counter, not fpga::Counter (a counter read back by name).
+using Counter = csr::Counter;
 using netagg::testing::load_vectors;
 using netagg::testing::Vector;
 using netagg::testing::vectors_dir;
@@ -49,15 +51,15 @@ wire::Mac parse_mac(const std::string& s) {
 
 // A job that accepts the vector's contribution: its id, its rank's address (the frame's source
 // for frame vectors), a slot range around its slot, the largest count.
-Job job_for(const Vector& v) {
+JobSpec job_for(const Vector& v) {
   const auto rank = static_cast<unsigned>(v.integer("rank"));
   const auto slot = static_cast<std::uint16_t>(v.integer("slot"));
   const unsigned workers = std::min(std::max(rank + 1, 2u), 32u);  // the round stays open
-  Job job = make_job(static_cast<std::uint16_t>(v.integer("job_id")), workers,
-                     static_cast<std::uint16_t>(slot & ~7u), 8, 1024);
+  JobSpec job = make_job(static_cast<std::uint16_t>(v.integer("job_id")), workers,
+                         static_cast<std::uint16_t>(slot & ~7u), 8, 1024);
   if (v.at("layer") == "frame") {
-    job.workers[rank].ip = parse_ip(v.at("frame.src_ip"));
-    job.workers[rank].udp_port = static_cast<std::uint16_t>(v.integer("frame.src_port"));
+    job.workers[rank].address.ip = parse_ip(v.at("frame.src_ip"));
+    job.workers[rank].address.port = static_cast<std::uint16_t>(v.integer("frame.src_port"));
     job.workers[rank].mac = parse_mac(v.at("frame.src_mac"));
   }
   return job;
@@ -68,11 +70,13 @@ class HlsOnVector : public ::testing::TestWithParam<Vector> {};
 TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
   const Vector& v = GetParam();
   VectorModel model;
-  CsrProgrammer<VectorModel> csr(model);
-  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+  ModelBus<VectorModel> bus(model);
+  set_aggregator_address(bus, kAggregator);
   const bool valid = v.at("expect") == "ok";
-  const Job job = valid ? job_for(v) : make_job(1, 4, 0, 8, 1024);
-  csr.install(0, job);
+  // Jobs the driver refuses (more elements than a slot holds, slots beyond the pool), so that
+  // the device's own checks decide.
+  const JobSpec job = valid ? job_for(v) : make_job(1, 4, 0, 8, 1024);
+  store_job(bus, job, 0, VectorParams::kNumPorts);
 
   // Packet vectors travel in a frame from the sender's registered address.
   std::vector<std::byte> frame = v.bytes;
@@ -151,12 +155,12 @@ void fix_ip_checksum(std::vector<std::byte>& f) {
 struct DropCase {
   std::string name;
   Counter reason;
-  std::function<std::vector<std::byte>(const Job&)> frame;
+  std::function<std::vector<std::byte>(const JobSpec&)> frame;
 };
 
 // Rank 1's contribution of 4 int32 to slot 5 (job 7, slots [4, 8), 16 elements per packet),
 // changed by `edit` on the header and `frame_edit` on the bytes.
-std::vector<std::byte> base_frame(const Job& job,
+std::vector<std::byte> base_frame(const JobSpec& job,
                                   const std::function<void(wire::Header&)>& edit = {},
                                   std::size_t payload_bytes = 16) {
   wire::Header h = contribution_header(job, 1, 1, 4);
@@ -181,111 +185,115 @@ std::vector<DropCase> drop_cases() {
   using H = wire::Header;
   return {
       {"truncated_frame", Counter::kMalformedTruncated,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          f.resize(41);
          return f;
        }},
       {"truncated_packet", Counter::kMalformedTruncated,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          std::vector<std::byte> packet(10, std::byte{1});
          return frame_from(j.workers[1], packet);
        }},
       {"empty_frame", Counter::kMalformedTruncated,
-       [](const Job&) { return std::vector<std::byte>{}; }},
+       [](const JobSpec&) { return std::vector<std::byte>{}; }},
       {"not_ipv4", Counter::kMalformedNotIpv4,
-       [](const Job& j) { return edited(base_frame(j), 12, 0x86); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 12, 0x86); }},
       {"bad_ip_checksum", Counter::kMalformedBadIpHeader,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          f[25] ^= std::byte{0x5A};
          return f;
        }},
       {"bad_ip_ihl", Counter::kMalformedBadIpHeader,
-       [](const Job& j) { return edited(base_frame(j), 14, 0x46, true); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 14, 0x46, true); }},
       {"ip_fragment", Counter::kMalformedBadIpHeader,
-       [](const Job& j) { return edited(base_frame(j), 20, 0x60, true); }},  // DF + MF
+       [](const JobSpec& j) { return edited(base_frame(j), 20, 0x60, true); }},  // DF + MF
       {"not_udp", Counter::kMalformedNotUdp,
-       [](const Job& j) { return edited(base_frame(j), 23, 6, true); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 23, 6, true); }},
       {"wrong_port", Counter::kMalformedWrongPort,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          return frame_from(
              j.workers[1],
              encode_packet(contribution_header(j, 1, 1, 1), std::vector<std::uint32_t>{1}), 0,
              20034);
        }},
       {"ip_length_beyond_frame", Counter::kMalformedIpLengthMismatch,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          wire::store_be16(f.data() + 16, static_cast<std::uint16_t>(f.size() - 14 + 4));
          fix_ip_checksum(f);
          return f;
        }},
       {"ip_length_too_small", Counter::kMalformedIpLengthMismatch,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          wire::store_be16(f.data() + 16, 27);
          fix_ip_checksum(f);
          return f;
        }},
       {"udp_length_mismatch", Counter::kMalformedUdpLengthMismatch,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          wire::store_be16(f.data() + 38, static_cast<std::uint16_t>(f.size() - 34 - 2));
          return f;
        }},
       {"bad_version", Counter::kMalformedBadVersion,
-       [](const Job& j) { return edited(base_frame(j), 42, 2); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 42, 2); }},
       {"bad_type", Counter::kMalformedBadType,
-       [](const Job& j) { return edited(base_frame(j), 43, 3); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 43, 3); }},
       {"bad_dtype", Counter::kMalformedBadDtype,
-       [](const Job& j) { return edited(base_frame(j), 44, 3); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 44, 3); }},
       {"bad_flags", Counter::kMalformedBadFlags,
-       [](const Job& j) { return edited(base_frame(j), 45, 0x03); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 45, 0x03); }},
       {"reserved_nonzero", Counter::kMalformedReservedNonzero,
-       [](const Job& j) { return edited(base_frame(j), 63, 1); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 63, 1); }},
       {"count_too_large", Counter::kMalformedCountTooLarge,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.count = 1025; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.count = 1025; }); }},
       {"payload_short", Counter::kMalformedLengthMismatch,
-       [](const Job& j) { return base_frame(j, {}, 15); }},
+       [](const JobSpec& j) { return base_frame(j, {}, 15); }},
       {"payload_long", Counter::kMalformedLengthMismatch,
-       [](const Job& j) { return base_frame(j, {}, 20); }},
+       [](const JobSpec& j) { return base_frame(j, {}, 20); }},
       {"bf16_length", Counter::kMalformedLengthMismatch,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.dtype = wire::DataType::kBf16; }); }},
+       [](const JobSpec& j) {
+         return base_frame(j, [](H& h) { h.dtype = wire::DataType::kBf16; });
+       }},
       {"padded_past_the_stored_beats", Counter::kMalformedLengthMismatch,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = base_frame(j);
          f.resize(64 * 18 + 1, std::byte{0});  // fine padding for decode_frame, not for the FPGA
          return f;
        }},
       {"not_contribution", Counter::kDroppedNotContribution,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.type = wire::MsgType::kResult; }); }},
+       [](const JobSpec& j) {
+         return base_frame(j, [](H& h) { h.type = wire::MsgType::kResult; });
+       }},
       {"unknown_job", Counter::kDroppedUnknownJob,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.job_id = 99; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.job_id = 99; }); }},
       {"rank_out_of_range", Counter::kDroppedRankOutOfRange,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 3; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.rank = 3; }); }},
       {"rank_beyond_bitmap", Counter::kDroppedRankOutOfRange,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 40; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.rank = 40; }); }},
       {"foreign_source_ip", Counter::kDroppedForeignSource,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          auto f = edited(base_frame(j), 29, 77, true);
          return f;
        }},
       {"foreign_source_port", Counter::kDroppedForeignSource,
-       [](const Job& j) { return edited(base_frame(j), 35, 0x99); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 35, 0x99); }},
       {"foreign_source_other_rank", Counter::kDroppedForeignSource,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.rank = 0; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.rank = 0; }); }},
       {"slot_below_range", Counter::kDroppedSlotOutOfRange,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.slot = 3; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.slot = 3; }); }},
       {"slot_above_range", Counter::kDroppedSlotOutOfRange,
-       [](const Job& j) { return base_frame(j, [](H& h) { h.slot = 8; }); }},
+       [](const JobSpec& j) { return base_frame(j, [](H& h) { h.slot = 8; }); }},
       {"count_above_job", Counter::kDroppedCountTooLargeForJob,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          return base_frame(
              j, [](H& h) { h.count = 17; }, 68);
        }},
       {"count_above_slot_memory", Counter::kDroppedCountTooLargeForJob,
-       [](const Job& j) {
+       [](const JobSpec& j) {
          // A well-formed frame of 300 elements (20 beats, no padding) to job 8, which allows
          // 1024 elements a packet: more than a slot holds (256), too large, not malformed.
          return base_frame(
@@ -304,13 +312,12 @@ class HlsDrops : public ::testing::TestWithParam<DropCase> {};
 
 TEST_P(HlsDrops, CountedUnderItsReasonAndTouchesNothing) {
   Model model;
-  CsrProgrammer<Model> csr(model);
-  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  Job job = make_job(7, 3, 4, 4, 16);
-  csr.install(0, job);
-  Job wide = make_job(8, 3, 8, 4, 1024);  // same worker addresses as job 7
+  ModelBus<Model> bus(model);
+  const JobSpec job = make_job(7, 3, 4, 4, 16);
+  program_job(bus, job, 0, kAggregator);
+  JobSpec wide = make_job(8, 3, 8, 4, 1024);  // same worker addresses as job 7
   wide.workers = job.workers;
-  csr.install(1, wide);
+  store_job(bus, wide, 1, 4);  // more than a slot holds: refused by the driver's checks
   const auto frame = GetParam().frame(job);
   EXPECT_TRUE(model.process_frame(2, frame).empty());
   for (std::size_t i = 0; i < csr::kCounterCount; ++i) {
@@ -327,10 +334,9 @@ INSTANTIATE_TEST_SUITE_P(Reasons, HlsDrops, ::testing::ValuesIn(drop_cases()),
 // A frame that passes is taken: the base of every case above is valid.
 TEST(HlsDropsBase, TheUneditedFrameIsAggregated) {
   Model model;
-  CsrProgrammer<Model> csr(model);
-  csr.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
-  const Job job = make_job(7, 3, 4, 4, 16);
-  csr.install(0, job);
+  ModelBus<Model> bus(model);
+  const JobSpec job = make_job(7, 3, 4, 4, 16);
+  program_job(bus, job, 0, kAggregator);
   model.process_frame(2, base_frame(job));
   EXPECT_EQ(model.counter(csr::index(Counter::kAggregated)), 1u);
   EXPECT_TRUE(model.core().round_state(5, 0).has_round);

@@ -12,24 +12,15 @@
 #include <set>
 #include <vector>
 
-#include "hls_test_util.hpp"
+#include "fpga_test_util.hpp"
 #include "switch_model.hpp"
 
 namespace netagg::fpga {
 namespace {
 
 using namespace netagg::fpga::testing;  // NOLINT
-
-JobSpec to_spec(const Job& job) {
-  JobSpec spec;
-  spec.job_id = job.id;
-  spec.slot_base = job.slot_base;
-  spec.slot_count = job.slot_count;
-  spec.elements_per_packet = job.elements;
-  for (std::size_t r = 0; r < job.workers.size(); ++r)
-    spec.workers.push_back({static_cast<std::uint16_t>(r), job.workers[r].endpoint(), {}, {}});
-  return spec;
-}
+// csr::Counter, not fpga::Counter (a counter read back by name).
+using Counter = csr::Counter;
 
 struct Sent {
   Endpoint destination;
@@ -39,11 +30,10 @@ struct Sent {
 
 class Crosscheck {
  public:
-  Crosscheck() : switch_(64, 256), csr_(fpga_) {
-    csr_.set_aggregator(kAggMac, kAggIp, wire::kUdpPort);
+  Crosscheck() : switch_(64, 256) {
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
-      switch_.add_job(to_spec(jobs_[j]));
-      csr_.install(static_cast<unsigned>(j + 2), jobs_[j]);
+      switch_.add_job(jobs_[j]);
+      program_job(fpga_bus_, jobs_[j], static_cast<unsigned>(j + 2), kAggregator);
       progress_.emplace_back(jobs_[j].workers.size());
     }
   }
@@ -103,10 +93,7 @@ class Crosscheck {
     std::vector<Sent> expected;
     for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
 
-    Worker from;
-    from.ip = source.ip;
-    from.udp_port = source.port;
-    from.mac = {0x02, 0, 0, 0, 0, 0x42};
+    const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
     const auto frames =
         fpga_.process_frame(static_cast<unsigned>(rng_() % 4), frame_from(from, packet));
     std::vector<Sent> got;
@@ -124,7 +111,7 @@ class Crosscheck {
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
       for (std::size_t j = 0; j < jobs_.size(); ++j)
-        if (jobs_[j].id == d.header.job_id)
+        if (jobs_[j].job_id == d.header.job_id)
           progress_[j][d.header.rank].results.insert(d.header.seq);
     }
   }
@@ -140,20 +127,20 @@ class Crosscheck {
 
   std::vector<std::byte> packet_of(std::size_t j, unsigned rank, std::uint32_t packet,
                                    std::uint16_t count, Endpoint& source) {
-    const Job& job = jobs_[j];
+    const JobSpec& job = jobs_[j];
     wire::Header h = contribution_header(job, static_cast<std::uint16_t>(rank), packet, count);
     h.exponent = static_cast<std::int16_t>((packet * 31 + rank * 7) % 200) - 100;
-    source = job.workers[rank].endpoint();
+    source = job.workers[rank].address;
     return encode_packet(h, values(j, rank, packet, count));
   }
 
   std::vector<std::byte> next_packet(Endpoint& source) {
     const std::size_t j = rng_() % jobs_.size();
-    const Job& job = jobs_[j];
+    const JobSpec& job = jobs_[j];
     const unsigned rank = static_cast<unsigned>(rng_() % job.workers.size());
     WorkerProgress& w = progress_[j][rank];
     const std::uint32_t window = job.slot_count;
-    const std::uint16_t count = job.elements;
+    const std::uint16_t count = job.elements_per_packet;
     const int kind = static_cast<int>(rng_() % 100);
     if (kind < 60) {  // the protocol: a new packet if allowed, else a retransmission
       if (w.next < window || w.results.count(w.next - window))
@@ -199,7 +186,7 @@ class Crosscheck {
                          static_cast<std::uint16_t>(job.slot_base + job.slot_count + rng_() % 4));
         break;
       case 5: {
-        const auto big = static_cast<std::uint16_t>(job.elements + 1 + rng_() % 3);
+        const auto big = static_cast<std::uint16_t>(job.elements_per_packet + 1 + rng_() % 3);
         p = packet_of(j, rank, w.next, big, source);
         break;
       }
@@ -214,10 +201,10 @@ class Crosscheck {
     return p;
   }
 
-  std::vector<Job> jobs_{make_job(3, 4, 0, 3, 37), make_job(9, 3, 10, 2, 256)};
+  std::vector<JobSpec> jobs_{make_job(3, 4, 0, 3, 37), make_job(9, 3, 10, 2, 256)};
   sim::SwitchModel switch_;
   ReferenceModel<> fpga_;
-  CsrProgrammer<ReferenceModel<>> csr_;
+  ModelBus<ReferenceModel<>> fpga_bus_{fpga_};
   std::vector<std::vector<WorkerProgress>> progress_;
   Sent last_;
   std::mt19937 rng_{99};

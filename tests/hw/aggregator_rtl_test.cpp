@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "aggregator_harness.hpp"
-#include "aggregator_test_util.hpp"
+#include "Vnetagg_aggregator.h"
+#include "aggregator_rtl_fixture.hpp"
 #include "aggregator_traffic.hpp"
 #include "netagg/fpga_csr.hpp"
 #include "netagg/wire.hpp"
@@ -23,28 +23,15 @@
 namespace netagg::rtltest {
 namespace {
 
-using C = csr::Counter;
 using wire::DataType;
+
+// The default parameters (hw/rtl/netagg_pkg.sv, the spec's table).
+constexpr unsigned kPorts = 4;
+constexpr unsigned kSlots = 64;
 
 // ---- independent arithmetic (neither the RTL's nor the model's code) ------------------------
 
-bool is_nan(std::uint32_t x) { return (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu); }
-
-// fp32 a + b with the NaN rules of docs/fpga-aggregator.md (x86 addss).
-std::uint32_t fp32_add(std::uint32_t a, std::uint32_t b) {
-  if (is_nan(a)) return a | 0x400000u;
-  if (is_nan(b)) return b | 0x400000u;
-  if ((a & 0x7FFFFFFFu) == 0x7F800000u && (b & 0x7FFFFFFFu) == 0x7F800000u && a != b)
-    return 0xFFC00000u;
-  volatile float x = u2f(a), y = u2f(b);  // the FPU, round to nearest even, no flush to zero
-  return f2u(x + y);
-}
-
 std::uint32_t bf16_widen(std::uint32_t h) { return h << 16; }
-std::uint32_t bf16_round(std::uint32_t x) {
-  if (is_nan(x)) return (x >> 16) | 0x40u;
-  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
-}
 
 std::vector<std::uint32_t> ints(std::initializer_list<std::int32_t> v) {
   std::vector<std::uint32_t> out;
@@ -55,104 +42,82 @@ std::vector<std::uint32_t> ints(std::initializer_list<std::int32_t> v) {
 // ---- fixture -------------------------------------------------------------------------------
 
 // A fresh RTL and reference model, both programmed the same way.
-class Rtl : public ::testing::Test {
+class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultParams> {
  protected:
-  void SetUp() override {
-    Programmer<Harness>(tb).set_aggregator();
-    Programmer<Model>(model).set_aggregator();
-  }
-  void install(unsigned entry, const Job& job) {
-    Programmer<Harness>(tb).install(entry, job);
-    Programmer<Model>(model).install(entry, job);
-  }
-  std::uint64_t count(C c) { return tb.counter(counter_index(c)); }
-  // Every counter of the RTL equals the model's.
-  void expect_counters_match_model() {
-    for (unsigned i = 0; i < csr::kCounterCount; ++i)
-      EXPECT_EQ(tb.counter(i), model.counter(i)) << "counter " << csr::kCounterNames[i];
-  }
+  Rtl() : RtlAgainstModel(1) {}
+
   // frames_in = aggregated + results_resent + every drop (once nothing is in flight).
   void expect_balanced() {
     std::uint64_t drops = 0;
-    for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
-      drops += tb.counter(i);
+    for (unsigned i = csr::index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+      drops += counter(i);
     EXPECT_EQ(count(C::kFramesIn), count(C::kAggregated) + count(C::kResultsResent) + drops);
   }
   // Runs until idle, replays the RTL's decisions on the model and compares egress frames and
   // counters. Returns the RTL's egress frames.
   std::vector<EgressFrame> settle_and_compare() {
-    EXPECT_TRUE(tb.run_until_idle());
-    auto egress = tb.take_egress();
-    const auto expected = replay(model, tb.take_decisions());
-    EXPECT_EQ(egress_difference(as_pairs(egress), expected), "");
-    expect_counters_match_model();
-    EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+    EXPECT_TRUE(run_until_idle());
+    auto egress = tb.pop_egress();
+    expect_same_as_model(egress);
     return egress;
   }
-  std::vector<Result> settle() {
-    std::vector<Result> out;
-    for (const auto& f : settle_and_compare()) out.push_back(decode_result(f));
-    return out;
-  }
+  std::vector<Result> settle() { return decode_all(settle_and_compare()); }
   // One contribution on its worker's port, alone; the results it caused.
-  std::vector<Result> send(const Job& job, const Contribution& c) {
-    tb.push(c.rank % kPorts, contribution_frame(job, c));
+  std::vector<Result> send(const JobSpec& job, const Contribution& c) {
+    tb.push_frame(c.rank % kPorts, contribution_frame(job, c));
     return settle();
   }
   // Contributions on ports 0, 1, 2, ... in the same cycles (one group if they meet).
-  std::vector<Result> send_together(const Job& job, const std::vector<Contribution>& cs) {
+  std::vector<Result> send_together(const JobSpec& job, const std::vector<Contribution>& cs) {
     for (std::size_t i = 0; i < cs.size(); ++i)
-      tb.push(static_cast<unsigned>(i), contribution_frame(job, cs[i]));
+      tb.push_frame(static_cast<unsigned>(i), contribution_frame(job, cs[i]));
     return settle();
   }
-
-  Harness tb{1};
-  Model model;
 };
 
 // ---- CSRs ----------------------------------------------------------------------------------
 
 TEST_F(Rtl, CsrIdentityAndReadback) {
-  EXPECT_EQ(tb.csr_read(csr::kVersion), (1u << 16) | wire::kVersion);
-  EXPECT_EQ(tb.csr_read(csr::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
-  EXPECT_EQ(tb.csr_read(csr::kFeatures), model.csr_read(csr::kFeatures));
-  EXPECT_EQ(tb.csr_read(csr::kVersion), model.csr_read(csr::kVersion));
-  EXPECT_EQ(tb.csr_read(csr::kAggUdpPort), wire::kUdpPort);
-  tb.csr_write(csr::kJobSlots, 0x12345678);
-  EXPECT_EQ(tb.csr_read(csr::kJobSlots), 0x12345678u);
-  tb.csr_write(csr::kJobSlots, 0xAABBCCDD, 0b0101);  // byte strobes
-  EXPECT_EQ(tb.csr_read(csr::kJobSlots), 0x12BB56DDu);
-  tb.csr_write(csr::kVersion, 0);  // read-only: ignored
-  EXPECT_EQ(tb.csr_read(csr::kVersion), (1u << 16) | wire::kVersion);
-  EXPECT_EQ(tb.csr_read(0xFFC), 0u);  // unmapped
-  EXPECT_EQ(tb.csr_read(csr::kStatus), 0u);
+  EXPECT_EQ(tb.read32(csr::kVersion), (1u << 16) | wire::kVersion);
+  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
+  EXPECT_EQ(tb.read32(csr::kFeatures), model.csr_read(csr::kFeatures));
+  EXPECT_EQ(tb.read32(csr::kVersion), model.csr_read(csr::kVersion));
+  EXPECT_EQ(tb.read32(csr::kAggUdpPort), wire::kUdpPort);
+  tb.write32(csr::kJobSlots, 0x12345678);
+  EXPECT_EQ(tb.read32(csr::kJobSlots), 0x12345678u);
+  tb.write32(csr::kJobSlots, 0xAABBCCDD, 0b0101);  // byte strobes
+  EXPECT_EQ(tb.read32(csr::kJobSlots), 0x12BB56DDu);
+  tb.write32(csr::kVersion, 0);  // read-only: ignored
+  EXPECT_EQ(tb.read32(csr::kVersion), (1u << 16) | wire::kVersion);
+  EXPECT_EQ(tb.read32(0xFFC), 0u);  // unmapped
+  EXPECT_EQ(tb.read32(csr::kStatus), 0u);
   for (std::uint32_t reg : {csr::kAggMacLo, csr::kAggMacHi, csr::kAggIp, csr::kJobIndex,
                             csr::kWorkerIp, csr::kWorkerUdpPort, csr::kCounterIndex}) {
-    tb.csr_write(reg, 0x5A5A0000u + reg);
-    EXPECT_EQ(tb.csr_read(reg), 0x5A5A0000u + reg) << "register 0x" << std::hex << reg;
+    tb.write32(reg, 0x5A5A0000u + reg);
+    EXPECT_EQ(tb.read32(reg), 0x5A5A0000u + reg) << "register 0x" << std::hex << reg;
   }
 }
 
 TEST_F(Rtl, CountersLatchAndClear) {
-  const Job job = make_job(1, 2, 0, 4);
+  const JobSpec job = make_job(1, 2, 0, 4);
   install(0, job);
   send(job, {.job = 1, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})});
   send(job, {.job = 9, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})});  // unknown job
-  tb.csr_write(csr::kCounterIndex, counter_index(C::kFramesIn));
-  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 2u);
+  tb.write32(csr::kCounterIndex, csr::index(C::kFramesIn));
+  EXPECT_EQ(tb.read32(csr::kCounterLo), 2u);
   // Another frame; COUNTER_HI still shows the value latched with LO, a new LO read the new one.
-  tb.push(0,
-          contribution_frame(job, {.job = 9, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})}));
-  ASSERT_TRUE(tb.run_until_idle());
-  EXPECT_EQ(tb.csr_read(csr::kCounterHi), 0u);
-  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 3u);
-  tb.csr_write(csr::kCounterIndex, 200);  // no such counter
-  EXPECT_EQ(tb.csr_read(csr::kCounterLo), 0u);
+  tb.push_frame(
+      0, contribution_frame(job, {.job = 9, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})}));
+  ASSERT_TRUE(run_until_idle());
+  EXPECT_EQ(tb.read32(csr::kCounterHi), 0u);
+  EXPECT_EQ(tb.read32(csr::kCounterLo), 3u);
+  tb.write32(csr::kCounterIndex, 200);  // no such counter
+  EXPECT_EQ(tb.read32(csr::kCounterLo), 0u);
   EXPECT_EQ(count(C::kDroppedUnknownJob), 2u);
   replay(model, tb.take_decisions());
-  Programmer<Harness>(tb).clear_counters();
-  Programmer<Model>(model).clear_counters();
-  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(tb.counter(i), 0u) << i;
+  clear_counters(tb);
+  clear_counters(model_bus);
+  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(counter(i), 0u) << i;
   // The job survives a counter clear: rank 1 completes the round rank 0 started.
   const auto results = send(job, {.job = 1, .rank = 1, .slot = 1, .seq = 1, .values = ints({2})});
   ASSERT_EQ(results.size(), 2u);
@@ -167,11 +132,11 @@ TEST_F(Rtl, CountersLatchAndClear) {
 // afterwards sums exactly its own contributions.
 TEST_F(Rtl, GoldenVectors) {
   // The frame vectors' sender: rank 2 of job 1 at 10.0.0.2:31002, slot 5.
+  // Up to 1024 elements a packet, more than a slot holds: the device, not the driver, decides.
   auto vector_job = [](std::uint16_t id, unsigned rank) {
-    Job job = make_job(id, std::max(3u, rank + 1), 0, kSlots, 1024);
-    job.workers[2].ip = 0x0A000002;
-    job.workers[2].udp_port = 31002;
-    job.workers[2].mac = {0x02, 0, 0, 0, 0, 0x02};
+    JobSpec job = make_job(id, std::max(3u, rank + 1), 0, kSlots, 1024);
+    job.workers[2].address = {0x0A000002, 31002};
+    job.workers[2].mac = wire::Mac{0x02, 0, 0, 0, 0, 0x02};
     return job;
   };
   const auto vectors = netagg::testing::load_vectors(netagg::testing::vectors_dir() / "wire");
@@ -182,18 +147,18 @@ TEST_F(Rtl, GoldenVectors) {
     const std::string expect = v.at("expect");
     const bool ok = expect == "ok";
     const unsigned rank = ok ? static_cast<unsigned>(v.integer("rank")) : 2;
-    const Job job = vector_job(ok ? static_cast<std::uint16_t>(v.integer("job_id")) : 1, rank);
-    install(0, job);  // clears the job's slots
+    const JobSpec job = vector_job(ok ? static_cast<std::uint16_t>(v.integer("job_id")) : 1, rank);
+    install_unchecked(0, job);  // clears the job's slots
     Bytes frame = v.bytes;
     if (v.at("layer") == "packet") frame = frame_from(job.workers[rank], v.bytes);
     std::vector<std::uint64_t> before(csr::kCounterCount);
-    for (unsigned i = 0; i < csr::kCounterCount; ++i) before[i] = tb.counter(i);
-    tb.push(0, frame);
+    for (unsigned i = 0; i < csr::kCounterCount; ++i) before[i] = counter(i);
+    tb.push_frame(0, frame);
     settle();
     std::map<std::string, std::uint64_t> delta;
     for (unsigned i = 0; i < csr::kCounterCount; ++i)
-      if (tb.counter(i) != before[i])
-        delta[std::string(csr::kCounterNames[i])] = tb.counter(i) - before[i];
+      if (counter(i) != before[i])
+        delta[std::string(csr::kCounterNames[i])] = counter(i) - before[i];
     std::string reason;
     if (!ok) {
       reason = "malformed_" + expect;
@@ -202,7 +167,7 @@ TEST_F(Rtl, GoldenVectors) {
       reason = "dropped_not_contribution";
     } else if (v.integer("slot") >= kSlots) {
       reason = "dropped_slot_out_of_range";
-    } else if (v.integer("count") > kMaxElements) {
+    } else if (v.integer("count") > kSlotElements) {
       reason = "dropped_count_too_large_for_job";
     } else {
       reason = "aggregated";
@@ -233,7 +198,7 @@ TEST_F(Rtl, GoldenVectors) {
 
 // Four workers on four ports, int32, in the same cycle (one group), with wrap-around.
 TEST_F(Rtl, Int32RoundInOneGroup) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
   std::vector<Contribution> round;
   std::vector<std::uint32_t> expected(40, 0);
@@ -252,9 +217,9 @@ TEST_F(Rtl, Int32RoundInOneGroup) {
     EXPECT_EQ(r.header.type, wire::MsgType::kResult);
     EXPECT_EQ(r.header.dtype, DataType::kInt32);
     EXPECT_EQ(r.port, r.header.rank % kPorts);
-    EXPECT_EQ(r.address.dst_ip, job.workers[r.header.rank].ip);
-    EXPECT_EQ(r.address.dst_port, job.workers[r.header.rank].udp_port);
-    EXPECT_EQ(r.address.dst_mac, job.workers[r.header.rank].mac);
+    EXPECT_EQ(r.address.dst_ip, job.workers[r.header.rank].address.ip);
+    EXPECT_EQ(r.address.dst_port, job.workers[r.header.rank].address.port);
+    EXPECT_EQ(r.address.dst_mac, *job.workers[r.header.rank].mac);
     EXPECT_EQ(r.address.src_ip, kAggIp);
     EXPECT_EQ(r.address.src_mac, kAggMac);
     EXPECT_EQ(r.address.src_port, wire::kUdpPort);
@@ -274,7 +239,7 @@ TEST_F(Rtl, Int32RoundInOneGroup) {
 
 // Contributions one at a time, in different orders, every packet size from 0 to a full slot.
 TEST_F(Rtl, Int32EveryCountAndOrder) {
-  const Job job = make_job(1, 3, 10, 2);
+  const JobSpec job = make_job(1, 3, 10, 2);
   install(0, job);
   std::mt19937 rng(7);
   const std::vector<std::uint16_t> counts = {0, 1, 15, 16, 17, 31, 32, 33, 100, 255, 256};
@@ -307,7 +272,7 @@ TEST_F(Rtl, Int32EveryCountAndOrder) {
 
 // fp32: one group of four is summed ((p0 + p1) + (p2 + p3)); special values included.
 TEST_F(Rtl, Fp32TreeOrderAndSpecialValues) {
-  const Job job = make_job(2, 4, 0, 8);
+  const JobSpec job = make_job(2, 4, 0, 8);
   install(0, job);
   const std::uint32_t specials[] = {0x00000000, 0x80000000, 0x00000001, 0x80000001,
                                     0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
@@ -322,7 +287,7 @@ TEST_F(Rtl, Fp32TreeOrderAndSpecialValues) {
       if (i < 64)
         v = specials[(i + 5 * r) % 16];  // every pair of classes meets somewhere
       else
-        v = f2u(std::ldexp(float(int(rng() % 2000001) - 1000000), int(rng() % 40) - 20));
+        v = bits(std::ldexp(float(int(rng() % 2000001) - 1000000), int(rng() % 40) - 20));
       round[r].values.push_back(v);
     }
   }
@@ -330,15 +295,15 @@ TEST_F(Rtl, Fp32TreeOrderAndSpecialValues) {
   ASSERT_EQ(results.size(), 4u);
   std::vector<std::uint32_t> expected(200);
   for (unsigned i = 0; i < 200; ++i)
-    expected[i] = fp32_add(fp32_add(round[0].values[i], round[1].values[i]),
-                           fp32_add(round[2].values[i], round[3].values[i]));
+    expected[i] = host_add(host_add(round[0].values[i], round[1].values[i]),
+                           host_add(round[2].values[i], round[3].values[i]));
   for (const auto& r : results) EXPECT_EQ(r.values, expected);
 }
 
 // fp32 one contribution at a time: the first is stored as is (no 0 + x: -0 stays -0), then
 // added in arrival order, accumulator first.
 TEST_F(Rtl, Fp32ArrivalOrder) {
-  const Job job = make_job(2, 3, 0, 8);
+  const JobSpec job = make_job(2, 3, 0, 8);
   install(0, job);
   std::vector<Contribution> cs(3);
   for (std::uint16_t r = 0; r < 3; ++r)
@@ -352,7 +317,7 @@ TEST_F(Rtl, Fp32ArrivalOrder) {
   ASSERT_EQ(results.size(), 3u);
   std::vector<std::uint32_t> expected;
   for (unsigned i = 0; i < 5; ++i)
-    expected.push_back(fp32_add(fp32_add(cs[2].values[i], cs[0].values[i]), cs[1].values[i]));
+    expected.push_back(host_add(host_add(cs[2].values[i], cs[0].values[i]), cs[1].values[i]));
   EXPECT_EQ(expected[0], 0x80000000u);  // -0 + -0 + -0
   EXPECT_EQ(expected[2], 0x7FC00005u);  // the accumulator's NaN wins
   for (const auto& r : results) EXPECT_EQ(r.values, expected);
@@ -361,7 +326,7 @@ TEST_F(Rtl, Fp32ArrivalOrder) {
 // bf16 on the wire, fp32 accumulation, rounded back: 32 elements a wire beat, two accumulator
 // beats each; counts that end in either half of a beat.
 TEST_F(Rtl, Bf16WidenedAccumulatedRounded) {
-  const Job job = make_job(3, 4, 0, 4);
+  const JobSpec job = make_job(3, 4, 0, 4);
   install(0, job);
   std::mt19937 rng(5);
   std::uint32_t seq = 0;
@@ -386,10 +351,10 @@ TEST_F(Rtl, Bf16WidenedAccumulatedRounded) {
     std::vector<std::uint32_t> expected;
     for (unsigned i = 0; i < n; ++i) {
       const std::uint32_t a =
-          fp32_add(bf16_widen(round[0].values[i]), bf16_widen(round[1].values[i]));
+          host_add(bf16_widen(round[0].values[i]), bf16_widen(round[1].values[i]));
       const std::uint32_t b =
-          fp32_add(bf16_widen(round[2].values[i]), bf16_widen(round[3].values[i]));
-      expected.push_back(bf16_round(fp32_add(a, b)));
+          host_add(bf16_widen(round[2].values[i]), bf16_widen(round[3].values[i]));
+      expected.push_back(reference_bf16(host_add(a, b)));
     }
     for (const auto& r : results) {
       EXPECT_EQ(r.header.dtype, DataType::kBf16);
@@ -402,7 +367,7 @@ TEST_F(Rtl, Bf16WidenedAccumulatedRounded) {
 
 // Groups of any subset of ports: a missing port's partner passes through its tree level.
 TEST_F(Rtl, TreeSkipsMissingPorts) {
-  const Job job = make_job(4, 4, 0, 16);
+  const JobSpec job = make_job(4, 4, 0, 16);
   install(0, job);
   std::uint32_t seq = 0;
   for (unsigned mask = 1; mask < 16; ++mask) {
@@ -411,12 +376,12 @@ TEST_F(Rtl, TreeSkipsMissingPorts) {
     // ports in the mask together, the others afterwards one by one
     for (unsigned p = 0; p < 4; ++p)
       if (mask >> p & 1)
-        tb.push(p, contribution_frame(job, {.job = 4,
-                                            .rank = std::uint16_t(p),
-                                            .slot = slot,
-                                            .seq = seq,
-                                            .dtype = DataType::kFp32,
-                                            .values = {vals[p]}}));
+        tb.push_frame(p, contribution_frame(job, {.job = 4,
+                                                  .rank = std::uint16_t(p),
+                                                  .slot = slot,
+                                                  .seq = seq,
+                                                  .dtype = DataType::kFp32,
+                                                  .values = {vals[p]}}));
     settle();
     std::vector<Result> results;
     for (unsigned p = 0; p < 4; ++p)
@@ -436,7 +401,7 @@ TEST_F(Rtl, TreeSkipsMissingPorts) {
 // One-beat packets to one (slot, set) taken one cycle after the other: each group reads the
 // accumulators the previous one is still adding to (the read-modify-write hazard window).
 TEST_F(Rtl, BackToBackGroupsOnOneSlot) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
   for (std::uint32_t round = 0; round < 6; ++round) {
     const unsigned count = round % 2 ? 16 : 5;  // one beat; one beat partly filled
@@ -449,19 +414,19 @@ TEST_F(Rtl, BackToBackGroupsOnOneSlot) {
                      .seq = round,
                      .dtype = round < 3 ? DataType::kFp32 : DataType::kInt32};
       for (unsigned i = 0; i < count; ++i)
-        c.values.push_back(round < 3 ? f2u(float(1 << r) + float(i) / 64 + round) : 1000 * r + i);
+        c.values.push_back(round < 3 ? bits(float(1 << r) + float(i) / 64 + round) : 1000 * r + i);
       cs.push_back(c);
     }
     for (std::uint16_t r = 0; r < 4; ++r) {  // staggered by a cycle: four groups in a row
-      tb.push(r, contribution_frame(job, cs[r]));
-      tb.tick();
+      tb.push_frame(r, contribution_frame(job, cs[r]));
+      tb.step(1);
     }
     const auto results = settle();
     ASSERT_EQ(results.size(), 4u);
     for (unsigned i = 0; i < count; ++i) {
       std::uint32_t want = cs[0].values[i];
       for (unsigned r = 1; r < 4; ++r)
-        want = round < 3 ? fp32_add(want, cs[r].values[i]) : want + cs[r].values[i];
+        want = round < 3 ? host_add(want, cs[r].values[i]) : want + cs[r].values[i];
       EXPECT_EQ(results[0].values[i], want) << "round " << round << " element " << i;
     }
   }
@@ -470,14 +435,14 @@ TEST_F(Rtl, BackToBackGroupsOnOneSlot) {
 // Eight workers on four ports: copies to different ports leave in the same cycles, the two
 // workers of a port one after the other in rank order.
 TEST_F(Rtl, ResultWavesAcrossPorts) {
-  const Job job = make_job(1, 8, 0, 4);
+  const JobSpec job = make_job(1, 8, 0, 4);
   install(0, job);
   for (std::uint16_t r = 0; r < 8; ++r)
-    tb.push(r % 4, contribution_frame(job, {.job = 1,
-                                            .rank = r,
-                                            .slot = 1,
-                                            .seq = 1,
-                                            .values = std::vector<std::uint32_t>(40, r)}));
+    tb.push_frame(r % 4, contribution_frame(job, {.job = 1,
+                                                  .rank = r,
+                                                  .slot = 1,
+                                                  .seq = 1,
+                                                  .values = std::vector<std::uint32_t>(40, r)}));
   const auto egress = settle_and_compare();
   ASSERT_EQ(egress.size(), 8u);
   std::map<unsigned, std::vector<EgressFrame>> per_port;
@@ -487,15 +452,15 @@ TEST_F(Rtl, ResultWavesAcrossPorts) {
     EXPECT_EQ(decode_result(per_port[p][0]).header.rank, p);
     EXPECT_EQ(decode_result(per_port[p][1]).header.rank, p + 4);
     for (unsigned w = 0; w < 2; ++w)
-      EXPECT_EQ(per_port[p][w].first_cycle, per_port[0][w].first_cycle) << "port " << p;
-    EXPECT_EQ(per_port[p][1].first_cycle, per_port[p][0].last_cycle + 1);  // back to back
+      EXPECT_EQ(per_port[p][w].first_beat_cycle, per_port[0][w].first_beat_cycle) << "port " << p;
+    EXPECT_EQ(per_port[p][1].first_beat_cycle, per_port[p][0].last_beat_cycle + 1);  // back to back
   }
 }
 
 // ---- loss recovery (the switch model's cases) ------------------------------------------------
 
 TEST_F(Rtl, ResendAfterCompletion) {
-  const Job job = make_job(1, 3, 8, 4);
+  const JobSpec job = make_job(1, 3, 8, 4);
   install(0, job);
   Contribution c[3];
   for (std::uint16_t r = 0; r < 3; ++r)
@@ -527,7 +492,7 @@ TEST_F(Rtl, ResendAfterCompletion) {
 }
 
 TEST_F(Rtl, RetransmissionFromThePreviousSet) {
-  const Job job = make_job(1, 3, 8, 4);
+  const JobSpec job = make_job(1, 3, 8, 4);
   install(0, job);
   for (std::uint16_t r = 0; r < 3; ++r)
     send(job, {.job = 1,
@@ -555,7 +520,7 @@ TEST_F(Rtl, RetransmissionFromThePreviousSet) {
 // Eight rounds through one slot alternating sets, a lost result retransmitted while the next
 // round fills the other set.
 TEST_F(Rtl, BothSetsInFlight) {
-  const Job job = make_job(1, 3, 20, 1);
+  const JobSpec job = make_job(1, 3, 20, 1);
   install(0, job);
   const std::vector<std::vector<std::uint16_t>> orders = {
       {0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {1, 2, 0}, {0, 1, 2}, {2, 1, 0}};
@@ -594,7 +559,7 @@ TEST_F(Rtl, BothSetsInFlight) {
 
 // A set is reused every 2W packets: each new round overwrites the old sum and bitmap.
 TEST_F(Rtl, SlotReuse) {
-  const Job job = make_job(1, 2, 30, 2);
+  const JobSpec job = make_job(1, 2, 30, 2);
   install(0, job);
   for (std::uint32_t p = 0; p < 12; ++p) {
     const auto slot = static_cast<std::uint16_t>(30 + p % 2);
@@ -618,16 +583,16 @@ TEST_F(Rtl, SlotReuse) {
 }
 
 TEST_F(Rtl, DuplicatesIgnored) {
-  const Job job = make_job(1, 3, 0, 16);
+  const JobSpec job = make_job(1, 3, 0, 16);
   install(0, job);
   const Contribution c0{.job = 1, .rank = 0, .slot = 9, .seq = 1, .values = ints({5, 5})};
   send(job, c0);
   EXPECT_TRUE(send(job, c0).empty());
   // a copy arriving on another port in the same cycle as the original
-  tb.push(0, contribution_frame(
-                 job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
-  tb.push(3, contribution_frame(
-                 job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
+  tb.push_frame(0, contribution_frame(
+                       job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
+  tb.push_frame(3, contribution_frame(
+                       job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
   EXPECT_TRUE(settle().empty());
   const auto results =
       send(job, {.job = 1, .rank = 2, .slot = 9, .seq = 1, .values = ints({7, 7})});
@@ -640,20 +605,21 @@ TEST_F(Rtl, DuplicatesIgnored) {
 // A new round on a (slot, set) whose result frames still wait for a held egress port (a worker
 // group running ahead of the protocol): the round waits, the held results carry their own sum.
 TEST_F(Rtl, NewRoundWaitsForQueuedResults) {
-  const Job job = make_job(1, 2, 0, 1);
+  const JobSpec job = make_job(1, 2, 0, 1);
   install(0, job);
-  tb.set_ready(0, false);
+  tb.set_egress_ready(0, false);
   for (std::uint32_t seq = 0; seq < 3; ++seq) {  // set 0, set 1, set 0 again
     for (std::uint16_t r = 0; r < 2; ++r)
-      tb.push(r, contribution_frame(job, {.job = 1,
-                                          .rank = r,
-                                          .slot = 0,
-                                          .set = std::uint8_t(seq % 2),
-                                          .seq = seq,
-                                          .values = std::vector<std::uint32_t>(200, seq + 1)}));
-    tb.run(400);
+      tb.push_frame(r,
+                    contribution_frame(job, {.job = 1,
+                                             .rank = r,
+                                             .slot = 0,
+                                             .set = std::uint8_t(seq % 2),
+                                             .seq = seq,
+                                             .values = std::vector<std::uint32_t>(200, seq + 1)}));
+    tb.step(400);
   }
-  tb.set_ready(0, true);
+  tb.set_egress_ready(0, true);
   const auto results = settle();
   ASSERT_EQ(results.size(), 6u);
   for (const auto& r : results)
@@ -663,7 +629,7 @@ TEST_F(Rtl, NewRoundWaitsForQueuedResults) {
 
 // A late copy of packet 0 after its sender's packet 1 cleared its bit: a resend, not a round.
 TEST_F(Rtl, RetransmissionOvertakenByTheSendersNextPacket) {
-  const Job job = make_job(1, 2, 8, 1);
+  const JobSpec job = make_job(1, 2, 8, 1);
   install(0, job);
   send(job, {.job = 1, .rank = 0, .slot = 8, .set = 0, .seq = 0, .values = ints({1, 2})});
   send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 0, .values = ints({10, 20})});
@@ -681,12 +647,12 @@ TEST_F(Rtl, RetransmissionOvertakenByTheSendersNextPacket) {
       send(job, {.job = 1, .rank = 1, .slot = 8, .set = 0, .seq = 2, .values = ints({50, 60})});
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].values, ints({55, 66}));
-  for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
-    EXPECT_EQ(tb.counter(i), 0u) << csr::kCounterNames[i];
+  for (unsigned i = csr::index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    EXPECT_EQ(counter(i), 0u) << csr::kCounterNames[i];
 }
 
 TEST_F(Rtl, StaleAheadAndMismatchesTouchNothing) {
-  const Job job = make_job(1, 2, 8, 1);
+  const JobSpec job = make_job(1, 2, 8, 1);
   install(0, job);
   for (std::uint32_t p = 0; p < 3; ++p)
     send_together(job, {{.job = 1,
@@ -738,14 +704,14 @@ TEST_F(Rtl, StaleAheadAndMismatchesTouchNothing) {
 // A group where port 0 completes the round and port 1 starts the set's next round (a worker
 // group breaking the protocol) or resends: the later frame waits for the next cycle.
 TEST_F(Rtl, GroupsNeverMixRounds) {
-  const Job job = make_job(1, 1, 0, 4);  // one worker: every contribution completes its round
+  const JobSpec job = make_job(1, 1, 0, 4);  // one worker: every contribution completes its round
   install(0, job);
-  tb.push(0,
-          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 0, .values = ints({1})}));
-  tb.push(1,
-          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({5})}));
-  tb.push(2,
-          contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({9})}));
+  tb.push_frame(
+      0, contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 0, .values = ints({1})}));
+  tb.push_frame(
+      1, contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({5})}));
+  tb.push_frame(
+      2, contribution_frame(job, {.job = 1, .rank = 0, .slot = 2, .seq = 2, .values = ints({9})}));
   const auto results = settle();
   std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> got;
   for (const auto& r : results) got.emplace_back(r.header.seq, r.values);
@@ -755,7 +721,7 @@ TEST_F(Rtl, GroupsNeverMixRounds) {
 }
 
 TEST_F(Rtl, ZeroCountCarriesOnlyTheExponent) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
   std::vector<Contribution> round;
   for (std::uint16_t r = 0; r < 4; ++r)
@@ -777,7 +743,7 @@ TEST_F(Rtl, ZeroCountCarriesOnlyTheExponent) {
 // ---- ECN, jobs, checks -----------------------------------------------------------------------
 
 TEST_F(Rtl, EcnBitsAreOred) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
   for (std::uint32_t round = 0; round < 3; ++round) {
     const std::uint8_t ecns[3][4] = {{0, 1, 0, 0}, {0, 0, 0, 0}, {2, 0, 1, 0}};
@@ -789,7 +755,7 @@ TEST_F(Rtl, EcnBitsAreOred) {
                            .seq = round,
                            .ecn = ecns[round][r],
                            .values = ints({1})};
-      tb.push(r, frame_from(job.workers[r], encode_packet(c), c.ecn));
+      tb.push_frame(r, frame_from(job.workers[r], encode_packet(c), c.ecn));
       if (round == 2) results = settle();  // one by one in the last round
     }
     if (round < 2) results = settle();
@@ -800,24 +766,24 @@ TEST_F(Rtl, EcnBitsAreOred) {
 }
 
 TEST_F(Rtl, JobsAreIsolated) {
-  const Job a = make_job(1, 2, 0, 4, 8);
-  const Job b = make_job(2, 3, 4, 4, 64);
+  const JobSpec a = make_job(1, 2, 0, 4, 8);
+  const JobSpec b = make_job(2, 3, 4, 4, 64);
   install(0, a);
   install(5, b);
   // the same slot-relative traffic in both jobs, interleaved
   for (std::uint32_t p = 0; p < 4; ++p) {
     for (std::uint16_t r = 0; r < 3; ++r) {
       if (r < 2)
-        tb.push(r, contribution_frame(a, {.job = 1,
-                                          .rank = r,
-                                          .slot = std::uint16_t(p),
-                                          .seq = p,
-                                          .values = ints({int(r + 1)})}));
-      tb.push(r + 1, contribution_frame(b, {.job = 2,
-                                            .rank = r,
-                                            .slot = std::uint16_t(4 + p),
-                                            .seq = p,
-                                            .values = ints({int(100 * (r + 1))})}));
+        tb.push_frame(r, contribution_frame(a, {.job = 1,
+                                                .rank = r,
+                                                .slot = std::uint16_t(p),
+                                                .seq = p,
+                                                .values = ints({int(r + 1)})}));
+      tb.push_frame(r + 1, contribution_frame(b, {.job = 2,
+                                                  .rank = r,
+                                                  .slot = std::uint16_t(4 + p),
+                                                  .seq = p,
+                                                  .values = ints({int(100 * (r + 1))})}));
     }
   }
   auto results = settle();
@@ -825,23 +791,24 @@ TEST_F(Rtl, JobsAreIsolated) {
   for (const auto& r : results) {
     if (r.header.job_id == 1) {
       EXPECT_EQ(r.values, ints({3}));
-      EXPECT_EQ(r.address.dst_ip, a.workers.at(r.header.rank).ip);
+      EXPECT_EQ(r.address.dst_ip, a.workers.at(r.header.rank).address.ip);
     } else {
       EXPECT_EQ(r.values, ints({600}));
-      EXPECT_EQ(r.address.dst_ip, b.workers.at(r.header.rank).ip);
+      EXPECT_EQ(r.address.dst_ip, b.workers.at(r.header.rank).address.ip);
     }
   }
   // job 1's worker into job 2's slots, job 2's ids from job 1's address
   EXPECT_TRUE(send(a, {.job = 1, .rank = 0, .slot = 5, .seq = 9, .values = ints({1})}).empty());
-  tb.push(0, frame_from(
-                 a.workers[0],
+  tb.push_frame(
+      0,
+      frame_from(a.workers[0],
                  encode_packet({.job = 2, .rank = 0, .slot = 5, .seq = 9, .values = ints({1})})));
   EXPECT_TRUE(settle().empty());
   EXPECT_EQ(count(C::kDroppedSlotOutOfRange), 1u);
   EXPECT_EQ(count(C::kDroppedForeignSource), 1u);
   // removing job 1 leaves job 2 running
-  Programmer<Harness>(tb).remove(0);
-  Programmer<Model>(model).remove(0);
+  remove_job(tb, 0);
+  remove_job(model_bus, 0);
   EXPECT_TRUE(send(a, {.job = 1, .rank = 0, .slot = 0, .seq = 4, .values = ints({1})}).empty());
   EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);
   for (std::uint16_t r = 0; r < 3; ++r)
@@ -854,13 +821,17 @@ TEST_F(Rtl, JobsAreIsolated) {
 // Every job table check, and frame-level classes the golden vectors do not cover: each counted
 // under its reason, and none touches the slot state (the round afterwards sums only its own).
 TEST_F(Rtl, EveryCheckCountedNothingTouched) {
-  Job job = make_job(1, 2, 4, 4, 32);
+  JobSpec job = make_job(1, 2, 4, 4, 32);
   install(0, job);
   const Contribution good{.job = 1, .rank = 0, .slot = 5, .seq = 3, .values = ints({100, 200})};
   auto bad = [&](C reason, Bytes frame) {
-    SCOPED_TRACE(std::string(csr::kCounterNames[counter_index(reason)]));
+    SCOPED_TRACE(std::string(csr::kCounterNames[csr::index(reason)]));
     const std::uint64_t before = count(reason);
-    tb.push(0, std::move(frame));
+    // An empty frame is one beat with TKEEP 0, which only push_empty_frame sends.
+    if (frame.empty())
+      tb.push_empty_frame(0);
+    else
+      tb.push_frame(0, frame);
     EXPECT_TRUE(settle().empty());
     EXPECT_EQ(count(reason), before + 1);
   };
@@ -875,11 +846,11 @@ TEST_F(Rtl, EveryCheckCountedNothingTouched) {
       frame_from(
           job.workers[0],
           encode_packet({.job = 1, .rank = 2, .slot = 5, .seq = 3, .values = ints({1, 1})})));
-  Worker stranger = job.workers[0];
-  stranger.ip += 1;
+  WorkerSpec stranger = job.workers[0];
+  stranger.address.ip += 1;
   bad(C::kDroppedForeignSource, frame_from(stranger, encode_packet(good)));
   stranger = job.workers[0];
-  stranger.udp_port += 1;
+  stranger.address.port += 1;
   bad(C::kDroppedForeignSource, frame_from(stranger, encode_packet(good)));
   bad(C::kDroppedSlotOutOfRange, with([](Contribution& c) { c.slot = 3; }));
   bad(C::kDroppedSlotOutOfRange, with([](Contribution& c) { c.slot = 8; }));
@@ -896,16 +867,17 @@ TEST_F(Rtl, EveryCheckCountedNothingTouched) {
   padded.resize(64 * 18, std::byte{0});  // padding past the 17 beats a port stores
   bad(C::kMalformedLengthMismatch, padded);
   // unpadded, more than a slot holds (and more than the job allows)
-  install(0, Job{job.id, job.slot_base, job.slot_count, 1024, job.workers});
+  job.elements_per_packet = 1024;
+  install_unchecked(0, job);
   bad(C::kDroppedCountTooLargeForJob, with([](Contribution& c) { c.values.assign(300, 1); }));
   bad(C::kDroppedCountTooLargeForJob, with([](Contribution& c) {
         c.dtype = DataType::kBf16;
         c.values.assign(257, 1);
       }));
   // after all that, a round on the slot and set they named sums exactly its own two frames
-  tb.push(0, contribution_frame(job, good));
-  tb.push(1, contribution_frame(
-                 job, {.job = 1, .rank = 1, .slot = 5, .seq = 3, .values = ints({1, 2})}));
+  tb.push_frame(0, contribution_frame(job, good));
+  tb.push_frame(1, contribution_frame(
+                       job, {.job = 1, .rank = 1, .slot = 5, .seq = 3, .values = ints({1, 2})}));
   const auto results = settle();
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].values, ints({101, 202}));
@@ -915,53 +887,49 @@ TEST_F(Rtl, EveryCheckCountedNothingTouched) {
 // Commands: worker egress ports past NUM_PORTS, a job with too many workers, indices past the
 // table, and STATUS.busy while a commit waits for result frames held by backpressure.
 TEST_F(Rtl, CommandEdgeCases) {
-  Job job = make_job(1, 2, 0, 2);
-  job.workers[1].egress = 9;  // no such port: port 0
-  install(0, job);
+  JobSpec job = make_job(1, 2, 0, 2);
+  job.workers[1].switch_port = 9;  // no such port: port 0
+  install_unchecked(0, job);
   auto results =
       send_together(job, {{.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})},
                           {.job = 1, .rank = 1, .slot = 0, .seq = 0, .values = ints({2})}});
   ASSERT_EQ(results.size(), 2u);
   for (const auto& r : results) EXPECT_EQ(r.port, 0u);
   // 33 workers: stored as not valid
-  Job big = make_job(2, 2, 4, 2);
-  Programmer<Harness>(tb).install(1, big);
-  Programmer<Model>(model).install(1, big);
-  for (Harness* bus : {&tb}) {
-    bus->csr_write(csr::kJobIndex, 1);
-    bus->csr_write(csr::kJobWorkers, 33);
+  const JobSpec big = make_job(2, 2, 4, 2);
+  install(1, big);
+  for (fpga::CsrBus* bus : std::initializer_list<fpga::CsrBus*>{&tb, &model_bus}) {
+    bus->write32(csr::kJobIndex, 1);
+    bus->write32(csr::kJobWorkers, 33);
+    commit(*bus, Command::kStoreJob);
   }
-  model.csr_write(csr::kJobIndex, 1);
-  model.csr_write(csr::kJobWorkers, 33);
-  Programmer<Harness>(tb).commit(1);
-  Programmer<Model>(model).commit(1);
   EXPECT_TRUE(send(big, {.job = 2, .rank = 0, .slot = 4, .seq = 0, .values = ints({1})}).empty());
   EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);
   // entry past the table: nothing happens
-  tb.csr_write(csr::kJobIndex, 8);
-  model.csr_write(csr::kJobIndex, 8);
-  Programmer<Harness>(tb).commit(3);
-  Programmer<Model>(model).commit(3);
+  for (fpga::CsrBus* bus : std::initializer_list<fpga::CsrBus*>{&tb, &model_bus}) {
+    bus->write32(csr::kJobIndex, 8);
+    commit(*bus, Command::kRemoveJob);
+  }
   results = send_together(job, {{.job = 1, .rank = 0, .slot = 1, .seq = 1, .values = ints({1})},
                                 {.job = 1, .rank = 1, .slot = 1, .seq = 1, .values = ints({2})}});
   EXPECT_EQ(results.size(), 2u);
 
   // A round completes while egress port 0 is held: its results (more beats than the egress
   // FIFO holds) wait, and so does a commit.
-  tb.set_ready(0, false);
+  tb.set_egress_ready(0, false);
   const std::vector<std::uint32_t> many(200, 1);
-  tb.push(0, contribution_frame(
-                 job, {.job = 1, .rank = 0, .slot = 0, .set = 1, .seq = 2, .values = many}));
-  tb.push(1, contribution_frame(
-                 job, {.job = 1, .rank = 1, .slot = 0, .set = 1, .seq = 2, .values = many}));
-  tb.run(300);
-  tb.csr_write(csr::kWorkerIndex, 0);
-  const std::uint32_t seq = (tb.csr_read(csr::kCommit) >> 16) + 1;
-  tb.csr_write(csr::kCommit, seq << 16 | 2);  // store worker 0 again (same values)
-  tb.run(300);
-  EXPECT_EQ(tb.csr_read(csr::kStatus) & 1, 1u);
-  tb.set_ready(0, true);
-  tb.wait_not_busy();
+  tb.push_frame(0, contribution_frame(
+                       job, {.job = 1, .rank = 0, .slot = 0, .set = 1, .seq = 2, .values = many}));
+  tb.push_frame(1, contribution_frame(
+                       job, {.job = 1, .rank = 1, .slot = 0, .set = 1, .seq = 2, .values = many}));
+  tb.step(300);
+  tb.write32(csr::kWorkerIndex, 0);
+  const std::uint32_t seq = (tb.read32(csr::kCommit) >> 16) + 1;
+  tb.write32(csr::kCommit, seq << 16 | 2);  // store worker 0 again (same values)
+  tb.step(300);
+  EXPECT_EQ(tb.read32(csr::kStatus) & 1, 1u);
+  tb.set_egress_ready(0, true);
+  wait_not_busy(tb);
   model.csr_write(csr::kWorkerIndex, 0);
   model.csr_write(csr::kCommit, seq << 16 | 2);
   results = settle();
@@ -971,30 +939,27 @@ TEST_F(Rtl, CommandEdgeCases) {
 // A soft reset empties the whole job table, worker records included: a job stored afterwards
 // without its workers knows none (their address reads 0.0.0.0:0, as in the reference model).
 TEST_F(Rtl, SoftResetForgetsWorkers) {
-  const Job job = make_job(1, 2, 0, 4);
+  const JobSpec job = make_job(1, 2, 0, 4);
   install(0, job);
-  Programmer<Harness>(tb).soft_reset();
-  Programmer<Model>(model).soft_reset();
-  auto store_job_only = [&](auto& bus) {
-    bus.csr_write(csr::kJobIndex, 0);
-    bus.csr_write(csr::kJobId, 0x80000000u | job.id);
-    bus.csr_write(csr::kJobWorkers, 2);
-    bus.csr_write(csr::kJobSlots, std::uint32_t{job.slot_count} << 16 | job.slot_base);
-    bus.csr_write(csr::kJobElements, job.elements);
-  };
-  store_job_only(tb);
-  store_job_only(model);
-  Programmer<Harness>(tb).commit(1);
-  Programmer<Model>(model).commit(1);
+  soft_reset(tb);
+  soft_reset(model_bus);
+  for (fpga::CsrBus* bus : std::initializer_list<fpga::CsrBus*>{&tb, &model_bus}) {
+    bus->write32(csr::kJobIndex, 0);
+    bus->write32(csr::kJobId, 0x80000000u | job.job_id);
+    bus->write32(csr::kJobWorkers, 2);
+    bus->write32(csr::kJobSlots, std::uint32_t{job.slot_count} << 16 | job.slot_base);
+    bus->write32(csr::kJobElements, job.elements_per_packet);
+    commit(*bus, Command::kStoreJob);
+  }
   EXPECT_TRUE(send(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}).empty());
   EXPECT_EQ(count(C::kDroppedForeignSource), 1u);
-  const Worker nobody;  // 0.0.0.0:0
-  tb.push(0, frame_from(
-                 nobody,
-                 encode_packet({.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})})));
-  tb.push(1, frame_from(
-                 nobody,
-                 encode_packet({.job = 1, .rank = 1, .slot = 0, .seq = 0, .values = ints({2})})));
+  const WorkerSpec nobody{0, {}, wire::Mac{}, std::nullopt};  // 0.0.0.0:0
+  tb.push_frame(
+      0, frame_from(nobody, encode_packet(
+                                {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})})));
+  tb.push_frame(
+      1, frame_from(nobody, encode_packet(
+                                {.job = 1, .rank = 1, .slot = 0, .seq = 0, .values = ints({2})})));
   const auto results = settle();
   ASSERT_EQ(results.size(), 2u);
   for (const auto& r : results) {
@@ -1007,23 +972,23 @@ TEST_F(Rtl, SoftResetForgetsWorkers) {
 class RtlTraffic : public Rtl {
  protected:
   // Runs the traffic to completion and compares everything with the model.
-  void run_and_compare(const Job& job, const TrafficConfig& cfg,
+  void run_and_compare(const JobSpec& job, const TrafficConfig& cfg,
                        std::uint64_t max_cycles = 400000) {
     Traffic t(tb, job, cfg);
     ASSERT_TRUE(t.run(max_cycles)) << "not every worker got every result";
-    ASSERT_TRUE(tb.run_until_idle());
-    for (auto& f : tb.take_egress()) t.egress.push_back(f);
+    ASSERT_TRUE(run_until_idle());
+    for (auto& f : tb.pop_egress()) t.egress.push_back(f);
     const auto expected = replay(model, tb.take_decisions());
     EXPECT_EQ(egress_difference(as_pairs(t.egress), expected), "");
     expect_counters_match_model();
-    EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
+    EXPECT_EQ(tb.egress_protocol_errors(), 0u) << tb.last_protocol_error();
     expect_results_exact(t, job, cfg);
     expect_balanced();
   }
 };
 
 TEST_F(RtlTraffic, Int32LossDuplicatesAnyPort) {
-  const Job job = make_job(1, 4, 8, 4);
+  const JobSpec job = make_job(1, 4, 8, 4);
   install(0, job);
   run_and_compare(job, {.window = 4,
                         .packets = 40,
@@ -1037,7 +1002,7 @@ TEST_F(RtlTraffic, Int32LossDuplicatesAnyPort) {
 }
 
 TEST_F(RtlTraffic, Fp32LossAndDuplicates) {
-  const Job job = make_job(1, 4, 0, 8);
+  const JobSpec job = make_job(1, 4, 0, 8);
   install(0, job);
   run_and_compare(job, {.window = 8,
                         .packets = 48,
@@ -1050,7 +1015,7 @@ TEST_F(RtlTraffic, Fp32LossAndDuplicates) {
 }
 
 TEST_F(RtlTraffic, Bf16LossAndDuplicates) {
-  const Job job = make_job(1, 3, 16, 4);
+  const JobSpec job = make_job(1, 3, 16, 4);
   install(0, job);
   run_and_compare(job, {.window = 4,
                         .packets = 40,
@@ -1064,7 +1029,7 @@ TEST_F(RtlTraffic, Bf16LossAndDuplicates) {
 
 // Seq wrap: packets 2^32 - 20 .. 2^32 + 20.
 TEST_F(RtlTraffic, SeqWrapsAround) {
-  const Job job = make_job(1, 2, 0, 4);
+  const JobSpec job = make_job(1, 2, 0, 4);
   install(0, job);
   run_and_compare(job, {.window = 4,
                         .packets = 40,
@@ -1077,9 +1042,9 @@ TEST_F(RtlTraffic, SeqWrapsAround) {
 // Eight workers, two per port (results on a shared port leave one after the other), random
 // TREADY on every egress port and random ingress gaps: nothing lost, nothing sent twice.
 TEST_F(RtlTraffic, EgressBackpressure) {
-  const Job job = make_job(1, 8, 0, 4);
+  const JobSpec job = make_job(1, 8, 0, 4);
   install(0, job);
-  tb.set_random_ready(0.3);
+  tb.set_random_egress_ready(0.3);
   tb.set_ingress_gaps(0.2);
   run_and_compare(job, {.window = 4,
                         .packets = 24,
@@ -1095,19 +1060,19 @@ TEST_F(RtlTraffic, EgressBackpressure) {
 // One egress port held for a long time: the others stall behind it (after their FIFOs), the
 // result queue and then the ingress fill up; released, everything arrives once.
 TEST_F(RtlTraffic, EgressPortHeld) {
-  const Job job = make_job(1, 4, 0, 8);
+  const JobSpec job = make_job(1, 4, 0, 8);
   install(0, job);
   const TrafficConfig cfg{
       .window = 8, .packets = 32, .max_count = 256, .timeout = 1'000'000, .seed = 8};
   Traffic t(tb, job, cfg);
-  tb.set_ready(2, false);
+  tb.set_egress_ready(2, false);
   for (int i = 0; i < 5000; ++i) t.step();
-  EXPECT_GT(tb.stalls_in(0) + tb.stalls_in(1) + tb.stalls_in(3),
+  EXPECT_GT(tb.ingress_stalls(0) + tb.ingress_stalls(1) + tb.ingress_stalls(3),
             0u);  // backpressure reached ingress
-  tb.set_ready(2, true);
+  tb.set_egress_ready(2, true);
   ASSERT_TRUE(t.run(200000));
-  ASSERT_TRUE(tb.run_until_idle());
-  for (auto& f : tb.take_egress()) t.egress.push_back(f);
+  ASSERT_TRUE(run_until_idle());
+  for (auto& f : tb.pop_egress()) t.egress.push_back(f);
   EXPECT_EQ(egress_difference(as_pairs(t.egress), replay(model, tb.take_decisions())), "");
   expect_counters_match_model();
   expect_results_exact(t, job, cfg);
@@ -1117,7 +1082,7 @@ TEST_F(RtlTraffic, EgressPortHeld) {
 // int32 in any arrival order: the model takes the frames one by one in the order they arrived
 // (not the RTL's groups) and gives the same result frames.
 TEST_F(RtlTraffic, Int32AnyArrivalOrder) {
-  const Job job = make_job(1, 6, 0, 4);
+  const JobSpec job = make_job(1, 6, 0, 4);
   install(0, job);
   tb.set_ingress_gaps(0.3);
   const TrafficConfig cfg{.window = 4,
@@ -1128,8 +1093,8 @@ TEST_F(RtlTraffic, Int32AnyArrivalOrder) {
                           .seed = 9};
   Traffic t(tb, job, cfg);
   ASSERT_TRUE(t.run(400000));
-  ASSERT_TRUE(tb.run_until_idle());
-  for (auto& f : tb.take_egress()) t.egress.push_back(f);
+  ASSERT_TRUE(run_until_idle());
+  for (auto& f : tb.pop_egress()) t.egress.push_back(f);
   std::vector<std::pair<unsigned, Bytes>> expected;
   for (const auto& [port, bytes] : tb.take_arrivals())
     for (auto& f : model.process_frame(port, bytes)) expected.emplace_back(f.port, f.bytes);
@@ -1148,29 +1113,29 @@ TEST_F(RtlTraffic, Int32AnyArrivalOrder) {
 // A hard reset (ap_rst_n) in the middle of traffic: everything back to power-on values; after
 // programming again the aggregator works as a fresh one.
 TEST_F(RtlTraffic, HardResetMidTraffic) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
   {
     Traffic t(tb, job, {.window = 4, .packets = 40, .max_count = 200, .seed = 10});
     for (int i = 0; i < 1500; ++i) t.step();
   }
-  tb.set_ready(1, false);
-  tb.run(37);  // frames half in, results half out
+  tb.set_egress_ready(1, false);
+  tb.step(37);  // frames half in, results half out
   tb.reset();
-  tb.set_ready(1, true);
-  tb.take_egress();
-  EXPECT_EQ(tb.csr_read(csr::kAggUdpPort), wire::kUdpPort);
-  EXPECT_EQ(tb.csr_read(csr::kAggIp), 0u);
-  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(tb.counter(i), 0u);
-  Programmer<Harness>(tb).set_aggregator();
-  tb.push(0,
-          contribution_frame(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}));
-  ASSERT_TRUE(tb.run_until_idle());
+  tb.set_egress_ready(1, true);
+  tb.pop_egress();
+  EXPECT_EQ(tb.read32(csr::kAggUdpPort), wire::kUdpPort);
+  EXPECT_EQ(tb.read32(csr::kAggIp), 0u);
+  for (unsigned i = 0; i < csr::kCounterCount; ++i) EXPECT_EQ(counter(i), 0u);
+  set_aggregator_address(tb, kAggregator);
+  tb.push_frame(
+      0, contribution_frame(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}));
+  ASSERT_TRUE(run_until_idle());
   EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty
   tb.take_decisions();
-  Programmer<Harness>(tb).clear_counters();
+  clear_counters(tb);
   model.reset();
-  Programmer<Model>(model).set_aggregator();
+  set_aggregator_address(model_bus, kAggregator);
   install(0, job);
   run_and_compare(
       job,
@@ -1181,40 +1146,40 @@ TEST_F(RtlTraffic, HardResetMidTraffic) {
 // cut, queued results are dropped, slots, job table and counters are cleared; programmed again,
 // the aggregator works as a fresh one.
 TEST_F(RtlTraffic, SoftResetMidTraffic) {
-  const Job job = make_job(1, 4, 0, 4);
+  const JobSpec job = make_job(1, 4, 0, 4);
   install(0, job);
-  tb.set_random_ready(0.2);
+  tb.set_random_egress_ready(0.2);
   {
     Traffic t(tb, job, {.window = 4, .packets = 40, .max_count = 200, .seed = 12});
     for (int i = 0; i < 3000; ++i) t.step();
   }
-  Programmer<Harness>(tb).soft_reset();
-  for (unsigned i = counter_index(C::kAggregated); i <= counter_index(C::kResultsResent); ++i)
-    EXPECT_EQ(tb.counter(i), 0u) << csr::kCounterNames[i];
-  ASSERT_TRUE(tb.run_until_idle());  // what was still queued on ingress: no job any more
+  soft_reset(tb);
+  for (unsigned i = csr::index(C::kAggregated); i <= csr::index(C::kResultsResent); ++i)
+    EXPECT_EQ(counter(i), 0u) << csr::kCounterNames[i];
+  ASSERT_TRUE(run_until_idle());  // what was still queued on ingress: no job any more
   EXPECT_EQ(count(C::kAggregated), 0u);
   EXPECT_EQ(count(C::kFramesIn) > 0 ? count(C::kDroppedUnknownJob) > 0 : true, true);
-  for (unsigned i = counter_index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
-    if (i != counter_index(C::kDroppedUnknownJob)) {
-      EXPECT_EQ(tb.counter(i), 0u) << i;
+  for (unsigned i = csr::index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    if (i != csr::index(C::kDroppedUnknownJob)) {
+      EXPECT_EQ(counter(i), 0u) << i;
     }
-  for (const auto& f : tb.take_egress()) EXPECT_NO_THROW(decode_result(f));  // none cut
-  EXPECT_EQ(tb.protocol_errors(), 0u) << tb.last_protocol_error();
-  EXPECT_EQ(tb.csr_read(csr::kAggIp), kAggIp);  // the aggregator's address stays
-  tb.set_random_ready(-1);
+  for (const auto& f : tb.pop_egress()) EXPECT_NO_THROW(decode_result(f));  // none cut
+  EXPECT_EQ(tb.egress_protocol_errors(), 0u) << tb.last_protocol_error();
+  EXPECT_EQ(tb.read32(csr::kAggIp), kAggIp);  // the aggregator's address stays
+  tb.set_random_egress_ready(-1);
   tb.take_decisions();
-  Programmer<Harness>(tb).clear_counters();
+  clear_counters(tb);
   model.reset();
-  Programmer<Model>(model).set_aggregator();
+  set_aggregator_address(model_bus, kAggregator);
   install(0, job);
   run_and_compare(job, {.window = 4, .packets = 40, .max_count = 200, .seed = 13});
 }
 
 // Several jobs at once with different element types and windows, sharing ports, with loss.
 TEST_F(RtlTraffic, ThreeJobsAtOnce) {
-  const Job a = make_job(1, 4, 0, 4);
-  const Job b = make_job(2, 3, 4, 8);
-  const Job c = make_job(3, 2, 12, 2);
+  const JobSpec a = make_job(1, 4, 0, 4);
+  const JobSpec b = make_job(2, 3, 4, 8);
+  const JobSpec c = make_job(3, 2, 12, 2);
   install(0, a);
   install(3, b);
   install(7, c);
@@ -1240,16 +1205,16 @@ TEST_F(RtlTraffic, ThreeJobsAtOnce) {
   Traffic* by_job[] = {nullptr, &ta, &tb2, &tc};
   std::vector<EgressFrame> all;
   for (int i = 0; i < 400000 && !(ta.done() && tb2.done() && tc.done()); ++i) {
-    for (auto& f : tb.take_egress()) {
+    for (auto& f : tb.pop_egress()) {
       all.push_back(f);
       by_job[decode_result(f).header.job_id]->receive(f);
     }
     for (Traffic* t : {&ta, &tb2, &tc}) t->transmit_due();
-    tb.tick();
+    tb.step(1);
   }
   ASSERT_TRUE(ta.done() && tb2.done() && tc.done());
-  ASSERT_TRUE(tb.run_until_idle());
-  for (auto& f : tb.take_egress()) all.push_back(f);
+  ASSERT_TRUE(run_until_idle());
+  for (auto& f : tb.pop_egress()) all.push_back(f);
   EXPECT_EQ(egress_difference(as_pairs(all), replay(model, tb.take_decisions())), "");
   expect_counters_match_model();
   expect_results_exact(ta, a, ca);
@@ -1272,16 +1237,16 @@ TEST_F(Rtl, FullRateWithBackToBackPackets) {
     DataType dtype;
     unsigned count;
   };
-  for (const Case& k : {Case{DataType::kFp32, 256}, Case{DataType::kInt32, 256},
-                        Case{DataType::kInt32, 64}, Case{DataType::kInt32, 16},
-                        Case{DataType::kFp32, 0}}) {
+  for (const Case& k :
+       {Case{DataType::kFp32, 256}, Case{DataType::kInt32, 256}, Case{DataType::kInt32, 64},
+        Case{DataType::kInt32, 16}, Case{DataType::kFp32, 0}}) {
     SCOPED_TRACE(fmt::format("{} x {}", k.count, wire::to_string(k.dtype)));
     // (one VerilatedContext per test: a fresh start is a reset, not a second model)
     tb.reset();
     model.reset();
-    Programmer<Harness>(tb).set_aggregator();
-    Programmer<Model>(model).set_aggregator();
-    const Job job = make_job(1, 4, 0, 16);
+    set_aggregator_address(tb, kAggregator);
+    set_aggregator_address(model_bus, kAggregator);
+    const JobSpec job = make_job(1, 4, 0, 16);
     install(0, job);
     const unsigned beats = 1 + (4 * k.count + 63) / 64;
     const unsigned period = std::max(beats, kDecisionCycles);  // cycles per frame and port
@@ -1296,22 +1261,23 @@ TEST_F(Rtl, FullRateWithBackToBackPackets) {
                        .seq = p,
                        .dtype = k.dtype};
         for (unsigned i = 0; i < k.count; ++i)
-          c.values.push_back(k.dtype == DataType::kFp32 ? f2u(float(int(rng() % 1000)) / 8)
+          c.values.push_back(k.dtype == DataType::kFp32 ? bits(float(int(rng() % 1000)) / 8)
                                                         : rng());
-        tb.push(r, contribution_frame(job, c));
+        tb.push_frame(r, contribution_frame(job, c));
       }
-    ASSERT_TRUE(tb.run_until_idle());
+    ASSERT_TRUE(run_until_idle());
     for (unsigned p = 0; p < kPorts; ++p) {
-      EXPECT_EQ(tb.beats_in(p), kPackets * beats) << "ingress port " << p;
-      if (beats >= kDecisionCycles)
-        EXPECT_EQ(tb.stalls_in(p), 0u) << "ingress port " << p << " stalled";
+      EXPECT_EQ(tb.ingress_beats(p), kPackets * beats) << "ingress port " << p;
+      if (beats >= kDecisionCycles) {
+        EXPECT_EQ(tb.ingress_stalls(p), 0u) << "ingress port " << p << " stalled";
+      }
     }
-    const auto egress = tb.take_egress();
+    const auto egress = tb.pop_egress();
     EXPECT_EQ(egress.size(), 4u * kPackets);
     EXPECT_EQ(egress_difference(as_pairs(egress), replay(model, tb.take_decisions())), "");
     // every round was one group of four and the results kept pace with the ingress
-    EXPECT_EQ(tb.counter(counter_index(C::kCompletions)), kPackets);
-    const std::uint64_t span = egress.back().last_cycle - egress.front().first_cycle;
+    EXPECT_EQ(counter(csr::index(C::kCompletions)), kPackets);
+    const std::uint64_t span = egress.back().last_beat_cycle - egress.front().first_beat_cycle;
     EXPECT_LE(span, kPackets * period + period);
   }
 }
@@ -1322,7 +1288,7 @@ TEST_F(Rtl, FullRateWithBackToBackPackets) {
 // four members on the same (slot, set) in consecutive cycles), every packet sent twice (joins,
 // duplicates, resends and ahead drops mixed), against the model fed the same groups.
 TEST_F(Rtl, DecisionPipelineOnOneSlot) {
-  const Job job = make_job(1, 4, 5, 1);
+  const JobSpec job = make_job(1, 4, 5, 1);
   install(0, job);
   tb.set_ingress_gaps(0.4);
   std::mt19937 rng(11);
@@ -1337,20 +1303,19 @@ TEST_F(Rtl, DecisionPipelineOnOneSlot) {
                      .dtype = (p % 3 == 0) ? DataType::kInt32 : DataType::kFp32};
       const unsigned count = 1 + p % 20;  // 1 or 2 payload beats
       for (unsigned i = 0; i < count; ++i)
-        c.values.push_back(c.dtype == DataType::kFp32 ? f2u(float(int(rng() % 1000)) / 8)
-                                                      : rng());
+        c.values.push_back(c.dtype == DataType::kFp32 ? bits(float(int(rng() % 1000)) / 8) : rng());
       const Bytes frame = contribution_frame(job, c);
-      tb.push(r, frame);
-      tb.push(r, frame);  // a duplicate right behind it
+      tb.push_frame(r, frame);
+      tb.push_frame(r, frame);  // a duplicate right behind it
     }
-  ASSERT_TRUE(tb.run_until_idle());
+  ASSERT_TRUE(run_until_idle());
   const auto decisions = tb.take_decisions();
   // The traffic did what the test is about: groups of several sizes, and groups on the slot
   // decided within the decision pipeline's depth of each other.
   std::set<std::size_t> sizes;
   unsigned close = 0;
   std::uint64_t last_group = 0;
-  for (const Taken& t : decisions) {
+  for (const RoundDecision& t : decisions) {
     if (t.group.empty()) continue;
     sizes.insert(t.group.size());
     if (last_group != 0 && t.cycle - last_group <= 4) ++close;
@@ -1358,11 +1323,9 @@ TEST_F(Rtl, DecisionPipelineOnOneSlot) {
   }
   EXPECT_GE(sizes.size(), 3u);
   EXPECT_GE(close, 50u);
-  EXPECT_GE(tb.counter(counter_index(C::kCompletions)), kRounds / 4);
-  EXPECT_GT(tb.counter(counter_index(C::kDroppedDuplicate)) +
-                tb.counter(counter_index(C::kResultsResent)),
-            0u);
-  EXPECT_EQ(egress_difference(as_pairs(tb.take_egress()), replay(model, decisions)), "");
+  EXPECT_GE(counter(csr::index(C::kCompletions)), kRounds / 4);
+  EXPECT_GT(counter(csr::index(C::kDroppedDuplicate)) + counter(csr::index(C::kResultsResent)), 0u);
+  EXPECT_EQ(egress_difference(as_pairs(tb.pop_egress()), replay(model, decisions)), "");
   expect_balanced();
 }
 

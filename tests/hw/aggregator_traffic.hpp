@@ -11,12 +11,14 @@
 #include <random>
 #include <vector>
 
-#include "aggregator_harness.hpp"
-#include "aggregator_test_util.hpp"
+#include "fpga_test_util.hpp"
+#include "harness.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg::rtltest {
 
+using namespace netagg::fpga::testing;  // NOLINT
+using sim::EgressFrame;
 using wire::DataType;
 
 // Workers that follow the protocol engine's rules against the RTL: packet P to slot
@@ -32,7 +34,7 @@ struct TrafficConfig {
   double loss = 0.0;               // each contribution and each result
   double duplicate = 0.0;          // each contribution sent twice
   bool random_ports = false;       // a contribution enters on any port
-  unsigned ports = kPorts;         // ingress ports in use (rank r sends on r mod ports)
+  unsigned ports = 4;              // ingress ports in use (rank r sends on r mod ports)
   std::uint64_t timeout = 4000;    // cycles before a retransmission
   std::uint64_t seed = 1;
 };
@@ -46,7 +48,7 @@ class Traffic {
     return v ? std::strtoull(v, nullptr, 10) : 0;
   }
 
-  Traffic(Harness& tb, const Job& job, TrafficConfig config)
+  Traffic(sim::FpgaModel& tb, const JobSpec& job, TrafficConfig config)
       : tb_(tb), job_(job), cfg_(config), rng_(config.seed + seed_offset()) {
     cfg_.seed += seed_offset();
     const std::size_t n = job.workers.size();
@@ -58,17 +60,17 @@ class Traffic {
 
   // Runs until every worker has the result of every packet; false after max_cycles.
   bool run(std::uint64_t max_cycles) {
-    const std::uint64_t end = tb_.cycle() + max_cycles;
-    while (tb_.cycle() < end) {
+    const std::uint64_t end = tb_.cycles() + max_cycles;
+    while (tb_.cycles() < end) {
       step();
       if (done()) return true;
     }
     return false;
   }
   void step() {
-    for (auto& f : tb_.take_egress()) receive(f);
+    for (auto& f : tb_.pop_egress()) receive(f);
     transmit_due();
-    tb_.tick();
+    tb_.step(1);
   }
   // New packets the window allows, and retransmissions whose timeout expired.
   void transmit_due() {
@@ -79,7 +81,7 @@ class Traffic {
         ++next_[r];
       }
       for (std::uint32_t k = 0; k < next_[r]; ++k)
-        if (!got_[r][k] && tb_.cycle() >= sent_at_[r][k] + cfg_.timeout) transmit(r, k);
+        if (!got_[r][k] && tb_.cycles() >= sent_at_[r][k] + cfg_.timeout) transmit(r, k);
     }
   }
   bool done() const {
@@ -93,7 +95,7 @@ class Traffic {
   Contribution contribution(std::size_t r, std::uint32_t k) const {
     const std::uint64_t p = cfg_.first_packet + k;
     Contribution c;
-    c.job = job_.id;
+    c.job = job_.job_id;
     c.rank = static_cast<std::uint16_t>(r);
     c.slot = static_cast<std::uint16_t>(job_.slot_base + p % cfg_.window);
     c.set = static_cast<std::uint8_t>((p / cfg_.window) % 2);
@@ -106,7 +108,7 @@ class Traffic {
       const std::uint64_t h = hash(r, k, i);
       std::uint32_t v = static_cast<std::uint32_t>(h);
       if (cfg_.dtype == DataType::kFp32)
-        v = f2u(std::ldexp(float(std::int32_t(h % 2000001) - 1000000), int(h >> 40) % 30 - 15));
+        v = bits(std::ldexp(float(std::int32_t(h % 2000001) - 1000000), int(h >> 40) % 30 - 15));
       if (cfg_.dtype == DataType::kBf16) v = (h >> 20) & 0xFFFF;
       c.values.push_back(v);
     }
@@ -146,24 +148,24 @@ class Traffic {
   bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
   void transmit(std::size_t r, std::uint32_t k) {
-    sent_at_[r][k] = tb_.cycle();
+    sent_at_[r][k] = tb_.cycles();
     if (chance(cfg_.loss)) return;
     const Contribution c = contribution(r, k);
     const Bytes frame = frame_from(job_.workers[r], encode_packet(c), c.ecn);
     const unsigned home = static_cast<unsigned>(r % cfg_.ports);
-    tb_.push(cfg_.random_ports ? static_cast<unsigned>(rng_() % cfg_.ports) : home, frame);
-    if (chance(cfg_.duplicate)) tb_.push(static_cast<unsigned>(rng_() % cfg_.ports), frame);
+    tb_.push_frame(cfg_.random_ports ? static_cast<unsigned>(rng_() % cfg_.ports) : home, frame);
+    if (chance(cfg_.duplicate)) tb_.push_frame(static_cast<unsigned>(rng_() % cfg_.ports), frame);
   }
 
   void accept(const EgressFrame& f) {
     const Result res = decode_result(f);
     std::size_t r = 0;
-    while (r < job_.workers.size() && !(job_.workers[r].ip == res.address.dst_ip &&
-                                        job_.workers[r].udp_port == res.address.dst_port))
+    while (r < job_.workers.size() &&
+           !(job_.workers[r].address == Endpoint{res.address.dst_ip, res.address.dst_port}))
       ++r;
     ASSERT_LT(r, job_.workers.size()) << "a result to nobody of the job";
     EXPECT_EQ(res.header.rank, r);
-    EXPECT_EQ(f.port, job_.workers[r].egress);
+    EXPECT_EQ(f.port, egress_port(job_, r));
     const std::uint32_t k = res.header.seq - static_cast<std::uint32_t>(cfg_.first_packet);
     ASSERT_LT(k, cfg_.packets);
     EXPECT_EQ(res.header.slot, job_.slot_base + (cfg_.first_packet + k) % cfg_.window);
@@ -173,8 +175,8 @@ class Traffic {
     results.push_back(res);
   }
 
-  Harness& tb_;
-  Job job_;
+  sim::FpgaModel& tb_;
+  JobSpec job_;
   TrafficConfig cfg_;
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> next_;
@@ -185,7 +187,7 @@ class Traffic {
 
 // Every worker got, for every packet, the result with the max exponent, the OR of the ECN bits,
 // the same payload as every other worker, and (int32) the exact wrapped sum.
-inline void expect_results_exact(const Traffic& t, const Job& job, const TrafficConfig& cfg) {
+inline void expect_results_exact(const Traffic& t, const JobSpec& job, const TrafficConfig& cfg) {
   for (std::uint32_t k = 0; k < cfg.packets; ++k) {
     for (std::size_t r = 1; r < job.workers.size(); ++r)
       EXPECT_EQ(t.payload(r, k), t.payload(0, k)) << "packet " << k << " rank " << r;

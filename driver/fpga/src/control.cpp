@@ -13,8 +13,6 @@ namespace {
 
 namespace reg = netagg::fpga::csr;
 
-constexpr std::uint32_t kStoreJob = reg::kCommitStoreJob, kStoreWorker = reg::kCommitStoreWorker,
-                        kRemoveJob = reg::kCommitRemoveJob;
 constexpr std::uint32_t kSoftReset = reg::kControlSoftReset,
                         kClearCounters = reg::kControlClearCounters;
 constexpr std::uint32_t kJobValid = reg::kJobIdValid;
@@ -28,7 +26,7 @@ std::uint32_t mac_lo(const wire::Mac& m) {
 }
 std::uint32_t mac_hi(const wire::Mac& m) { return (std::uint32_t(m[0]) << 8) | m[1]; }
 
-void wait_not_busy(CsrBus& bus, std::string_view what) {
+void wait_until_idle(CsrBus& bus, std::string_view what) {
   for (int i = 0; i < kBusyPolls; ++i)
     if ((bus.read32(reg::kStatus) & kStatusBusy) == 0) return;
   throw Error(Errc::kTransport, fmt::format("FPGA aggregator still busy after {} STATUS reads ({})",
@@ -40,7 +38,7 @@ void wait_not_busy(CsrBus& bus, std::string_view what) {
 void issue(CsrBus& bus, std::uint32_t address, std::uint32_t command, std::string_view what) {
   const std::uint32_t sequence = ((bus.read32(address) >> 16) + 1) & 0xFFFF;
   bus.write32(address, (sequence << 16) | command);
-  wait_not_busy(bus, what);
+  wait_until_idle(bus, what);
 }
 
 std::uint64_t mix(std::uint64_t z) {
@@ -148,42 +146,55 @@ void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
   const DeviceInfo info = read_device_info(bus);
   check_job(info, job, job_index);
   set_aggregator_address(bus, aggregator);
+  store_job(bus, job, job_index, info.num_ports);
+}
+
+void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num_ports) {
   bus.write32(reg::kJobIndex, job_index);
-  issue(bus, reg::kCommit, kRemoveJob, "removing the old job");
+  issue(bus, reg::kCommit, std::uint32_t(Command::kRemoveJob), "removing the old job");
   for (const WorkerSpec& w : job.workers) {
     const wire::Mac mac = worker_mac(w);
     bus.write32(reg::kWorkerIndex, w.rank);
     bus.write32(reg::kWorkerIp, w.address.ip);
     bus.write32(reg::kWorkerUdpPort,
-                (std::uint32_t(worker_port(w, info.num_ports)) << 16) | w.address.port);
+                (std::uint32_t(worker_port(w, num_ports)) << 16) | w.address.port);
     bus.write32(reg::kWorkerMacLo, mac_lo(mac));
     bus.write32(reg::kWorkerMacHi, mac_hi(mac));
-    issue(bus, reg::kCommit, kStoreWorker, "storing a worker");
+    issue(bus, reg::kCommit, std::uint32_t(Command::kStoreWorker), "storing a worker");
   }
   bus.write32(reg::kJobId, kJobValid | job.job_id);
   bus.write32(reg::kJobWorkers, static_cast<std::uint32_t>(job.workers.size()));
   bus.write32(reg::kJobSlots, (std::uint32_t(job.slot_count) << 16) | job.slot_base);
   bus.write32(reg::kJobElements, job.elements_per_packet);
-  issue(bus, reg::kCommit, kStoreJob, "clearing the job's slots");
+  issue(bus, reg::kCommit, std::uint32_t(Command::kStoreJob), "clearing the job's slots");
 }
 
 void remove_job(CsrBus& bus, unsigned job_index) {
   bus.write32(reg::kJobIndex, job_index);
-  issue(bus, reg::kCommit, kRemoveJob, "removing a job");
+  issue(bus, reg::kCommit, std::uint32_t(Command::kRemoveJob), "removing a job");
 }
+
+void commit(CsrBus& bus, Command command) {
+  issue(bus, reg::kCommit, std::uint32_t(command), "a job table command");
+}
+
+void wait_not_busy(CsrBus& bus) { wait_until_idle(bus, "waiting for STATUS.busy to clear"); }
 
 void soft_reset(CsrBus& bus) { issue(bus, reg::kControl, kSoftReset, "soft reset"); }
 void clear_counters(CsrBus& bus) { issue(bus, reg::kControl, kClearCounters, "clearing counters"); }
 
 std::vector<Counter> read_counters(CsrBus& bus) {
   std::vector<Counter> out;
-  for (std::uint32_t i = 0; i < reg::kCounterNames.size(); ++i) {
-    bus.write32(reg::kCounterIndex, i);
-    const std::uint64_t lo = bus.read32(reg::kCounterLo);
-    const std::uint64_t hi = bus.read32(reg::kCounterHi);
-    out.push_back({reg::kCounterNames[i], (hi << 32) | lo});
-  }
+  for (std::uint32_t i = 0; i < reg::kCounterNames.size(); ++i)
+    out.push_back({reg::kCounterNames[i], read_counter(bus, i)});
   return out;
+}
+
+std::uint64_t read_counter(CsrBus& bus, std::uint32_t index) {
+  bus.write32(reg::kCounterIndex, index);
+  const std::uint64_t lo = bus.read32(reg::kCounterLo);  // latches the high half
+  const std::uint64_t hi = bus.read32(reg::kCounterHi);
+  return (hi << 32) | lo;
 }
 
 }  // namespace netagg::fpga

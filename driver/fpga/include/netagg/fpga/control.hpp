@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "netagg/fpga/csr_bus.hpp"
+#include "netagg/fpga_csr.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
@@ -67,8 +68,25 @@ void check_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs);
 // no longer busy clearing slots; throws Error(kTransport) if it stays busy.
 void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
                  const AggregatorAddress& aggregator);
+// The job-table writes of program_job alone: no checks, no address registers, worker ports as
+// worker_port(worker, num_ports). The device checks what it is given once more (a job it cannot
+// hold is stored as not valid, frames beyond a slot's capacity are dropped), and tests program
+// such jobs on purpose to reach those checks.
+void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num_ports);
 // Removes entry job_index and clears its slots.
 void remove_job(CsrBus& bus, unsigned job_index);
+
+// COMMIT's commands on the entry JOB_INDEX selects (and the rank WORKER_INDEX selects).
+enum class Command : std::uint32_t {
+  kStoreJob = csr::kCommitStoreJob,
+  kStoreWorker = csr::kCommitStoreWorker,
+  kRemoveJob = csr::kCommitRemoveJob,
+};
+// Issues `command` with the next sequence number (the device acts once per change) and waits
+// until the device is no longer busy.
+void commit(CsrBus& bus, Command command);
+// Polls STATUS until busy clears; throws Error(kTransport) if it stays set.
+void wait_not_busy(CsrBus& bus);
 
 // CONTROL: soft reset (slots, job table and counters cleared) and clearing the counters.
 void soft_reset(CsrBus& bus);
@@ -80,5 +98,8 @@ struct Counter {
 };
 // Every counter of the map, in its order (each read as COUNTER_INDEX, COUNTER_LO, COUNTER_HI).
 std::vector<Counter> read_counters(CsrBus& bus);
+// One counter by its index in the map, read the same way (an index the map does not have reads
+// whatever the device answers for it: 0 on this design).
+std::uint64_t read_counter(CsrBus& bus, std::uint32_t index);
 
 }  // namespace netagg::fpga
