@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Throughput and latency of the FPGA aggregator in simulation, in clock cycles: back-to-back
 // contributions on every ingress port (one worker per port, all sending the same chunks, as the
 // workers of a data-parallel job do), and one round on an idle device. Cycle counts are exact
@@ -6,8 +7,8 @@
 #include <cstdio>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
@@ -69,7 +70,8 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype_name, "fp32 or int32")
       ->check(CLI::IsMember({"fp32", "int32"}))
       ->capture_default_str();
-  app.add_option("--packets", packets, "packets per port")->check(CLI::Range(1u, 1u << 20))
+  app.add_option("--packets", packets, "packets per port")
+      ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   app.add_option("--elements", elements, "elements per packet (default: the most a slot holds)");
   CLI11_PARSE(app, argc, argv);
@@ -88,7 +90,8 @@ int main(int argc, char** argv) {
 
     // Latency: one round on an idle device. From the cycle the last contribution's last beat
     // entered to the cycle the first result beat left.
-    for (unsigned r = 0; r < ports; ++r) model->push_frame(r, contribution(job, r, 0, elements, dtype));
+    for (unsigned r = 0; r < ports; ++r)
+      model->push_frame(r, contribution(job, r, 0, elements, dtype));
     while (!all_ingress_empty(*model)) model->step(1);
     const std::uint64_t last_in = model->cycles();
     if (!model->run_until_idle(model->default_quiet_cycles(), 1'000'000))
@@ -100,26 +103,29 @@ int main(int argc, char** argv) {
       ++latency_results;
     }
     if (latency_results != ports)
-      throw Error(Errc::kTransport, fmt::format("latency round: {} results, want {}",
-                                                latency_results, ports));
+      throw Error(Errc::kTransport,
+                  fmt::format("latency round: {} results, want {}", latency_results, ports));
 
     // Throughput: `packets` contributions per port, queued back to back on every port at once.
     std::vector<std::vector<std::byte>> frames;
     for (std::uint64_t p = 1; p <= packets; ++p)
-      for (unsigned r = 0; r < ports; ++r) model->push_frame(r, contribution(job, r, p, elements, dtype));
+      for (unsigned r = 0; r < ports; ++r)
+        model->push_frame(r, contribution(job, r, p, elements, dtype));
     const std::uint64_t start = model->cycles();
     const auto wall_start = std::chrono::steady_clock::now();
     while (!all_ingress_empty(*model)) model->step(1);
     const std::uint64_t ingress_cycles = model->cycles() - start;
     if (!model->run_until_idle(model->default_quiet_cycles(), 100'000'000))
       throw Error(Errc::kTimeout, "the throughput run did not finish");
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     const std::uint64_t total_cycles = model->cycles() - start;
     std::size_t results = 0;
     for (const auto& f : model->pop_egress()) {
       const auto d = wire::decode_frame(f.bytes, 0);  // results go to the worker's port
       if (!d || d.packet.header.count != elements)
-        throw Error(Errc::kTransport, fmt::format("a bad result frame: {}", wire::error_id(d.error)));
+        throw Error(Errc::kTransport,
+                    fmt::format("a bad result frame: {}", wire::error_id(d.error)));
       ++results;
     }
     const std::size_t beats_per_packet = 1 + (elements * 4 + 63) / 64;
@@ -144,7 +150,10 @@ int main(int argc, char** argv) {
         {"protocol_errors", model->egress_protocol_errors()},
     };
     std::puts(out.dump().c_str());
-    return results == static_cast<std::size_t>(packets) * ports && model->egress_protocol_errors() == 0 ? 0 : 1;
+    return results == static_cast<std::size_t>(packets) * ports &&
+                   model->egress_protocol_errors() == 0
+               ? 0
+               : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fpga_bench: %s\n", e.what());
     return 2;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Vitis HLS project of the netagg FPGA aggregator (docs/fpga-aggregator.md, "HLS
 # implementation"). From hls/:
 #

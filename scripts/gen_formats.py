@@ -1451,7 +1451,7 @@ def render_csr_sv(m):
 def region_marker(style, word, key, source):
     text = f"{word} GENERATED [{key}]"
     if word == "BEGIN":
-        text += f" by {GENERATOR} from {source}; do not edit this region"
+        text += f" from {source} by {GENERATOR}; do not edit"
     return f"<!-- {text} -->" if style == "md" else f"// {text}"
 
 

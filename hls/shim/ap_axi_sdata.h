@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stand-in for Xilinx's <ap_axi_sdata.h>, used only when the Vitis HLS headers are absent.
 //
 // ap_axiu<D, U, TI, TD>: one AXI4-Stream beat with TDATA, TKEEP, TSTRB, TUSER, TLAST, TID and

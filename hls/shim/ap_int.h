@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stand-in for Xilinx's <ap_int.h>, used only when the Vitis HLS headers are absent (CMake puts
 // hls/shim/ on the include path then; with Vitis the real header is found instead).
 //

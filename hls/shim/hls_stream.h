@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stand-in for Xilinx's <hls_stream.h>, used only when the Vitis HLS headers are absent.
 //
 // hls::stream<T> as Vitis's C simulation has it: an unbounded FIFO (csim does not model depth or

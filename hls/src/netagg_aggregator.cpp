@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The synthesized top: a thin wrapper over one static Aggregator, which is the hardware's
 // state (job table, slot memory, counters, registers). This is the only static of hls/; the C
 // simulation and the tests own their Aggregator instances.

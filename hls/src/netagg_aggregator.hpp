@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The synthesized top of the FPGA aggregator (docs/fpga-aggregator.md, "Top-level ports").
 // Kernel code: C++14.
 #ifndef NETAGG_HLS_NETAGG_AGGREGATOR_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C simulation testbench of the synthesized top netagg_aggregator (Vitis HLS `csim` and
 // `cosim`, hls/build.tcl; also built with g++ and run by ctest as hls_csim_tb). It plays the host:
 // the s_axilite registers are the arguments it passes, frames go into rx and come out of tx.

@@ -17,7 +17,7 @@ package netagg_pkg;
   // A module uses some of these constants, never all of them.
   /* verilator lint_off UNUSEDPARAM */
 
-  // BEGIN GENERATED [wire] by scripts/gen_formats.py from formats/wire.json; do not edit this region
+  // BEGIN GENERATED [wire] from formats/wire.json by scripts/gen_formats.py; do not edit
   // ==== netagg header ========================================================================
   //
   //  offset  size  field

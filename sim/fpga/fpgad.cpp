@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-fpgad: serves the FPGA aggregator's simulation on UDP (the Verilated RTL by default, or
 // the HLS C model), so workers (netagg-allreduce --target fpga-sim, the end-to-end tests)
 // all-reduce through the RTL on one machine.
@@ -72,7 +73,7 @@ struct Options {
   std::string model = "rtl";
   std::string trace;
   std::string counters_json;
-  std::string control;  // CSR control channel address; empty: none
+  std::string control;            // CSR control channel address; empty: none
   std::uint64_t idle_cycles = 0;  // 0: the model's default
   double stats_interval = 0;
   bool quiet = false;
@@ -294,22 +295,32 @@ class Daemon {
   void observe_write(std::uint32_t address, std::uint32_t value) {
     namespace reg = fpga::csr;
     switch (address) {
-      case reg::kWorkerIp: staged_.ip = value; break;
-      case reg::kWorkerUdpPort: staged_.udp_port = value; break;
-      case reg::kWorkerMacLo: staged_.mac_lo = value; break;
-      case reg::kWorkerMacHi: staged_.mac_hi = value; break;
+      case reg::kWorkerIp:
+        staged_.ip = value;
+        break;
+      case reg::kWorkerUdpPort:
+        staged_.udp_port = value;
+        break;
+      case reg::kWorkerMacLo:
+        staged_.mac_lo = value;
+        break;
+      case reg::kWorkerMacHi:
+        staged_.mac_hi = value;
+        break;
       case reg::kCommit:
         if ((value & 3) == 2 && (value >> 16) != last_commit_sequence_) {
           const unsigned port = (staged_.udp_port >> 16) & 0xF;
-          const wire::Mac mac{std::uint8_t(staged_.mac_hi >> 8), std::uint8_t(staged_.mac_hi),
-                              std::uint8_t(staged_.mac_lo >> 24), std::uint8_t(staged_.mac_lo >> 16),
-                              std::uint8_t(staged_.mac_lo >> 8), std::uint8_t(staged_.mac_lo)};
+          const wire::Mac mac{
+              std::uint8_t(staged_.mac_hi >> 8),  std::uint8_t(staged_.mac_hi),
+              std::uint8_t(staged_.mac_lo >> 24), std::uint8_t(staged_.mac_lo >> 16),
+              std::uint8_t(staged_.mac_lo >> 8),  std::uint8_t(staged_.mac_lo)};
           routes_[endpoint_key(Endpoint{staged_.ip, std::uint16_t(staged_.udp_port)})] = {
               port < model_->num_ports() ? port : 0, mac};
         }
         last_commit_sequence_ = value >> 16;
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -340,7 +351,8 @@ class ControlSocket {
   explicit ControlSocket(const std::string& address) {
     const Endpoint at = sim::parse_listen_address(address);
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd_ < 0) throw Error(Errc::kConfig, fmt::format("--control: socket: {}", std::strerror(errno)));
+    if (fd_ < 0)
+      throw Error(Errc::kConfig, fmt::format("--control: socket: {}", std::strerror(errno)));
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(at.ip);
@@ -348,8 +360,8 @@ class ControlSocket {
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
       const int e = errno;
       ::close(fd_);
-      throw Error(Errc::kConfig,
-                  fmt::format("--control: cannot listen on {}: {}", at.to_string(), std::strerror(e)));
+      throw Error(Errc::kConfig, fmt::format("--control: cannot listen on {}: {}", at.to_string(),
+                                             std::strerror(e)));
     }
     socklen_t len = sizeof(sa);
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
@@ -367,8 +379,8 @@ class ControlSocket {
       std::array<std::byte, 512> in{};
       sockaddr_in from{};
       socklen_t from_len = sizeof(from);
-      const ssize_t n = ::recvfrom(fd_, in.data(), in.size(), 0,
-                                   reinterpret_cast<sockaddr*>(&from), &from_len);
+      const ssize_t n =
+          ::recvfrom(fd_, in.data(), in.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -477,9 +489,10 @@ int main(int argc, char** argv) {
   }
   if (opt.job_files.empty() && opt.control.empty()) {
     // Without a job and without a way to add one the daemon could only drop traffic.
-    std::fputs("netagg-fpgad: --job is required (or --control, to fill the job table with "
-               "netagg-ctl fpga --sim)\n",
-               stderr);
+    std::fputs(
+        "netagg-fpgad: --job is required (or --control, to fill the job table with "
+        "netagg-ctl fpga --sim)\n",
+        stderr);
     return kExitConfig;
   }
   try {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FPGA aggregator as a clocked model the host can drive: frames onto ingress ports, cycles,
 // frames off egress ports, and the AXI4-Lite CSRs. Two implementations behind one interface:
 //
@@ -79,8 +80,7 @@ bool rtl_model_available();
 // The RTL top; trace_fst: write an FST waveform there ("" = none). Throws Error(kUnsupported)
 // when the build has no Verilator model.
 std::unique_ptr<FpgaModel> make_rtl_model(const std::string& trace_fst = "");
-// The HLS C model. Throws Error(kUnsupported) when the build does not have it.
-bool hls_model_available();
+// The HLS C model.
 std::unique_ptr<FpgaModel> make_hls_model();
 
 // By name: "rtl" or "hls". Throws Error(kConfig) for another name.

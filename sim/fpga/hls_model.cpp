@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HlsModelAdapter: the HLS C++ aggregator (hls/, through its byte-level ReferenceModel) behind
 // the FpgaModel interface, so netagg-fpgad and the tests drive it like the RTL.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RtlHarness: an FpgaModel around a Verilated top with the aggregator's ports
 // (docs/fpga-aggregator.md: ap_clk, ap_rst_n, rx_<i>_* / tx_<i>_* AXI4-Stream for i = 0..3,
 // s_axi_control_* AXI4-Lite). One harness for every user of the RTL: netagg-fpgad, the scenario,

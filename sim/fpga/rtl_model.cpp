@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL aggregator with its default parameters (hw/rtl/netagg_aggregator.sv) behind the
 // FpgaModel interface; built only when Verilator and the RTL are there (sim/fpga/CMakeLists.txt).
 #include "Vnetagg_aggregator.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg-fpga-scenario: the RTL testbench of `make sim`. A short scripted scenario through the
 // FPGA aggregator's model, checked step by step, optionally with an FST waveform for GTKWave:
 //

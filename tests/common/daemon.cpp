@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon.hpp"
 
 #include <arpa/inet.h>
@@ -18,8 +19,8 @@ namespace netagg::testing {
 
 std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
                                     std::uint8_t set, std::uint32_t seq,
-                                    const std::vector<std::int32_t>& values,
-                                    std::int16_t exponent, wire::DataType dtype) {
+                                    const std::vector<std::int32_t>& values, std::int16_t exponent,
+                                    wire::DataType dtype) {
   wire::Header h;
   h.job_id = job;
   h.rank = rank;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A daemon under test as a child process (netagg-switchd, netagg-fpgad, netagg-frame-switchd):
 // stdout on a pipe read on demand, stderr in a file, killed when the object goes. The daemons
 // share the conventions this relies on: "<name>: listening on ..." once ready, counter blocks

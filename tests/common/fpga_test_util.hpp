@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the FPGA aggregator's tests, the HLS model's (tests/hls) and the RTL's (tests/hw):
 // jobs as the driver takes them (JobSpec), programmed through driver/fpga on any CsrBus (the
 // RTL harness, or the reference model through ModelBus); contribution frames built by the host's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "vectors.hpp"
 
 #include <algorithm>
@@ -17,8 +18,7 @@ std::string trim(const std::string& s) {
 
 const std::string& Vector::at(const std::string& key) const {
   auto it = fields.find(key);
-  if (it == fields.end())
-    throw std::runtime_error(file.string() + ": missing field '" + key + "'");
+  if (it == fields.end()) throw std::runtime_error(file.string() + ": missing field '" + key + "'");
   return it->second;
 }
 
@@ -28,7 +28,9 @@ std::optional<std::string> Vector::get(const std::string& key) const {
   return it->second;
 }
 
-std::int64_t Vector::integer(const std::string& key) const { return std::stoll(at(key), nullptr, 0); }
+std::int64_t Vector::integer(const std::string& key) const {
+  return std::stoll(at(key), nullptr, 0);
+}
 
 Vector load_vector(const std::filesystem::path& file) {
   std::ifstream in(file);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reader for the golden vectors in tests/vectors/ (format: tests/vectors/README.md).
 // Shared by every implementation's tests: host, switch model, and later RTL, HLS and P4.
 #pragma once
@@ -13,7 +14,7 @@ namespace netagg::testing {
 
 struct Vector {
   std::filesystem::path file;
-  std::string description;               // the leading '#' line
+  std::string description;                    // the leading '#' line
   std::map<std::string, std::string> fields;  // every "key: value" line before "hex:"
   std::vector<std::byte> bytes;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `netagg-ctl fpga` (driver/tools/ctl_fpga.cpp, in the test build netagg-ctl-fpga-test) against
 // a live netagg-fpgad serving the Verilated RTL with an empty job table and its CSR control
 // channel: job add -> a real all-reduce of two workers through the RTL and counters that show
@@ -202,7 +203,8 @@ TEST_F(CtlFpgaTest, JobAddAllReduceStatsRemoveReset) {
   ASSERT_EQ(failures[0] + failures[1], "") << daemon_->stderr_text();
   for (int rank = 0; rank < 2; ++rank) {
     for (std::size_t i = 0; i < kInts; ++i)
-      ASSERT_EQ(ints[rank][i], 3 * static_cast<std::int32_t>(i) - 1400) << "rank " << rank << " i " << i;
+      ASSERT_EQ(ints[rank][i], 3 * static_cast<std::int32_t>(i) - 1400)
+          << "rank " << rank << " i " << i;
     for (std::size_t i = 0; i < kFloats; ++i)
       ASSERT_NEAR(floats[rank][i], 0.5f * static_cast<float>(i % 97) - 1.5f, 1e-3) << i;
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // driver/fpga against a scripted CSR bus: which registers program_job writes with which packing
 // (formats/csr.json), the commit sequence numbers, the busy wait, the checks of a job against
 // the device, counters. The models (RTL, HLS) run the same calls in fpga_model_test.cpp; here

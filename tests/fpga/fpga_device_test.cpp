@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fpga::Device (driver/fpga/device.hpp) on the Verilated RTL's AXI4-Lite port, in process: the
 // same calls netagg-ctl makes on a card. Identify, jobs into chosen entries with traffic through
 // them, remove (frames then dropped as unknown job), counters, clear, soft reset, the checks;
@@ -39,8 +40,8 @@ JobSpec make_job(std::uint16_t id, std::uint16_t base, std::uint16_t window,
   job.slot_count = window;
   job.elements_per_packet = 16;
   for (std::uint16_t r = 0; r < workers; ++r)
-    job.workers.push_back({r, Endpoint{0x0A000001u + r, std::uint16_t(31000 + r)}, std::nullopt,
-                           std::nullopt});
+    job.workers.push_back(
+        {r, Endpoint{0x0A000001u + r, std::uint16_t(31000 + r)}, std::nullopt, std::nullopt});
   return job;
 }
 

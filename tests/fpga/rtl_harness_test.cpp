@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Verilator harness on its own, against a stand-in top with the aggregator's ports
 // (netagg_harness_standin.sv: every ingress beat comes back on the same egress port through a
 // 4-deep FIFO; the CSRs are a register file). Checks what the aggregator's tests take for

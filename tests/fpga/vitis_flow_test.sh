@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make xclbin` without Vitis (ctest vitis_flow_checks): it stops at once with a message saying
 # what is needed, before building anything; a bad PLATFORM or KERNEL is named with the valid ones.
 # Usage: vitis_flow_test.sh SOURCE_DIR SCRATCH_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Alveo driver over XRT as far as a machine without a card goes: every error before a card
 // answers. The XILINX_XRT checks, "no device" (XRT's own answer with a usable XILINX_XRT), and
 // the xclbin file checks (missing, a folder, not an xclbin, an xclbin without the aggregator, one
@@ -44,24 +45,24 @@ void write_xclbin(const fs::path& file, const std::vector<std::string>& ip_names
   const std::size_t section_size = 8 + kIpData * ip_names.size();
   std::vector<char> b(kAxlf + section_size, 0);
   std::memcpy(b.data(), "xclbin2", 8);
-  put<std::int32_t>(b, 8, -1);                  // no signature
-  std::memset(b.data() + 12, 0xFF, 28);         // reserved
-  put<std::uint64_t>(b, 304, b.size());         // m_header.m_length
-  put<std::uint8_t>(b, 330, 2);                 // version 2.1.0
+  put<std::int32_t>(b, 8, -1);           // no signature
+  std::memset(b.data() + 12, 0xFF, 28);  // reserved
+  put<std::uint64_t>(b, 304, b.size());  // m_header.m_length
+  put<std::uint8_t>(b, 330, 2);          // version 2.1.0
   put<std::uint8_t>(b, 331, 1);
   std::memcpy(b.data() + 352, "xilinx_u280_gen3x16_xdma_1_202211_1", 36);  // platform VBNV
-  for (int i = 0; i < 16; ++i) b[416 + i] = static_cast<char>(0x10 + i);  // uuid
-  put<std::uint32_t>(b, 448, 1);                // m_numSections
-  put<std::uint32_t>(b, 456, 8);                // IP_LAYOUT
+  for (int i = 0; i < 16; ++i) b[416 + i] = static_cast<char>(0x10 + i);   // uuid
+  put<std::uint32_t>(b, 448, 1);                                           // m_numSections
+  put<std::uint32_t>(b, 456, 8);                                           // IP_LAYOUT
   std::memcpy(b.data() + 460, "ip_layout", 10);
   put<std::uint64_t>(b, 480, kAxlf);
   put<std::uint64_t>(b, 488, section_size);
   put<std::int32_t>(b, kAxlf, static_cast<std::int32_t>(ip_names.size()));
   for (std::size_t i = 0; i < ip_names.size(); ++i) {
     const std::size_t at = kAxlf + 8 + i * kIpData;
-    put<std::uint32_t>(b, at, 1);                                   // IP_KERNEL
-    put<std::uint32_t>(b, at + 4, 2u << 8);                         // AP_CTRL_NONE
-    put<std::uint64_t>(b, at + 8, 0x1800000 + 0x10000 * i);         // base address
+    put<std::uint32_t>(b, at, 1);                            // IP_KERNEL
+    put<std::uint32_t>(b, at + 4, 2u << 8);                  // AP_CTRL_NONE
+    put<std::uint64_t>(b, at + 8, 0x1800000 + 0x10000 * i);  // base address
     std::memcpy(b.data() + at + 16, ip_names[i].c_str(), ip_names[i].size());
   }
   std::ofstream(file, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));

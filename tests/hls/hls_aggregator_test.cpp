@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HLS aggregator's function through its reference API (netagg_hls/reference.hpp): jobs
 // programmed through its CSRs by driver/fpga, frames built and results checked with the host's wire
 // code, sums computed here independently (int32 wrapping, fp32 with C++ float in the spec's

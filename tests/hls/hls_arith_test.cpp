@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's arithmetic (hls/include/netagg_hls/arith.hpp) against the host: fp32_add bit for
 // bit against the x86 addss instruction on a million random pairs and every special class,
 // bf16 rounding against a reference built from double comparisons, and the adder tree's order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every check of an ingress frame: the shared golden vectors (tests/vectors/wire) and one case
 // for every drop reason of the CSR map's counters that a single frame can trigger. A dropped
 // frame is counted once, under its reason, sends nothing and touches no slot.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HLS aggregator against the switch model (sim/switch) on the same random int32 traffic:
 // two jobs whose workers follow the protocol (a packet only after the result of the one W
 // before it), retransmit at random, get duplicated by the network, and now and then send what no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the RTL aggregator's tests: a Verilated configuration of netagg_aggregator in
 // the harness of sim/fpga, and the HLS reference model with the same parameters, both programmed
 // the same way through driver/fpga; and the comparison of what the RTL sent with what the model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hand-written SystemVerilog aggregator (hw/rtl/, top netagg_aggregator) in Verilator,
 // against docs/fpga-aggregator.md and, bit for bit, against the HLS reference model (hls/): every
 // test replays the frames the RTL took, in the groups it took them, on the model and compares

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL aggregator built with other parameters than the defaults -- three ports (an adder
 // tree with an odd leaf), 16 slots of 4 beats, a 2-stage fp32 adder, three ingress frames per
 // port, a result queue of 2 and egress FIFOs of 2 beats -- against the HLS reference model with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Protocol-driven traffic for the RTL aggregator tests: workers that follow the protocol
 // engine's rules against the Verilated aggregator, over a network that loses and duplicates.
 #pragma once

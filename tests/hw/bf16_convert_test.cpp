@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg_bf16_to_fp32 (exact widening) on all 65536 bf16 patterns, and netagg_fp32_to_bf16
 // (round to nearest even, NaN stays NaN) on every upper half with the lower halves that decide
 // rounding, on random patterns, and on named cases, against a reference that picks the nearer

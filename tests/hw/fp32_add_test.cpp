@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg_fp32_add in Verilator, bit for bit against the host FPU (x86 SSE addss, default MXCSR:
 // round to nearest even, no flush to zero), one pair a cycle through the pipeline. The default
 // model (STAGES from netagg_pkg) gets a million random pairs; the models with the other register

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test-only wrapper: exposes netagg_pkg's beat functions on ports so pkg_decode_test.cpp can run
 // them on the golden frames.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // netagg_pkg's beat functions, run in Verilator (through tests/hw/netagg_pkg_probe.sv) on beat 0
 // of every golden frame and on frames of the C++ encoder, against wire::decode_frame and the
 // bytes themselves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the constants of a SystemVerilog package from its text, for the tests that check the
 // generated and hand-written packages (netagg_csr_pkg, netagg_pkg) against their C++ originals.
 #pragma once

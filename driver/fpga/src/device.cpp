@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "netagg/fpga/device.hpp"
 
 #include <arpa/inet.h>
@@ -55,8 +56,7 @@ class ChannelBus final : public CsrBus {
 
   explicit ChannelBus(const Endpoint& daemon) : daemon_(daemon) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0)
-      throw Error(Errc::kTransport, fmt::format("socket: {}", std::strerror(errno)));
+    if (fd_ < 0) throw Error(Errc::kTransport, fmt::format("socket: {}", std::strerror(errno)));
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(daemon.ip);
@@ -107,10 +107,10 @@ class ChannelBus final : public CsrBus {
         // Answers to earlier (repeated) requests and stray datagrams are skipped.
         if (!response || response->tag != request.tag) continue;
         if (response->status != channel::CsrStatus::kOk)
-          throw Error(Errc::kTransport,
-                      fmt::format("netagg-fpgad at {}: CSR {} of 0x{:03x} refused: {}",
-                                  daemon_.to_string(), what, address,
-                                  channel::to_string(response->status)));
+          throw Error(
+              Errc::kTransport,
+              fmt::format("netagg-fpgad at {}: CSR {} of 0x{:03x} refused: {}", daemon_.to_string(),
+                          what, address, channel::to_string(response->status)));
         return response->value;
       }
     }
@@ -128,9 +128,9 @@ class ChannelBus final : public CsrBus {
                   fmt::format("netagg-fpgad control channel {}: connection refused (nothing "
                               "listens there: start netagg-fpgad with --control {})",
                               daemon_.to_string(), daemon_.to_string()));
-    throw Error(Errc::kTransport, fmt::format("netagg-fpgad control channel {}: CSR {} of 0x{:03x}: {}",
-                                              daemon_.to_string(), what, address,
-                                              std::strerror(e)));
+    throw Error(Errc::kTransport,
+                fmt::format("netagg-fpgad control channel {}: CSR {} of 0x{:03x}: {}",
+                            daemon_.to_string(), what, address, std::strerror(e)));
   }
 
   Endpoint daemon_;
@@ -146,10 +146,14 @@ namespace channel {
 
 std::string_view to_string(CsrStatus status) {
   switch (status) {
-    case CsrStatus::kOk: return "ok";
-    case CsrStatus::kMalformed: return "malformed request";
-    case CsrStatus::kBadAddress: return "address not 4-aligned or outside the CSR space";
-    case CsrStatus::kDeviceError: return "the model did not complete the AXI4-Lite transaction";
+    case CsrStatus::kOk:
+      return "ok";
+    case CsrStatus::kMalformed:
+      return "malformed request";
+    case CsrStatus::kBadAddress:
+      return "address not 4-aligned or outside the CSR space";
+    case CsrStatus::kDeviceError:
+      return "the model did not complete the AXI4-Lite transaction";
   }
   return "unknown status";
 }
@@ -169,8 +173,7 @@ std::optional<Message> decode_request(std::span<const std::byte> d) {
   m.address = get32(&d[12]);
   m.value = get32(&d[16]);
   const bool reserved_zero = d[9] == std::byte{0} && d[10] == std::byte{0} && d[11] == std::byte{0};
-  if ((op != 1 && op != 2) || !reserved_zero ||
-      (op == 1 && m.value != 0)) {
+  if ((op != 1 && op != 2) || !reserved_zero || (op == 1 && m.value != 0)) {
     m.status = CsrStatus::kMalformed;
     m.op = (op == 1 || op == 2) ? static_cast<Op>(op) : Op::kNone;
     return m;
@@ -186,7 +189,8 @@ std::optional<Message> decode_response(std::span<const std::byte> d) {
   if (status > static_cast<std::uint8_t>(CsrStatus::kDeviceError)) return std::nullopt;
   Message m;
   m.tag = get32(&d[4]);
-  m.op = static_cast<Op>(static_cast<std::uint8_t>(d[8]) <= 2 ? static_cast<std::uint8_t>(d[8]) : 0);
+  m.op =
+      static_cast<Op>(static_cast<std::uint8_t>(d[8]) <= 2 ? static_cast<std::uint8_t>(d[8]) : 0);
   m.status = static_cast<CsrStatus>(status);
   m.address = get32(&d[12]);
   m.value = get32(&d[16]);
@@ -225,7 +229,7 @@ AggregatorAddress Device::aggregator_address() {
   AggregatorAddress a;
   const std::uint32_t lo = bus_->read32(reg::kAggMacLo);
   const std::uint32_t hi = bus_->read32(reg::kAggMacHi);
-  a.mac = {std::uint8_t(hi >> 8), std::uint8_t(hi), std::uint8_t(lo >> 24),
+  a.mac = {std::uint8_t(hi >> 8),  std::uint8_t(hi),      std::uint8_t(lo >> 24),
            std::uint8_t(lo >> 16), std::uint8_t(lo >> 8), std::uint8_t(lo)};
   a.ip = bus_->read32(reg::kAggIp);
   a.udp_port = static_cast<std::uint16_t>(bus_->read32(reg::kAggUdpPort));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FPGA aggregator on an Alveo card, over XRT's native C++ API: xrt::device opens the card,
 // xrt::xclbin reads the file, load_xclbin programs it, and xrt::ip gives the aggregator's
 // AXI4-Lite registers (the kernel is user managed / ap_ctrl_none, so XRT never starts it: it
@@ -42,8 +43,8 @@ class XrtBus final : public CsrBus {
     try {
       return ip_.read_register(address);
     } catch (const std::exception& e) {
-      throw Error(Errc::kTransport,
-                  fmt::format("{}: register read of 0x{:03x} failed: {}", name_, address, e.what()));
+      throw Error(Errc::kTransport, fmt::format("{}: register read of 0x{:03x} failed: {}", name_,
+                                                address, e.what()));
     }
   }
   void write32(std::uint32_t address, std::uint32_t value) override {
@@ -95,7 +96,8 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // "kernel:cu" of the aggregator in the xclbin, or "" (with what is there in `found`).
-std::string find_ip(const xrt::xclbin& xclbin, const XrtOptions& o, std::vector<std::string>& found) {
+std::string find_ip(const xrt::xclbin& xclbin, const XrtOptions& o,
+                    std::vector<std::string>& found) {
   for (const auto& ip : xclbin.get_ips()) {
     const std::string name = ip.get_name();
     found.push_back(name);
@@ -206,8 +208,8 @@ std::unique_ptr<Device> open_xrt_device(const XrtOptions& o) {
                             "hold the compute unit",
                             name, ip_name, e.what()));
   }
-  auto result =
-      std::make_unique<Device>(std::make_unique<XrtBus>(std::move(device), std::move(ip), name), name);
+  auto result = std::make_unique<Device>(
+      std::make_unique<XrtBus>(std::move(device), std::move(ip), name), name);
   result->identify();  // a kernel that is not our aggregator fails here, naming the xclbin
   return result;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The XRT entry points of a build without XRT (CMake NETAGG_XRT off, or XRT's headers and
 // libraries not found): a clear error instead of a missing symbol.
 #include <fmt/format.h>

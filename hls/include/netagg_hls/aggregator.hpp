@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FPGA aggregator in Vitis HLS C++ (docs/fpga-aggregator.md): the kernel's whole state and
 // behaviour in one class, so the C simulation can own as many independent instances as it likes;
 // the synthesized top (hls/src/netagg_aggregator.cpp) is a thin wrapper over one static instance,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregator's arithmetic (docs/fpga-aggregator.md, "Arithmetic and summation order"),
 // on raw 32-bit words so that C simulation and hardware agree bit for bit:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Ethernet/IPv4/UDP/netagg frame as the kernel sees it: byte offsets of every field inside
 // beat 0, generated from formats/wire.json (the kernel cannot include netagg/wire.hpp: it is
 // C++20), and byte access to a 512-bit beat (byte 0 in bits 7:0, as on the AXI4-Stream).
@@ -15,7 +16,7 @@ namespace fpga {
 typedef ap_uint<512> BeatData;
 typedef ap_axiu<512, 0, 0, 0> AxisBeat;
 
-// BEGIN GENERATED [layout] by scripts/gen_formats.py from formats/wire.json; do not edit this region
+// BEGIN GENERATED [layout] from formats/wire.json by scripts/gen_formats.py; do not edit
 // clang-format off
 namespace layout {
 constexpr int kBeatBytes = 64;
@@ -144,8 +145,8 @@ inline void set_lane16(BeatData& b, int lane, uint16_t v) {
       static_cast<unsigned long long>((v >> 8) | ((v & 0xFFu) << 8));
 }
 
-// The IPv4 header checksum field for the header in bytes kIpv4..kIpv4+19 of beat 0, computed with the
-// checksum field taken as zero; a received header is valid when ipv4_sum() folds to 0xFFFF.
+// The IPv4 header checksum field for the header in bytes kIpv4..kIpv4+19 of beat 0, computed with
+// the checksum field taken as zero; a received header is valid when ipv4_sum() folds to 0xFFFF.
 inline unsigned ipv4_sum(const BeatData& b) {
   uint32_t sum = 0;
   for (int i = 0; i < layout::kIpv4HeaderSize; i += 2) {

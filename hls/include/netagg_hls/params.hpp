@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parameters of the FPGA aggregator (docs/fpga-aggregator.md, "Parameters"). Kernel code: C++14,
 // as Vitis HLS takes it.
 #ifndef NETAGG_HLS_PARAMS_HPP

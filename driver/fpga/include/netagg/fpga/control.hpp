@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Control plane of the FPGA aggregator: job table, aggregator address and counters through its
 // CSRs (formats/csr.json, generated view netagg/fpga_csr.hpp). Device-independent: it sees
 // the device only as a CsrBus (the Verilator harness, the HLS C model, later a card over XRT).

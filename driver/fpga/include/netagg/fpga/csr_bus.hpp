@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Access to the FPGA aggregator's AXI4-Lite control registers (formats/csr.json). The control
 // plane (control.hpp) programs jobs and reads counters through this interface only, so it works
 // unchanged on the Verilator harness, the HLS C model (sim/fpga/) and, later, a card over XRT.

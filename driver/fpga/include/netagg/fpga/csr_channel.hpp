@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CSR control channel of netagg-fpgad: 32-bit register reads and writes of the simulated
 // aggregator over UDP, so netagg-ctl programs the running RTL through the same Device interface
 // as a card. One request datagram, one response datagram; all fields big-endian; 20 bytes each:

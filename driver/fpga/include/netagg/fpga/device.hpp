@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One FPGA aggregator as the control plane sees it: its CSRs (formats/csr.json) behind a
 // CsrBus, with the operations netagg-ctl and the daemons need (identify, job table, counters,
 // reset). Where the CSRs are is the CsrBus's business; three kinds exist:

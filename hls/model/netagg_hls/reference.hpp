@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HLS aggregator as a plain C++ reference model, for tests and for checking the RTL bit for
 // bit (C++20; not for synthesis). It owns an Aggregator and speaks bytes instead of streams:
 //
