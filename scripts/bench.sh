@@ -159,7 +159,7 @@ if [ "${BENCH_CODEC:-1}" != 0 ]; then
   fi
 fi
 
-# The FPGA aggregator's RTL in Verilator: cycles, not seconds (issue 3).
+# The FPGA aggregator's RTL in Verilator: cycles, not seconds.
 fpga_bin="$build/bench/fpga_bench"
 if [ "${BENCH_FPGA:-1}" != 0 ]; then
   if [ -x "$fpga_bin" ]; then
