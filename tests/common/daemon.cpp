@@ -37,6 +37,27 @@ std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::
   return bytes;
 }
 
+std::vector<std::byte> contribution_frame(const JobSpec& job, std::uint16_t rank, std::uint32_t seq,
+                                          const std::vector<std::int32_t>& values,
+                                          const wire::Mac& worker_mac,
+                                          const wire::Mac& aggregator_mac,
+                                          const Endpoint& aggregator) {
+  const auto packet = contribution(
+      job.job_id, rank, static_cast<std::uint16_t>(job.slot_base + seq % job.slot_count),
+      static_cast<std::uint8_t>((seq / job.slot_count) % 2), seq, values);
+  const WorkerSpec& w = job.workers.at(rank);
+  wire::FrameAddress a;
+  a.src_mac = worker_mac;
+  a.dst_mac = aggregator_mac;
+  a.src_ip = w.address.ip;
+  a.src_port = w.address.port;
+  a.dst_ip = aggregator.ip;
+  a.dst_port = aggregator.port;
+  std::vector<std::byte> out(wire::kFrameOverhead + packet.size());
+  out.resize(wire::encode_frame(a, packet, out));
+  return out;
+}
+
 Result parse_result(const std::vector<std::byte>& bytes) {
   const wire::Decoded d = wire::decode(bytes);
   EXPECT_TRUE(d) << wire::to_string(d.error);

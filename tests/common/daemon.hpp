@@ -22,15 +22,20 @@
 
 namespace netagg::testing {
 
-// A UDP socket bound to an ephemeral loopback port: a worker (or a stranger) talking to a daemon
-// under test. receive() gives up after kReceiveGuardSeconds: a guard against a hung daemon that
-// fails the test, never a measurement.
 // An int32 (or any 32-bit dtype) contribution packet with `values` as its payload.
 std::vector<std::byte> contribution(std::uint16_t job, std::uint16_t rank, std::uint16_t slot,
                                     std::uint8_t set, std::uint32_t seq,
                                     const std::vector<std::int32_t>& values,
                                     std::int16_t exponent = wire::kExponentNone,
                                     wire::DataType dtype = wire::DataType::kInt32);
+
+// Worker `rank`'s int32 contribution for its packet `seq` (slot_base + seq mod W, set
+// (seq / W) mod 2 of the job's window W), framed from its registered address to `aggregator`.
+std::vector<std::byte> contribution_frame(const JobSpec& job, std::uint16_t rank, std::uint32_t seq,
+                                          const std::vector<std::int32_t>& values,
+                                          const wire::Mac& worker_mac,
+                                          const wire::Mac& aggregator_mac,
+                                          const Endpoint& aggregator);
 
 // A result packet decoded (a decode failure fails the test), payload as int32.
 struct Result {
@@ -39,6 +44,9 @@ struct Result {
 };
 Result parse_result(const std::vector<std::byte>& bytes);
 
+// A UDP socket bound to an ephemeral loopback port: a worker (or a stranger) talking to a daemon
+// under test. receive() gives up after kReceiveGuardSeconds: a guard against a hung daemon that
+// fails the test, never a measurement.
 class LoopbackUdpSocket {
  public:
   static constexpr int kReceiveGuardSeconds = 15;

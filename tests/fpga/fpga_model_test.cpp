@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "daemon.hpp"
 #include "harness.hpp"
 #include "netagg/error.hpp"
 #include "netagg/fpga/control.hpp"
@@ -41,28 +42,8 @@ JobSpec make_job(std::uint16_t id, std::uint16_t base, std::uint16_t window, std
 
 std::vector<std::byte> frame(const JobSpec& job, std::uint16_t rank, std::uint32_t seq,
                              const std::vector<std::int32_t>& values) {
-  wire::Header h;
-  h.job_id = job.job_id;
-  h.rank = rank;
-  h.slot = static_cast<std::uint16_t>(job.slot_base + seq % job.slot_count);
-  h.set = static_cast<std::uint8_t>((seq / job.slot_count) % 2);
-  h.seq = seq;
-  h.count = static_cast<std::uint16_t>(values.size());
-  std::vector<std::byte> packet(h.packet_size());
-  wire::encode_header(h, packet);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    wire::store_be32(packet.data() + wire::kHeaderSize + 4 * i, std::uint32_t(values[i]));
-  const WorkerSpec& w = job.workers[rank];
-  wire::FrameAddress a;
-  a.src_mac = fpga::worker_mac(w);
-  a.dst_mac = kAgg.mac;
-  a.src_ip = w.address.ip;
-  a.src_port = w.address.port;
-  a.dst_ip = kAgg.ip;
-  a.dst_port = kAgg.udp_port;
-  std::vector<std::byte> out(wire::kFrameOverhead + packet.size());
-  out.resize(wire::encode_frame(a, packet, out));
-  return out;
+  return testing::contribution_frame(job, rank, seq, values, fpga::worker_mac(job.workers[rank]),
+                                     kAgg.mac, Endpoint{kAgg.ip, kAgg.udp_port});
 }
 
 struct Result {
