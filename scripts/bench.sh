@@ -510,24 +510,29 @@ def num(x, fmt):
     return format(x, fmt) if x is not None else "-"
 
 
+def comparison_table(rows, peer_key, ours_key, ratio_key, peer, ours):
+    """Median and minimum time of a peer and of netagg per ranks and size, with their ratios."""
+    print(f"{'ranks':>5} {'size':>9} {peer + ' med':>10} {ours + ' med':>10} {'ratio':>7} "
+          f"{peer + ' min':>10} {ours + ' min':>10} {'ratio':>7} {peer + ' Gb/s':>10} "
+          f"{ours + ' Gb/s':>11}  check {peer[0]}/{ours[0]}")
+    for row in rows:
+        p = row[peer_key] or {}
+        o = row[ours_key] or {}
+        check = f"{p.get('verification') or '-'}/{o.get('verification') or '-'}"
+        print(f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms(p.get('seconds_median'))} "
+              f"{ms(o.get('seconds_median'))} {num(row[ratio_key + '_median'], '7.2f'):>7} "
+              f"{ms(p.get('seconds_min'))} {ms(o.get('seconds_min'))} "
+              f"{num(row[ratio_key + '_min'], '7.2f'):>7} "
+              f"{num(p.get('goodput_gbps'), '10.2f'):>10} {num(o.get('goodput_gbps'), '11.2f'):>11}"
+              f"  {check}")
+
+
 print()
 print("All-reduce of an fp32 tensor (sum): time of one operation, slowest rank, in ms.")
 print("ratio = netagg time / gloo time (below 1: netagg faster), of the medians and of the minima.")
 print("netagg runs through the switch model, software on the same cores as the workers.")
-print(f"{'ranks':>5} {'size':>9} {'gloo med':>10} {'netagg med':>10} {'ratio':>7} "
-      f"{'gloo min':>10} {'netagg min':>10} {'ratio':>7} {'gloo Gb/s':>10} {'netagg Gb/s':>11}"
-      f"  check g/n")
-for row in allreduce:
-    g = row["gloo_ring"] or {}
-    n = row["netagg_switch_sim"] or {}
-    check = f"{g.get('verification') or '-'}/{n.get('verification') or '-'}"
-    print(f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms(g.get('seconds_median'))} "
-          f"{ms(n.get('seconds_median'))} "
-          f"{num(row['time_ratio_netagg_over_gloo_median'], '7.2f'):>7} "
-          f"{ms(g.get('seconds_min'))} {ms(n.get('seconds_min'))} "
-          f"{num(row['time_ratio_netagg_over_gloo_min'], '7.2f'):>7} "
-          f"{num(g.get('goodput_gbps'), '10.2f'):>10} {num(n.get('goodput_gbps'), '11.2f'):>11}"
-          f"  {check}")
+comparison_table(allreduce, "gloo_ring", "netagg_switch_sim", "time_ratio_netagg_over_gloo",
+                 "gloo", "netagg")
 
 if codec:
     # One row per benchmark, one column per buffer size: GB/s, and in brackets the ratio to
@@ -582,19 +587,8 @@ if dpdk:
     print()
     print("DPDK (net_af_packet) against kernel UDP on the same veths, fp32, time of one all-reduce")
     print("(slowest rank) in ms; ratio = DPDK / kernel UDP (below 1: DPDK faster). Software switch.")
-    print(f"{'ranks':>5} {'size':>9} {'udp med':>10} {'dpdk med':>10} {'ratio':>7} "
-          f"{'udp min':>10} {'dpdk min':>10} {'ratio':>7} {'udp Gb/s':>10} {'dpdk Gb/s':>10}"
-          f"  check u/d")
-    for row in dpdk:
-        u = row["kernel_udp"] or {}
-        d = row["dpdk_af_packet"] or {}
-        check = f"{u.get('verification') or '-'}/{d.get('verification') or '-'}"
-        print(f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms(u.get('seconds_median'))} "
-              f"{ms(d.get('seconds_median'))} {num(row['time_ratio_dpdk_over_udp_median'], '7.2f'):>7} "
-              f"{ms(u.get('seconds_min'))} {ms(d.get('seconds_min'))} "
-              f"{num(row['time_ratio_dpdk_over_udp_min'], '7.2f'):>7} "
-              f"{num(u.get('goodput_gbps'), '10.2f'):>10} {num(d.get('goodput_gbps'), '10.2f'):>10}"
-              f"  {check}")
+    comparison_table(dpdk, "kernel_udp", "dpdk_af_packet", "time_ratio_dpdk_over_udp", "udp",
+                     "dpdk")
 elif os.environ.get("BENCH_DPDK_SKIPPED"):
     print()
     print(f"DPDK against kernel UDP: skipped ({os.environ['BENCH_DPDK_SKIPPED']})")

@@ -855,7 +855,7 @@ def render_sv_wire(w):
     a(f"{i2}localparam int unsigned FRAME_PAYLOAD_OFFSET = {w['frame_payload']};")
     a("")
     a(f"{i2}// Frame byte offset of each header and field; a field that is not whole bytes also has")
-    a(f"{i2}// the width of the big-endian word holding it (_BYTES), its right shift and its mask.")
+    a(f"{i2}// the width of the big-endian word holding it (_BYTES), its right shift and its width.")
     for fh in w["frame_headers"]:
         h, base = fh["header"], fh["offset"]
         s = upper(h["short"])
@@ -863,13 +863,12 @@ def render_sv_wire(w):
         if h["name"] == "netagg":
             continue  # its fields: FRM_NETAGG + OFF_<FIELD>
         for f in h["fields"]:
-            first, nbytes, shift, mask = container(f)
-            a(f"{i2}localparam int unsigned FRM_{s}_{upper(f['name'])} = {base + first};")
+            first, nbytes, shift, _ = container(f)
+            name = f"{s}_{upper(f['name'])}"
+            line = f"{i2}localparam int unsigned FRM_{name} = {base + first}"
             if not aligned(f):
-                a(f"{i2}localparam int unsigned {s}_{upper(f['name'])}_BYTES = {nbytes};")
-                a(f"{i2}localparam int unsigned {s}_{upper(f['name'])}_SHIFT = {shift};")
-                a(f"{i2}localparam logic [{f['bits'] - 1}:0] {s}_{upper(f['name'])}_MASK = "
-                  f"{sv_literal(mask, f['bits'])};")
+                line += f", {name}_BYTES = {nbytes}, {name}_SHIFT = {shift}, {name}_BITS = {f['bits']}"
+            a(line + ";")
     a("")
     for c in w["frame_constants"]:
         doc = f"  // {one_line(c['doc'])}" if c["doc"] else ""

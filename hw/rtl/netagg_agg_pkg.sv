@@ -19,6 +19,32 @@ package netagg_agg_pkg;
   localparam int unsigned RANK_W = 5;         // log2(MAX_WORKERS)
   localparam int unsigned NWORKERS_W = 6;     // 0..MAX_WORKERS
   localparam int unsigned REASON_W = 5;       // = netagg_csr_pkg::COUNTER_INDEX_BITS
+  localparam int unsigned CSR_AW = 12;        // = netagg_csr_pkg::CSR_ADDR_BITS
+
+  // The AXI4-Lite control bus inside the design: what the manager drives, what the CSR block
+  // answers. The top (netagg_aggregator) keeps the flat s_axi_control_* ports a Vitis kernel
+  // has and packs them into these.
+  typedef struct packed {
+    logic [CSR_AW-1:0] awaddr;
+    logic              awvalid;
+    logic [31:0]       wdata;
+    logic [3:0]        wstrb;
+    logic              wvalid;
+    logic              bready;
+    logic [CSR_AW-1:0] araddr;
+    logic              arvalid;
+    logic              rready;
+  } axil_req_t;
+  typedef struct packed {
+    logic        awready;
+    logic        wready;
+    logic [1:0]  bresp;
+    logic        bvalid;
+    logic        arready;
+    logic [31:0] rdata;
+    logic [1:0]  rresp;
+    logic        rvalid;
+  } axil_rsp_t;
 
   // What the ingress buffer knows about a stored frame: the header fields the aggregator uses
   // and the result of the frame and packet checks that do not depend on configuration. The UDP

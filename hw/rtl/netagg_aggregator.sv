@@ -118,6 +118,17 @@ module netagg_aggregator #(
     assign tx_tvalid[3:NP] = '0;
   end
 
+  // The control port as the core's request/response structs.
+  netagg_agg_pkg::axil_req_t axil_req;
+  netagg_agg_pkg::axil_rsp_t axil_rsp;
+  // (concatenations in the structs' member order: yosys reads no assignment patterns)
+  assign axil_req = {s_axi_control_AWADDR, s_axi_control_AWVALID, s_axi_control_WDATA,
+                     s_axi_control_WSTRB, s_axi_control_WVALID, s_axi_control_BREADY,
+                     s_axi_control_ARADDR, s_axi_control_ARVALID, s_axi_control_RREADY};
+  assign {s_axi_control_AWREADY, s_axi_control_WREADY, s_axi_control_BRESP, s_axi_control_BVALID,
+          s_axi_control_ARREADY, s_axi_control_RDATA, s_axi_control_RRESP,
+          s_axi_control_RVALID} = axil_rsp;
+
   netagg_core #(
       .NUM_PORTS(NUM_PORTS),
       .SLOTS    (SLOTS),
@@ -140,23 +151,8 @@ module netagg_aggregator #(
       .tx_tlast_o     (tx_tlast[NP-1:0]),
       .tx_tvalid_o    (tx_tvalid[NP-1:0]),
       .tx_tready_i    (tx_tready[NP-1:0]),
-      .s_axi_awaddr_i (s_axi_control_AWADDR),
-      .s_axi_awvalid_i(s_axi_control_AWVALID),
-      .s_axi_awready_o(s_axi_control_AWREADY),
-      .s_axi_wdata_i  (s_axi_control_WDATA),
-      .s_axi_wstrb_i  (s_axi_control_WSTRB),
-      .s_axi_wvalid_i (s_axi_control_WVALID),
-      .s_axi_wready_o (s_axi_control_WREADY),
-      .s_axi_bresp_o  (s_axi_control_BRESP),
-      .s_axi_bvalid_o (s_axi_control_BVALID),
-      .s_axi_bready_i (s_axi_control_BREADY),
-      .s_axi_araddr_i (s_axi_control_ARADDR),
-      .s_axi_arvalid_i(s_axi_control_ARVALID),
-      .s_axi_arready_o(s_axi_control_ARREADY),
-      .s_axi_rdata_o  (s_axi_control_RDATA),
-      .s_axi_rresp_o  (s_axi_control_RRESP),
-      .s_axi_rvalid_o (s_axi_control_RVALID),
-      .s_axi_rready_i (s_axi_control_RREADY)
+      .axil_i         (axil_req),
+      .axil_o         (axil_rsp)
   );
 
   // TSTRB of ingress carries nothing TKEEP does not; unused ports' inputs are ignored.

@@ -14,9 +14,7 @@ module netagg_core #(
     parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
     parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
-    parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
-    // derived, do not change
-    parameter int unsigned AW = netagg_csr_pkg::CSR_ADDR_BITS
+    parameter int unsigned OUT_DEPTH = 4    // egress FIFO beats per port
 ) (
     input  logic                                        clk_i,
     input  logic                                        rst_ni,
@@ -30,23 +28,8 @@ module netagg_core #(
     output logic [NUM_PORTS-1:0]                        tx_tlast_o,
     output logic [NUM_PORTS-1:0]                        tx_tvalid_o,
     input  logic [NUM_PORTS-1:0]                        tx_tready_i,
-    input  logic [AW-1:0]                               s_axi_awaddr_i,
-    input  logic                                        s_axi_awvalid_i,
-    output logic                                        s_axi_awready_o,
-    input  logic [31:0]                                 s_axi_wdata_i,
-    input  logic [3:0]                                  s_axi_wstrb_i,
-    input  logic                                        s_axi_wvalid_i,
-    output logic                                        s_axi_wready_o,
-    output logic [1:0]                                  s_axi_bresp_o,
-    output logic                                        s_axi_bvalid_o,
-    input  logic                                        s_axi_bready_i,
-    input  logic [AW-1:0]                               s_axi_araddr_i,
-    input  logic                                        s_axi_arvalid_i,
-    output logic                                        s_axi_arready_o,
-    output logic [31:0]                                 s_axi_rdata_o,
-    output logic [1:0]                                  s_axi_rresp_o,
-    output logic                                        s_axi_rvalid_o,
-    input  logic                                        s_axi_rready_i
+    input  netagg_agg_pkg::axil_req_t                   axil_i,
+    output netagg_agg_pkg::axil_rsp_t                   axil_o
 );
   localparam int unsigned NP = NUM_PORTS;
   localparam int unsigned W = netagg_agg_pkg::BEAT_W;
@@ -71,7 +54,8 @@ module netagg_core #(
 
   // netagg_agg_pkg repeats a few widths of the other packages (yosys reads no package's
   // parameters inside another package): they must agree.
-  if (REASON_W != netagg_csr_pkg::COUNTER_INDEX_BITS || W != netagg_pkg::BEAT_BITS ||
+  if (REASON_W != netagg_csr_pkg::COUNTER_INDEX_BITS ||
+      netagg_agg_pkg::CSR_AW != netagg_csr_pkg::CSR_ADDR_BITS || W != netagg_pkg::BEAT_BITS ||
       KW != netagg_pkg::KEEP_BITS || netagg_agg_pkg::LANES != netagg_pkg::LANES ||
       MW != netagg_pkg::MAX_WORKERS_DEFAULT) begin : gen_bad_pkg
     $error("netagg_core: netagg_agg_pkg disagrees with netagg_pkg or netagg_csr_pkg");
@@ -107,23 +91,8 @@ module netagg_core #(
   ) u_csr (
       .clk_i           (clk_i),
       .rst_ni          (rst_ni),
-      .awaddr_i        (s_axi_awaddr_i),
-      .awvalid_i       (s_axi_awvalid_i),
-      .awready_o       (s_axi_awready_o),
-      .wdata_i         (s_axi_wdata_i),
-      .wstrb_i         (s_axi_wstrb_i),
-      .wvalid_i        (s_axi_wvalid_i),
-      .wready_o        (s_axi_wready_o),
-      .bresp_o         (s_axi_bresp_o),
-      .bvalid_o        (s_axi_bvalid_o),
-      .bready_i        (s_axi_bready_i),
-      .araddr_i        (s_axi_araddr_i),
-      .arvalid_i       (s_axi_arvalid_i),
-      .arready_o       (s_axi_arready_o),
-      .rdata_o         (s_axi_rdata_o),
-      .rresp_o         (s_axi_rresp_o),
-      .rvalid_o        (s_axi_rvalid_o),
-      .rready_i        (s_axi_rready_i),
+      .axil_i          (axil_i),
+      .axil_o          (axil_o),
       .agg_mac_o       (agg_mac),
       .agg_ip_o        (agg_ip),
       .agg_udp_port_o  (agg_udp_port),

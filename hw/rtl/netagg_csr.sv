@@ -20,23 +20,8 @@ module netagg_csr #(
     input  logic             clk_i,
     input  logic             rst_ni,
     // AXI4-Lite
-    input  logic [AW-1:0]    awaddr_i,
-    input  logic             awvalid_i,
-    output logic             awready_o,
-    input  logic [31:0]      wdata_i,
-    input  logic [3:0]       wstrb_i,
-    input  logic             wvalid_i,
-    output logic             wready_o,
-    output logic [1:0]       bresp_o,
-    output logic             bvalid_o,
-    input  logic             bready_i,
-    input  logic [AW-1:0]    araddr_i,
-    input  logic             arvalid_i,
-    output logic             arready_o,
-    output logic [31:0]      rdata_o,
-    output logic [1:0]       rresp_o,
-    output logic             rvalid_o,
-    input  logic             rready_i,
+    input  netagg_agg_pkg::axil_req_t axil_i,
+    output netagg_agg_pkg::axil_rsp_t axil_o,
     // configuration
     output logic [47:0]      agg_mac_o,
     output logic [31:0]      agg_ip_o,
@@ -78,17 +63,17 @@ module netagg_csr #(
   logic [AW-1:0] waddr;
   logic is_command, take_write;
   logic [31:0] wmask;
-  assign waddr = {awaddr_i[AW-1:2], 2'b00};
+  assign waddr = {axil_i.awaddr[AW-1:2], 2'b00};
   assign is_command = (waddr == netagg_csr_pkg::CSR_COMMIT) ||
                       (waddr == netagg_csr_pkg::CSR_CONTROL);
   assign busy = busy_i || cmd_pending_q;
-  assign take_write = awvalid_i && wvalid_i && !bvalid_q && !(is_command && busy);
-  assign awready_o = take_write;
-  assign wready_o = take_write;
-  assign bvalid_o = bvalid_q;
-  assign bresp_o = 2'b00;
+  assign take_write = axil_i.awvalid && axil_i.wvalid && !bvalid_q && !(is_command && busy);
+  assign axil_o.awready = take_write;
+  assign axil_o.wready = take_write;
+  assign axil_o.bvalid = bvalid_q;
+  assign axil_o.bresp = 2'b00;
   for (genvar b = 0; b < 4; b++) begin : gen_strobe
-    assign wmask[8*b+:8] = {8{wstrb_i[b]}};
+    assign wmask[8*b+:8] = {8{axil_i.wstrb[b]}};
   end
 
   function automatic logic [31:0] merge(input logic [31:0] old, input logic [31:0] data,
@@ -97,8 +82,8 @@ module netagg_csr #(
   endfunction
 
   logic [31:0] commit_new, control_new;
-  assign commit_new = merge(commit_q, wdata_i, wmask);
-  assign control_new = merge(control_q, wdata_i, wmask);
+  assign commit_new = merge(commit_q, axil_i.wdata, wmask);
+  assign control_new = merge(control_q, axil_i.wdata, wmask);
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -130,7 +115,7 @@ module netagg_csr #(
       soft_reset_o <= 1'b0;
       clear_counters_o <= 1'b0;
       cmd_pending_q <= 1'b0;
-      if (bvalid_q && bready_i) bvalid_q <= 1'b0;
+      if (bvalid_q && axil_i.bready) bvalid_q <= 1'b0;
       if (take_write) begin
         bvalid_q <= 1'b1;
         unique case (waddr)
@@ -142,22 +127,22 @@ module netagg_csr #(
               cmd_pending_q <= control_new[0];
             end
           end
-          netagg_csr_pkg::CSR_AGG_MAC_LO: agg_mac_lo_q <= merge(agg_mac_lo_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_AGG_MAC_HI: agg_mac_hi_q <= merge(agg_mac_hi_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_AGG_IP: agg_ip_q <= merge(agg_ip_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_AGG_UDP_PORT: agg_udp_port_q <= merge(agg_udp_port_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_JOB_INDEX: job_index_q <= merge(job_index_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_JOB_ID: job_id_q <= merge(job_id_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_JOB_WORKERS: job_workers_q <= merge(job_workers_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_JOB_SLOTS: job_slots_q <= merge(job_slots_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_JOB_ELEMENTS: job_elements_q <= merge(job_elements_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_WORKER_INDEX: worker_index_q <= merge(worker_index_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_WORKER_IP: worker_ip_q <= merge(worker_ip_q, wdata_i, wmask);
-          netagg_csr_pkg::CSR_WORKER_UDP_PORT: worker_udp_q <= merge(worker_udp_q, wdata_i, wmask);
+          netagg_csr_pkg::CSR_AGG_MAC_LO: agg_mac_lo_q <= merge(agg_mac_lo_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_AGG_MAC_HI: agg_mac_hi_q <= merge(agg_mac_hi_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_AGG_IP: agg_ip_q <= merge(agg_ip_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_AGG_UDP_PORT: agg_udp_port_q <= merge(agg_udp_port_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_INDEX: job_index_q <= merge(job_index_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_ID: job_id_q <= merge(job_id_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_WORKERS: job_workers_q <= merge(job_workers_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_SLOTS: job_slots_q <= merge(job_slots_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_ELEMENTS: job_elements_q <= merge(job_elements_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_WORKER_INDEX: worker_index_q <= merge(worker_index_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_WORKER_IP: worker_ip_q <= merge(worker_ip_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_WORKER_UDP_PORT: worker_udp_q <= merge(worker_udp_q, axil_i.wdata, wmask);
           netagg_csr_pkg::CSR_WORKER_MAC_LO:
-            worker_mac_lo_q <= merge(worker_mac_lo_q, wdata_i, wmask);
+            worker_mac_lo_q <= merge(worker_mac_lo_q, axil_i.wdata, wmask);
           netagg_csr_pkg::CSR_WORKER_MAC_HI:
-            worker_mac_hi_q <= merge(worker_mac_hi_q, wdata_i, wmask);
+            worker_mac_hi_q <= merge(worker_mac_hi_q, axil_i.wdata, wmask);
           netagg_csr_pkg::CSR_COMMIT: begin
             commit_q <= commit_new;
             if (commit_new[31:16] != commit_q[31:16] && commit_new[1:0] != 2'd0) begin
@@ -167,7 +152,7 @@ module netagg_csr #(
             end
           end
           netagg_csr_pkg::CSR_COUNTER_INDEX:
-            counter_index_q <= merge(counter_index_q, wdata_i, wmask);
+            counter_index_q <= merge(counter_index_q, axil_i.wdata, wmask);
           default: ;  // read-only or unmapped
         endcase
       end
@@ -178,12 +163,12 @@ module netagg_csr #(
   logic [AW-1:0] raddr;
   logic take_read;
   logic [31:0] rvalue;
-  assign raddr = {araddr_i[AW-1:2], 2'b00};
-  assign take_read = arvalid_i && !rvalid_q;
-  assign arready_o = take_read;
-  assign rvalid_o = rvalid_q;
-  assign rdata_o = rdata_q;
-  assign rresp_o = 2'b00;
+  assign raddr = {axil_i.araddr[AW-1:2], 2'b00};
+  assign take_read = axil_i.arvalid && !rvalid_q;
+  assign axil_o.arready = take_read;
+  assign axil_o.rvalid = rvalid_q;
+  assign axil_o.rdata = rdata_q;
+  assign axil_o.rresp = 2'b00;
 
   always_comb begin
     unique case (raddr)
@@ -220,7 +205,7 @@ module netagg_csr #(
       rdata_q <= '0;
       counter_hi_q <= '0;
     end else begin
-      if (rvalid_q && rready_i) rvalid_q <= 1'b0;
+      if (rvalid_q && axil_i.rready) rvalid_q <= 1'b0;
       if (take_read) begin
         rvalid_q <= 1'b1;
         rdata_q <= rvalue;
@@ -245,7 +230,7 @@ module netagg_csr #(
                            IDX_W'(counter_index_q) : IDX_W'(netagg_csr_pkg::NUM_COUNTERS);
 
   logic unused;
-  assign unused = ^{awaddr_i[1:0], araddr_i[1:0], agg_mac_hi_q[31:16], agg_udp_port_q[31:16],
+  assign unused = ^{axil_i.awaddr[1:0], axil_i.araddr[1:0], agg_mac_hi_q[31:16], agg_udp_port_q[31:16],
                     worker_mac_hi_q[31:16]};
 
 endmodule

@@ -37,7 +37,8 @@
 `default_nettype none
 
 module netagg_fp32_add #(
-  parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT  // latency, >= 1 cycles
+  // latency, >= 1 cycles (public: tests read the default from the Verilated model)
+  parameter int unsigned STAGES /*verilator public*/ = netagg_pkg::FP32_ADD_STAGES_DEFAULT
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,   // synchronous, active low: empties the pipeline
@@ -150,21 +151,9 @@ module netagg_fp32_add #(
     align_d.norm_limit = swap ? limit_b : limit_a;
   end
 
-  if (RegAfterAlign) begin : gen_reg_align
-    always_ff @(posedge clk_i) begin
-      if (!rst_ni) begin
-        align_valid_q <= 1'b0;
-      end else begin
-        align_valid_q <= valid_i;
-      end
-      if (valid_i) begin
-        align_q <= align_d;
-      end
-    end
-  end else begin : gen_comb_align
-    assign align_q       = align_d;
-    assign align_valid_q = valid_i;
-  end
+  netagg_stage #(.WIDTH($bits(align_d)), .ENABLE(RegAfterAlign)) u_align (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(valid_i), .data_i(align_d),
+      .valid_o(align_valid_q), .data_o(align_q));
 
   // ---------------------------------------------------------------------------------------
   // Phase 2: add
@@ -207,21 +196,9 @@ module netagg_fp32_add #(
     end
   end
 
-  if (RegAfterAdd) begin : gen_reg_add
-    always_ff @(posedge clk_i) begin
-      if (!rst_ni) begin
-        add_valid_q <= 1'b0;
-      end else begin
-        add_valid_q <= align_valid_q;
-      end
-      if (align_valid_q) begin
-        add_q <= add_d;
-      end
-    end
-  end else begin : gen_comb_add
-    assign add_q       = add_d;
-    assign add_valid_q = align_valid_q;
-  end
+  netagg_stage #(.WIDTH($bits(add_d)), .ENABLE(RegAfterAdd)) u_add (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(align_valid_q), .data_i(add_d),
+      .valid_o(add_valid_q), .data_o(add_q));
 
   // ---------------------------------------------------------------------------------------
   // Phase 3: normalize
@@ -258,21 +235,9 @@ module netagg_fp32_add #(
     norm_d.exponent = exponent[7:0];
   end
 
-  if (RegAfterNormalize) begin : gen_reg_normalize
-    always_ff @(posedge clk_i) begin
-      if (!rst_ni) begin
-        norm_valid_q <= 1'b0;
-      end else begin
-        norm_valid_q <= add_valid_q;
-      end
-      if (add_valid_q) begin
-        norm_q <= norm_d;
-      end
-    end
-  end else begin : gen_comb_normalize
-    assign norm_q       = norm_d;
-    assign norm_valid_q = add_valid_q;
-  end
+  netagg_stage #(.WIDTH($bits(norm_d)), .ENABLE(RegAfterNormalize)) u_normalize (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(add_valid_q), .data_i(norm_d),
+      .valid_o(norm_valid_q), .data_o(norm_q));
 
   // ---------------------------------------------------------------------------------------
   // Phase 4: round, and the output register

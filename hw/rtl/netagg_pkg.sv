@@ -146,38 +146,20 @@ package netagg_pkg;
   localparam int unsigned FRAME_PAYLOAD_OFFSET = 64;
 
   // Frame byte offset of each header and field; a field that is not whole bytes also has
-  // the width of the big-endian word holding it (_BYTES), its right shift and its mask.
+  // the width of the big-endian word holding it (_BYTES), its right shift and its width.
   localparam int unsigned FRM_ETH = 0;
   localparam int unsigned FRM_ETH_DST_ADDR = 0;
   localparam int unsigned FRM_ETH_SRC_ADDR = 6;
   localparam int unsigned FRM_ETH_ETHER_TYPE = 12;
   localparam int unsigned FRM_IPV4 = 14;
-  localparam int unsigned FRM_IPV4_VERSION = 14;
-  localparam int unsigned IPV4_VERSION_BYTES = 1;
-  localparam int unsigned IPV4_VERSION_SHIFT = 4;
-  localparam logic [3:0] IPV4_VERSION_MASK = 4'hF;
-  localparam int unsigned FRM_IPV4_IHL = 14;
-  localparam int unsigned IPV4_IHL_BYTES = 1;
-  localparam int unsigned IPV4_IHL_SHIFT = 0;
-  localparam logic [3:0] IPV4_IHL_MASK = 4'hF;
-  localparam int unsigned FRM_IPV4_DSCP = 15;
-  localparam int unsigned IPV4_DSCP_BYTES = 1;
-  localparam int unsigned IPV4_DSCP_SHIFT = 2;
-  localparam logic [5:0] IPV4_DSCP_MASK = 6'd63;
-  localparam int unsigned FRM_IPV4_ECN = 15;
-  localparam int unsigned IPV4_ECN_BYTES = 1;
-  localparam int unsigned IPV4_ECN_SHIFT = 0;
-  localparam logic [1:0] IPV4_ECN_MASK = 2'd3;
+  localparam int unsigned FRM_IPV4_VERSION = 14, IPV4_VERSION_BYTES = 1, IPV4_VERSION_SHIFT = 4, IPV4_VERSION_BITS = 4;
+  localparam int unsigned FRM_IPV4_IHL = 14, IPV4_IHL_BYTES = 1, IPV4_IHL_SHIFT = 0, IPV4_IHL_BITS = 4;
+  localparam int unsigned FRM_IPV4_DSCP = 15, IPV4_DSCP_BYTES = 1, IPV4_DSCP_SHIFT = 2, IPV4_DSCP_BITS = 6;
+  localparam int unsigned FRM_IPV4_ECN = 15, IPV4_ECN_BYTES = 1, IPV4_ECN_SHIFT = 0, IPV4_ECN_BITS = 2;
   localparam int unsigned FRM_IPV4_TOTAL_LEN = 16;
   localparam int unsigned FRM_IPV4_IDENTIFICATION = 18;
-  localparam int unsigned FRM_IPV4_FLAGS = 20;
-  localparam int unsigned IPV4_FLAGS_BYTES = 1;
-  localparam int unsigned IPV4_FLAGS_SHIFT = 5;
-  localparam logic [2:0] IPV4_FLAGS_MASK = 3'd7;
-  localparam int unsigned FRM_IPV4_FRAG_OFFSET = 20;
-  localparam int unsigned IPV4_FRAG_OFFSET_BYTES = 2;
-  localparam int unsigned IPV4_FRAG_OFFSET_SHIFT = 0;
-  localparam logic [12:0] IPV4_FRAG_OFFSET_MASK = 13'd8191;
+  localparam int unsigned FRM_IPV4_FLAGS = 20, IPV4_FLAGS_BYTES = 1, IPV4_FLAGS_SHIFT = 5, IPV4_FLAGS_BITS = 3;
+  localparam int unsigned FRM_IPV4_FRAG_OFFSET = 20, IPV4_FRAG_OFFSET_BYTES = 2, IPV4_FRAG_OFFSET_SHIFT = 0, IPV4_FRAG_OFFSET_BITS = 13;
   localparam int unsigned FRM_IPV4_TTL = 22;
   localparam int unsigned FRM_IPV4_PROTOCOL = 23;
   localparam int unsigned FRM_IPV4_HDR_CHECKSUM = 24;

@@ -9,8 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -127,6 +130,43 @@ std::filesystem::path make_temp_dir(const std::string& prefix) {
   std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   return tmpl;
+}
+
+std::vector<std::string> command(const std::filesystem::path& program,
+                                 std::vector<std::string> args) {
+  args.insert(args.begin(), program.string());
+  return args;
+}
+
+Counters read_json_counters(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  Counters c;
+  for (const auto& [k, v] : j.items()) c[k] = v.get<std::uint64_t>();
+  return c;
+}
+
+std::string worker_json(std::uint16_t rank, const Endpoint& address,
+                        std::optional<int> switch_port) {
+  if (switch_port)
+    return fmt::format(R"({{"rank": {}, "address": "{}", "switch_port": {}}})", rank,
+                       address.to_string(), *switch_port);
+  return fmt::format(R"({{"rank": {}, "address": "{}"}})", rank, address.to_string());
+}
+
+void ScratchTest::SetUp() {
+  if (!std::filesystem::exists(program_)) GTEST_SKIP() << program_ << " is not built";
+  dir_ = make_temp_dir(prefix_);
+}
+
+void ScratchTest::TearDown() {
+  if (!dir_.empty()) std::filesystem::remove_all(dir_);
+}
+
+std::filesystem::path ScratchTest::write(const std::string& name, const std::string& text) const {
+  const std::filesystem::path p = dir_ / name;
+  std::ofstream(p) << text;
+  return p;
 }
 
 namespace {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "child_process.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
@@ -126,5 +128,31 @@ class DaemonProcess {
 
 // A fresh folder under the temp dir, "<prefix>.XXXXXX".
 std::filesystem::path make_temp_dir(const std::string& prefix);
+
+// `program` followed by `args`: an argv for DaemonProcess.
+std::vector<std::string> command(const std::filesystem::path& program,
+                                 std::vector<std::string> args);
+
+// The counters a daemon wrote with --counters-json.
+Counters read_json_counters(const std::filesystem::path& file);
+
+// One entry of a job file's "workers" list; `switch_port` only where given.
+std::string worker_json(std::uint16_t rank, const Endpoint& address,
+                        std::optional<int> switch_port = {});
+
+// A fixture's scratch folder: made by SetUp (skipping the test when `program` is not built),
+// removed by TearDown; write() puts a file in it.
+class ScratchTest : public ::testing::Test {
+ protected:
+  ScratchTest(std::filesystem::path program, std::string prefix)
+      : program_(std::move(program)), prefix_(std::move(prefix)) {}
+  void SetUp() override;
+  void TearDown() override;
+  std::filesystem::path write(const std::string& name, const std::string& text) const;
+
+  std::filesystem::path program_;
+  std::string prefix_;
+  std::filesystem::path dir_;
+};
 
 }  // namespace netagg::testing

@@ -71,58 +71,6 @@ std::vector<std::string> local4(std::vector<std::string> extra) {
   return a;
 }
 
-void expect_success(const ToolRun& run, const json& s, const std::string& dtype,
-                    std::uint64_t count) {
-  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-  EXPECT_EQ(s["verification"], "ok") << run.out << run.err;
-  EXPECT_EQ(s["target"], "switch-sim");
-  EXPECT_EQ(s["dtype"], dtype);
-  EXPECT_EQ(s["workers"], 4);
-  EXPECT_EQ(s["count"], count);
-  EXPECT_EQ(s["bytes"], count * 4);
-  EXPECT_GT(s["seconds"].get<double>(), 0.0);
-  EXPECT_NEAR(s["goodput_gbps"].get<double>(), count * 4 * 8 / s["seconds"].get<double>() / 1e9,
-              1e-9);
-  EXPECT_NEAR(s["ate_per_second"].get<double>() * s["seconds"].get<double>(), double(count),
-              1e-3 * count);
-  ASSERT_EQ(s["ranks"].size(), 4u);
-  for (const auto& r : s["ranks"]) EXPECT_EQ(r["verification"], "ok") << r.dump();
-  EXPECT_TRUE(s["switch_counters"].is_object()) << s.dump(2);
-}
-
-TEST(EndToEnd, Int32FourWorkers) {
-  const ToolRun run =
-      run_tool(local4({"--dtype", "int32", "--count", "100003", "--iterations", "2"}));
-  const json s = run.summary();
-  expect_success(run, s, "int32", 100003);
-  EXPECT_EQ(s["seconds_all"].size(), 2u);
-  EXPECT_EQ(s["injected_drops"], 0);
-}
-
-TEST(EndToEnd, Fp32FourWorkers) {
-  const ToolRun run = run_tool(local4({"--dtype", "fp32", "--count", "100003", "--seed", "9"}));
-  const json s = run.summary();
-  expect_success(run, s, "fp32", 100003);
-  EXPECT_EQ(s["float_wire"], "int32-bfp");
-}
-
-TEST(EndToEnd, Int32WithLoss) {
-  const ToolRun run = run_tool(local4(
-      {"--dtype", "int32", "--count", "40000", "--loss", "0.05", "--seed", "3", "--window", "32"}));
-  const json s = run.summary();
-  expect_success(run, s, "int32", 40000);
-  EXPECT_GT(s["injected_drops"].get<std::uint64_t>(), 0u);
-  EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
-}
-
-TEST(EndToEnd, Fp32WithLoss) {
-  const ToolRun run = run_tool(local4({"--dtype", "fp32", "--count", "40000", "--loss", "0.05",
-                                       "--seed", "4", "--elements-per-packet", "100"}));
-  const json s = run.summary();
-  expect_success(run, s, "fp32", 40000);
-  EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
-}
-
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
   const ToolRun run =
@@ -172,7 +120,7 @@ TEST(EndToEnd, TextOutputNamesTheFigures) {
                              HasSubstr("goodput: "), HasSubstr("ATE/s: ")));
 }
 
-// ---- fpga-sim: the same workers through netagg-fpgad, once per model the build has ----------
+// ---- one set of runs through every aggregator: the switch model, netagg-fpgad per model -------
 
 // "rtl,hls": the models sim/fpga/CMakeLists.txt built into netagg-fpgad.
 bool fpga_model_built(const std::string& model) {
@@ -180,30 +128,69 @@ bool fpga_model_built(const std::string& model) {
   return ("," + built + ",").find("," + model + ",") != std::string::npos;
 }
 
-class FpgaSim : public ::testing::TestWithParam<std::string> {
+// An aggregator the launcher can start, and what its runs look like.
+struct Target {
+  std::string label;                 // test name suffix
+  std::vector<std::string> args;     // the launcher's options that choose it
+  std::uint64_t count, lossy_count;  // elements of the plain and of the lossy runs
+  std::string float_wire;            // how fp32 travels to it
+  std::string fpga_model;            // "" for the switch model
+};
+
+std::vector<Target> targets() {
+  return {{"switch", {"--target", "switch-sim", "--timeout", "5"}, 100003, 40000, "int32-bfp", ""},
+          {"rtl",
+           {"--target", "fpga-sim", "--fpga-model", "rtl", "--timeout", "10"},
+           20011,
+           12000,
+           "fp32",
+           "rtl"},
+          {"hls",
+           {"--target", "fpga-sim", "--fpga-model", "hls", "--timeout", "10"},
+           20011,
+           12000,
+           "fp32",
+           "hls"}};
+}
+
+class Aggregators : public ::testing::TestWithParam<Target> {
  protected:
   void SetUp() override {
-    if (!fpga_model_built(GetParam()))
-      GTEST_SKIP() << "netagg-fpgad was built without the " << GetParam() << " model";
+    if (fpga() && !fpga_model_built(GetParam().fpga_model))
+      GTEST_SKIP() << "netagg-fpgad was built without the " << GetParam().fpga_model << " model";
   }
-  std::vector<std::string> fpga4(std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--workers", "4",      "--target",  "fpga-sim", "--fpga-model",
-                                  GetParam(),  "--json", "--timeout", "10"};
+  bool fpga() const { return !GetParam().fpga_model.empty(); }
+  // Four workers through this target, --json, and `extra`.
+  ToolRun run4(const std::vector<std::string>& extra) const {
+    std::vector<std::string> a = {"--workers", "4", "--json"};
+    a.insert(a.end(), GetParam().args.begin(), GetParam().args.end());
     a.insert(a.end(), extra.begin(), extra.end());
-    return a;
+    return run_tool(a);
   }
-  // Every packet of every worker was aggregated exactly once by the device and every round
+
+  // Every rank verified its sums, and the summary's figures agree with each other. On the FPGA,
+  // also: every packet of every worker was aggregated exactly once by the device and every round
   // completed; nothing malformed or foreign reached it.
-  static void expect_fpga_success(const ToolRun& run, const json& s, const std::string& dtype,
-                                  std::uint64_t count) {
+  void expect_success(const ToolRun& run, const json& s, const std::string& dtype,
+                      std::uint64_t count) const {
     EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
     EXPECT_EQ(s["verification"], "ok") << run.out << run.err;
-    EXPECT_EQ(s["target"], "fpga-sim");
+    EXPECT_EQ(s["target"], fpga() ? "fpga-sim" : "switch-sim");
     EXPECT_EQ(s["dtype"], dtype);
     EXPECT_EQ(s["workers"], 4);
     EXPECT_EQ(s["count"], count);
+    EXPECT_EQ(s["bytes"], count * 4);
+    EXPECT_GT(s["seconds"].get<double>(), 0.0);
+    EXPECT_NEAR(s["goodput_gbps"].get<double>(), count * 4 * 8 / s["seconds"].get<double>() / 1e9,
+                1e-9);
+    EXPECT_NEAR(s["ate_per_second"].get<double>() * s["seconds"].get<double>(), double(count),
+                1e-3 * count);
     ASSERT_EQ(s["ranks"].size(), 4u);
     for (const auto& r : s["ranks"]) EXPECT_EQ(r["verification"], "ok") << r.dump();
+    if (!fpga()) {
+      EXPECT_TRUE(s["switch_counters"].is_object()) << s.dump(2);
+      return;
+    }
     const json& c = s["fpga_counters"];
     ASSERT_TRUE(c.is_object()) << s.dump(2);
     const std::uint64_t per_packet = s["elements_per_packet"].get<std::uint64_t>();
@@ -225,44 +212,53 @@ class FpgaSim : public ::testing::TestWithParam<std::string> {
   }
 };
 
-TEST_P(FpgaSim, Int32FourWorkers) {
+TEST_P(Aggregators, Int32FourWorkers) {
+  const std::uint64_t count = GetParam().count;
   const ToolRun run =
-      run_tool(fpga4({"--dtype", "int32", "--count", "20011", "--iterations", "2"}));
+      run4({"--dtype", "int32", "--count", std::to_string(count), "--iterations", "2"});
   const json s = run.summary();
-  expect_fpga_success(run, s, "int32", 20011);
+  expect_success(run, s, "int32", count);
+  EXPECT_EQ(s["seconds_all"].size(), 2u);
+  EXPECT_EQ(s["injected_drops"], 0);
   EXPECT_EQ(s["float_wire"], "int32");
-  EXPECT_EQ(s["elements_per_packet"], 256);  // the FPGA's defaults
-  EXPECT_EQ(s["window"], 16);
+  if (fpga()) {
+    EXPECT_EQ(s["elements_per_packet"], 256);  // the FPGA's defaults
+    EXPECT_EQ(s["window"], 16);
+  }
 }
 
-TEST_P(FpgaSim, Fp32FourWorkers) {
-  const ToolRun run = run_tool(fpga4({"--dtype", "fp32", "--count", "20011", "--seed", "9"}));
+TEST_P(Aggregators, Fp32FourWorkers) {
+  const std::uint64_t count = GetParam().count;
+  const ToolRun run = run4({"--dtype", "fp32", "--count", std::to_string(count), "--seed", "9"});
   const json s = run.summary();
-  expect_fpga_success(run, s, "fp32", 20011);
-  EXPECT_EQ(s["float_wire"], "fp32") << "the FPGA adds floats: no block floating point";
+  expect_success(run, s, "fp32", count);
+  EXPECT_EQ(s["float_wire"], GetParam().float_wire)
+      << "the FPGA adds floats (no block floating point), the switch integers";
 }
 
-TEST_P(FpgaSim, Int32WithLoss) {
-  const ToolRun run = run_tool(fpga4(
-      {"--dtype", "int32", "--count", "12000", "--loss", "0.05", "--seed", "3", "--window", "16"}));
+TEST_P(Aggregators, Int32WithLoss) {
+  const std::uint64_t count = GetParam().lossy_count;
+  const ToolRun run = run4({"--dtype", "int32", "--count", std::to_string(count), "--loss", "0.05",
+                            "--seed", "3", "--window", "16"});
   const json s = run.summary();
-  expect_fpga_success(run, s, "int32", 12000);
+  expect_success(run, s, "int32", count);
   EXPECT_GT(s["injected_drops"].get<std::uint64_t>(), 0u);
   EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
 }
 
-TEST_P(FpgaSim, Fp32WithLoss) {
-  const ToolRun run = run_tool(fpga4({"--dtype", "fp32", "--count", "12000", "--loss", "0.05",
-                                      "--seed", "4", "--elements-per-packet", "100"}));
+TEST_P(Aggregators, Fp32WithLoss) {
+  const std::uint64_t count = GetParam().lossy_count;
+  const ToolRun run = run4({"--dtype", "fp32", "--count", std::to_string(count), "--loss", "0.05",
+                            "--seed", "4", "--elements-per-packet", "100"});
   const json s = run.summary();
-  expect_fpga_success(run, s, "fp32", 12000);
+  expect_success(run, s, "fp32", count);
   EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
   // A lost result is answered from the slot's stored copy.
-  EXPECT_GT(s["fpga_counters"]["results_resent"].get<std::uint64_t>(), 0u);
+  if (fpga()) EXPECT_GT(s["fpga_counters"]["results_resent"].get<std::uint64_t>(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FpgaSim, ::testing::Values("rtl", "hls"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Targets, Aggregators, ::testing::ValuesIn(targets()),
+                         [](const auto& info) { return info.param.label; });
 
 TEST(EndToEnd, FpgaSimRefusesWhatItsSlotsCannotHold) {
   for (const auto& [option, value, message] :

@@ -52,19 +52,19 @@ constexpr auto kGuard = std::chrono::seconds(30);
 
 const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "fpga" / "netagg-fpgad";
 
-fs::path make_temp_dir() { return testing::make_temp_dir("fpgad_test"); }
-
 using UdpSocket = testing::LoopbackUdpSocket;
 
 using testing::contribution;
 using testing::parse_result;
+using testing::read_json_counters;
 using testing::Result;
+using testing::worker_json;
 
 // The daemon as a child process (tests/common/daemon.hpp), with what only netagg-fpgad does.
 class Daemon : public testing::DaemonProcess {
  public:
   Daemon(const fs::path& dir, std::vector<std::string> args)
-      : DaemonProcess("netagg-fpgad", with_program(std::move(args)), dir, kGuard) {}
+      : DaemonProcess("netagg-fpgad", testing::command(kDaemon, std::move(args)), dir, kGuard) {}
 
   // Requests counters until datagrams_in reaches `n`: then the daemon has processed (and
   // answered) every datagram sent to it.
@@ -73,52 +73,21 @@ class Daemon : public testing::DaemonProcess {
   static Counters last_block(const std::string& s) {
     return DaemonProcess::last_block(s, "netagg-fpgad");
   }
-
- private:
-  static std::vector<std::string> with_program(std::vector<std::string> args) {
-    args.insert(args.begin(), kDaemon.string());
-    return args;
-  }
 };
 
-Counters read_json_counters(const fs::path& file) {
-  std::ifstream in(file);
-  const auto j = nlohmann::json::parse(in);
-  Counters c;
-  for (const auto& [k, v] : j.items()) c[k] = v.get<std::uint64_t>();
-  return c;
-}
-
-std::string worker_json(std::uint16_t rank, const Endpoint& e, std::optional<int> port = {}) {
-  if (port)
-    return fmt::format(R"({{"rank": {}, "address": "{}", "switch_port": {}}})", rank, e.to_string(),
-                       *port);
-  return fmt::format(R"({{"rank": {}, "address": "{}"}})", rank, e.to_string());
-}
-
-class FpgadTest : public ::testing::TestWithParam<std::string> {
+class FpgadTest : public testing::ScratchTest, public ::testing::WithParamInterface<std::string> {
  protected:
+  FpgadTest() : ScratchTest(kDaemon, "fpgad_test") {}
   void SetUp() override {
-    if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
     if (model() == "rtl" && !sim::rtl_model_available())
       GTEST_SKIP() << "this build has no RTL model (configured without Verilator)";
-    dir_ = make_temp_dir();
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    ScratchTest::SetUp();
   }
   const std::string& model() const { return GetParam(); }
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
   std::vector<std::string> args(std::vector<std::string> extra) {
     extra.insert(extra.end(), {"--model", model()});
     return extra;
   }
-
-  fs::path dir_;
 };
 
 TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
@@ -426,7 +395,7 @@ INSTANTIATE_TEST_SUITE_P(Models, FpgadTest, ::testing::Values("rtl", "hls"),
 // Options that do not depend on a model.
 TEST(Fpgad, ModelOptionsAreChecked) {
   if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
-  const fs::path dir = make_temp_dir();
+  const fs::path dir = testing::make_temp_dir("fpgad_test");
   UdpSocket w;
   const fs::path job = dir / "job.json";
   std::ofstream(job) << fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
@@ -455,7 +424,7 @@ TEST(Fpgad, ModelOptionsAreChecked) {
 TEST(Fpgad, RtlTraceIsWritten) {
   if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
   if (!sim::rtl_model_available()) GTEST_SKIP() << "this build has no RTL model";
-  const fs::path dir = make_temp_dir();
+  const fs::path dir = testing::make_temp_dir("fpgad_test");
   UdpSocket w;
   const fs::path job = dir / "job.json";
   std::ofstream(job) << fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},

@@ -78,41 +78,25 @@ module netagg_harness_standin (
   localparam int unsigned DEPTH = 4;
   localparam int unsigned W = 512 + 64 + 1;  // TDATA, TKEEP, TLAST
 
+  // The ports as vectors, port p at bit p (or element p).
   logic [W-1:0] in_beat [NUM_PORTS];
-  logic         in_valid [NUM_PORTS];
-  logic         in_ready [NUM_PORTS];
   logic [W-1:0] out_beat [NUM_PORTS];
-  logic         out_valid [NUM_PORTS];
-  logic         out_ready [NUM_PORTS];
+  logic [NUM_PORTS-1:0] in_valid, in_ready, out_valid, out_ready;
 
   assign in_beat[0] = {rx_0_TLAST, rx_0_TKEEP, rx_0_TDATA};
-  assign in_valid[0] = rx_0_TVALID;
-  assign rx_0_TREADY = in_ready[0];
-  assign {tx_0_TLAST, tx_0_TKEEP, tx_0_TDATA} = out_beat[0];
-  assign tx_0_TSTRB = tx_0_TKEEP;
-  assign tx_0_TVALID = out_valid[0];
-  assign out_ready[0] = tx_0_TREADY;
   assign in_beat[1] = {rx_1_TLAST, rx_1_TKEEP, rx_1_TDATA};
-  assign in_valid[1] = rx_1_TVALID;
-  assign rx_1_TREADY = in_ready[1];
-  assign {tx_1_TLAST, tx_1_TKEEP, tx_1_TDATA} = out_beat[1];
-  assign tx_1_TSTRB = tx_1_TKEEP;
-  assign tx_1_TVALID = out_valid[1];
-  assign out_ready[1] = tx_1_TREADY;
   assign in_beat[2] = {rx_2_TLAST, rx_2_TKEEP, rx_2_TDATA};
-  assign in_valid[2] = rx_2_TVALID;
-  assign rx_2_TREADY = in_ready[2];
-  assign {tx_2_TLAST, tx_2_TKEEP, tx_2_TDATA} = out_beat[2];
-  assign tx_2_TSTRB = tx_2_TKEEP;
-  assign tx_2_TVALID = out_valid[2];
-  assign out_ready[2] = tx_2_TREADY;
   assign in_beat[3] = {rx_3_TLAST, rx_3_TKEEP, rx_3_TDATA};
-  assign in_valid[3] = rx_3_TVALID;
-  assign rx_3_TREADY = in_ready[3];
+  assign {tx_0_TLAST, tx_0_TKEEP, tx_0_TDATA} = out_beat[0];
+  assign {tx_1_TLAST, tx_1_TKEEP, tx_1_TDATA} = out_beat[1];
+  assign {tx_2_TLAST, tx_2_TKEEP, tx_2_TDATA} = out_beat[2];
   assign {tx_3_TLAST, tx_3_TKEEP, tx_3_TDATA} = out_beat[3];
-  assign tx_3_TSTRB = tx_3_TKEEP;
-  assign tx_3_TVALID = out_valid[3];
-  assign out_ready[3] = tx_3_TREADY;
+  assign {tx_3_TSTRB, tx_2_TSTRB, tx_1_TSTRB, tx_0_TSTRB} =
+      {tx_3_TKEEP, tx_2_TKEEP, tx_1_TKEEP, tx_0_TKEEP};
+  assign in_valid = {rx_3_TVALID, rx_2_TVALID, rx_1_TVALID, rx_0_TVALID};
+  assign {rx_3_TREADY, rx_2_TREADY, rx_1_TREADY, rx_0_TREADY} = in_ready;
+  assign {tx_3_TVALID, tx_2_TVALID, tx_1_TVALID, tx_0_TVALID} = out_valid;
+  assign out_ready = {tx_3_TREADY, tx_2_TREADY, tx_1_TREADY, tx_0_TREADY};
 
   // Unused: TSTRB equals TKEEP on ingress by the harness's contract.
   logic unused_strb;

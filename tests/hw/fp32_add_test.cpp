@@ -4,8 +4,8 @@
 // model (STAGES from netagg_pkg) gets a million random pairs; the models with the other register
 // placements get every special pair and fewer random ones.
 //
-// Built a second time as fp32_add_netlist_test (NETAGG_FP32_ADD_NETLIST): then the model is the
-// gate netlist yosys synthesizes from the RTL, so the test shows that yosys reads the
+// Built a second time as fp32_add_netlist_test (NETAGG_FP32_ADD_NETLIST_STAGES): then the model
+// is the gate netlist yosys synthesizes from the RTL, so the test shows that yosys reads the
 // SystemVerilog the way Verilator does.
 #include <gtest/gtest.h>
 #include <verilated.h>
@@ -26,18 +26,18 @@
 #define NETAGG_HAVE_SSE 0
 #endif
 
-#ifdef NETAGG_FP32_ADD_NETLIST
+#ifdef NETAGG_FP32_ADD_NETLIST_STAGES
 #include "Vnetagg_fp32_add_netlist.h"
 using DefaultModel = Vnetagg_fp32_add_netlist;
 #else
 #include "Vnetagg_fp32_add.h"
+#include "Vnetagg_fp32_add_netagg_fp32_add.h"  // STAGES, public in the RTL
 #include "Vnetagg_fp32_add_s1.h"
 #include "Vnetagg_fp32_add_s2.h"
 #include "Vnetagg_fp32_add_s4.h"
 #include "Vnetagg_fp32_add_s6.h"
 using DefaultModel = Vnetagg_fp32_add;
 #endif
-#include "sv_constants.hpp"
 
 namespace {
 
@@ -275,10 +275,14 @@ std::vector<Pair> random_pairs(std::size_t n, std::mt19937_64& rng) {
   return pairs;
 }
 
+// The latency of DefaultModel: the RTL's default STAGES (a public parameter, so Verilator
+// exports its value), or the value the netlist was synthesized for.
 unsigned default_stages() {
-  return static_cast<unsigned>(
-      netagg::testing::load_sv_package(std::string(NETAGG_RTL_DIR) + "/netagg_pkg.sv")
-          .constants.at("FP32_ADD_STAGES_DEFAULT"));
+#ifdef NETAGG_FP32_ADD_NETLIST_STAGES
+  return NETAGG_FP32_ADD_NETLIST_STAGES;
+#else
+  return Vnetagg_fp32_add_netagg_fp32_add::STAGES;
+#endif
 }
 
 // ---- the reference itself -----------------------------------------------------------------
@@ -375,7 +379,7 @@ TEST(Fp32Add, ResetEmptiesThePipeline) {
 
 // ---- every register placement --------------------------------------------------------------
 
-#ifndef NETAGG_FP32_ADD_NETLIST
+#ifndef NETAGG_FP32_ADD_NETLIST_STAGES
 
 template <class Model, unsigned Stages>
 struct Config {
@@ -400,6 +404,6 @@ TYPED_TEST(Fp32AddPlacement, SpecialAndRandomPairsWithBubbles) {
   EXPECT_EQ(stream_and_check(pipe, TypeParam::kStages, pairs, rng, 0.25), 0);
 }
 
-#endif  // NETAGG_FP32_ADD_NETLIST
+#endif  // NETAGG_FP32_ADD_NETLIST_STAGES
 
 }  // namespace

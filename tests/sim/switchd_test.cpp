@@ -48,19 +48,19 @@ constexpr auto kGuard = std::chrono::seconds(20);
 
 const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "switch" / "netagg-switchd";
 
-fs::path make_temp_dir() { return testing::make_temp_dir("switchd_test"); }
-
 using UdpSocket = testing::LoopbackUdpSocket;
 
 using testing::contribution;
 using testing::parse_result;
+using testing::read_json_counters;
 using testing::Result;
+using testing::worker_json;
 
 // The daemon as a child process (tests/common/daemon.hpp), with what only netagg-switchd does.
 class Daemon : public testing::DaemonProcess {
  public:
   Daemon(const fs::path& dir, std::vector<std::string> args)
-      : DaemonProcess("netagg-switchd", with_program(std::move(args)), dir, kGuard) {}
+      : DaemonProcess("netagg-switchd", testing::command(kDaemon, std::move(args)), dir, kGuard) {}
 
   // Requests counters until packets_in reaches `packets`: then the daemon has processed every
   // datagram sent to it.
@@ -88,42 +88,11 @@ class Daemon : public testing::DaemonProcess {
   static Counters last_block(const std::string& s) {
     return DaemonProcess::last_block(s, "netagg-switchd");
   }
-
- private:
-  static std::vector<std::string> with_program(std::vector<std::string> args) {
-    args.insert(args.begin(), kDaemon.string());
-    return args;
-  }
 };
 
-Counters read_json_counters(const fs::path& file) {
-  std::ifstream in(file);
-  const auto j = nlohmann::json::parse(in);
-  Counters c;
-  for (const auto& [k, v] : j.items()) c[k] = v.get<std::uint64_t>();
-  return c;
-}
-
-std::string worker_json(std::uint16_t rank, const Endpoint& e) {
-  return fmt::format(R"({{"rank": {}, "address": "{}"}})", rank, e.to_string());
-}
-
-class SwitchdTest : public ::testing::Test {
+class SwitchdTest : public testing::ScratchTest {
  protected:
-  void SetUp() override {
-    if (!fs::exists(kDaemon)) GTEST_SKIP() << kDaemon << " is not built";
-    dir_ = make_temp_dir();
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
-  fs::path dir_;
+  SwitchdTest() : ScratchTest(kDaemon, "switchd_test") {}
 };
 
 TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
