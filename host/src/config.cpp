@@ -29,8 +29,8 @@ namespace {
 // clang-format off
 constexpr std::string_view kFileKeys[] = {
     "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
-    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "job_timeout_ms", "loss", "loss_seed",
-    "dpdk"};
+    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
+    "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "dpdk"};
 constexpr std::string_view kDpdkKeys[] = {
     "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
     "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
@@ -40,7 +40,15 @@ constexpr std::string_view kDpdkKeys[] = {
 constexpr std::uint32_t kMaxBurst = 512;
 constexpr std::uint32_t kMinMbufs = 255, kMaxMbufs = 1u << 20;
 
-Duration from_ms(double ms) {
+// The longest timeout a setting may hold: a day. Far beyond any useful value, and far from the
+// range of the nanosecond clock (about 292 years), so deadlines never overflow.
+constexpr double kMaxTimeoutMs = 86'400'000;
+
+// A timeout setting in milliseconds: finite, > 0 and at most kMaxTimeoutMs, else an error at
+// `where`.
+Duration timeout_from_ms(double ms, std::string_view where) {
+  if (!(ms > 0 && ms <= kMaxTimeoutMs))
+    config_error(where, fmt::format("{} ms is outside (0, {}] ms", ms, kMaxTimeoutMs));
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
@@ -206,9 +214,8 @@ void parse_dpdk_object(const json& d, const std::string& where, DpdkConfig& out)
   if (d.contains("next_hop"))
     out.next_hop = parse_ipv4_text(string_of("next_hop"), field("next_hop"));
   if (d.contains("arp_timeout_ms")) {
-    const double ms = get_number(d, "arp_timeout_ms", where);
-    if (!(ms > 0)) config_error(field("arp_timeout_ms"), fmt::format("{} must be > 0", ms));
-    out.arp_timeout = from_ms(ms);
+    out.arp_timeout =
+        timeout_from_ms(get_number(d, "arp_timeout_ms", where), field("arp_timeout_ms"));
   }
   if (d.contains("burst")) out.burst = static_cast<std::uint16_t>(uint_of("burst", 1, kMaxBurst));
   if (d.contains("mbufs"))
@@ -241,9 +248,8 @@ void apply_dpdk_env(DpdkConfig& d) {
   if (auto v = getenv_string("NETAGG_DPDK_NEXT_HOP"))
     d.next_hop = parse_ipv4_text(*v, "NETAGG_DPDK_NEXT_HOP");
   if (auto v = getenv_string("NETAGG_DPDK_ARP_TIMEOUT_MS")) {
-    const double ms = parse_env_double("NETAGG_DPDK_ARP_TIMEOUT_MS", *v);
-    if (!(ms > 0)) config_error("NETAGG_DPDK_ARP_TIMEOUT_MS", fmt::format("{} must be > 0", *v));
-    d.arp_timeout = from_ms(ms);
+    d.arp_timeout = timeout_from_ms(parse_env_double("NETAGG_DPDK_ARP_TIMEOUT_MS", *v),
+                                    "NETAGG_DPDK_ARP_TIMEOUT_MS");
   }
   if (auto v = getenv_string("NETAGG_DPDK_BURST"))
     d.burst = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_BURST", *v, 1, kMaxBurst));
@@ -336,13 +342,17 @@ FileConfig parse_file(const std::filesystem::path& file) {
   }
   const auto timeout = [&](const char* key, Duration& d) {
     if (!j.contains(key)) return;
-    const double ms = get_number(j, key, where);
-    if (!(ms > 0)) config_error(field(key), fmt::format("{} must be > 0", ms));
-    d = from_ms(ms);
+    d = timeout_from_ms(get_number(j, key, where), field(key));
   };
   timeout("retransmit_timeout_ms", cfg.retransmit_timeout);
   timeout("max_retransmit_timeout_ms", cfg.max_retransmit_timeout);
+  timeout("min_retransmit_timeout_ms", cfg.min_retransmit_timeout);
   timeout("job_timeout_ms", cfg.job_timeout);
+  if (j.contains("adaptive_retransmit")) {
+    if (!j["adaptive_retransmit"].is_boolean())
+      config_error(field("adaptive_retransmit"), "must be true or false");
+    cfg.adaptive_retransmit = j["adaptive_retransmit"].get<bool>();
+  }
   if (j.contains("loss")) cfg.loss = get_number(j, "loss", where);
   if (j.contains("loss_seed")) {
     if (!j["loss_seed"].is_number_unsigned())
@@ -431,14 +441,17 @@ Config Config::from_env() {
     }
   }
   const auto timeout = [](const char* name, Duration& d) {
-    if (auto v = getenv_string(name)) {
-      const double ms = parse_env_double(name, *v);
-      if (!(ms > 0)) config_error(name, fmt::format("{} must be > 0", *v));
-      d = from_ms(ms);
-    }
+    if (auto v = getenv_string(name)) d = timeout_from_ms(parse_env_double(name, *v), name);
   };
   timeout("NETAGG_TIMEOUT_MS", cfg.job_timeout);
   timeout("NETAGG_RETRANSMIT_TIMEOUT_MS", cfg.retransmit_timeout);
+  timeout("NETAGG_MAX_RETRANSMIT_TIMEOUT_MS", cfg.max_retransmit_timeout);
+  timeout("NETAGG_MIN_RETRANSMIT_TIMEOUT_MS", cfg.min_retransmit_timeout);
+  if (auto v = getenv_string("NETAGG_ADAPTIVE_RETRANSMIT")) {
+    if (*v != "0" && *v != "1")
+      config_error("NETAGG_ADAPTIVE_RETRANSMIT", fmt::format("'{}' is not 0 or 1", *v));
+    cfg.adaptive_retransmit = *v == "1";
+  }
   if (auto v = getenv_string("NETAGG_LOSS")) {
     cfg.loss = parse_env_double("NETAGG_LOSS", *v);
     if (cfg.loss < 0 || cfg.loss >= 1)
@@ -469,6 +482,7 @@ void Config::validate() const {
                 fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
   if (aggregator.port == 0 && !job.aggregator)
     config_error("aggregator", "not set (neither in the config nor in the job)");
+  check_host_address(aggregator_address(), "aggregator");
   if (transport == "dpdk" && !dpdk_built())
     throw Error(Errc::kUnsupported,
                 "transport: 'dpdk' is not built into this libnetagg (available: udp; build with "
@@ -491,12 +505,18 @@ void Config::validate() const {
                                job.slot_count, 2u * job.slot_count + 2u * dpdk.burst));
     if (dpdk.arp_timeout <= Duration::zero()) config_error("dpdk.arp_timeout", "must be > 0");
   }
-  if (retransmit_timeout <= Duration::zero()) config_error("retransmit_timeout", "must be > 0");
+  const auto in_range = [](const char* name, Duration d) {
+    if (d <= Duration::zero() || to_ms(d) > kMaxTimeoutMs)
+      config_error(name, fmt::format("{} ms is outside (0, {}] ms", to_ms(d), kMaxTimeoutMs));
+  };
+  in_range("retransmit_timeout", retransmit_timeout);
+  in_range("max_retransmit_timeout", max_retransmit_timeout);
+  in_range("min_retransmit_timeout", min_retransmit_timeout);
+  in_range("job_timeout", job_timeout);
   if (max_retransmit_timeout < retransmit_timeout)
     config_error("max_retransmit_timeout",
                  fmt::format("{} ms is below retransmit_timeout {} ms",
                              to_ms(max_retransmit_timeout), to_ms(retransmit_timeout)));
-  if (job_timeout <= Duration::zero()) config_error("job_timeout", "must be > 0");
   if (!(loss >= 0 && loss < 1)) config_error("loss", fmt::format("{} is outside [0, 1)", loss));
 }
 
@@ -508,6 +528,8 @@ EngineParams Config::engine_params() const {
   p.window = job.slot_count;
   p.retransmit_timeout = retransmit_timeout;
   p.max_retransmit_timeout = max_retransmit_timeout;
+  p.adaptive_retransmit = adaptive_retransmit;
+  p.min_retransmit_timeout = min_retransmit_timeout;
   p.job_timeout = job_timeout;
   return p;
 }

@@ -18,9 +18,15 @@ std::string format_duration(Duration d) {
 // Unanswered packets listed by name in a timeout error; the rest are only counted.
 constexpr std::size_t kListedMissing = 16;
 
-}  // namespace
+// The estimator for these parameters: the floor never above the first timeout (a fixed timeout
+// below the default floor stays what it is). Called after the parameters were checked.
+RtoEstimator make_rto(const EngineParams& p) {
+  const Duration floor = std::min(p.min_retransmit_timeout, p.retransmit_timeout);
+  return RtoEstimator(p.retransmit_timeout, p.adaptive_retransmit ? floor : p.retransmit_timeout,
+                      p.max_retransmit_timeout);
+}
 
-Engine::Engine(const EngineParams& params) : params_(params) {
+const EngineParams& checked(const EngineParams& params) {
   if (params.window == 0) throw Error(Errc::kInvalidArgument, "engine: window must be at least 1");
   if (std::size_t{params.slot_base} + params.window > 65536) {
     throw Error(Errc::kInvalidArgument,
@@ -37,16 +43,24 @@ Engine::Engine(const EngineParams& params) : params_(params) {
   if (params.job_timeout <= Duration::zero()) {
     throw Error(Errc::kInvalidArgument, "engine: job_timeout must be positive");
   }
-
-  // Backoff levels: the timeout doubles per retransmission up to the cap, where it stays.
-  Duration timeout = params.retransmit_timeout;
-  level_timeout_.push_back(timeout);
-  while (timeout < params.max_retransmit_timeout && level_timeout_.size() < 64) {
-    timeout =
-        timeout > params.max_retransmit_timeout / 2 ? params.max_retransmit_timeout : timeout * 2;
-    level_timeout_.push_back(timeout);
+  if (params.adaptive_retransmit && params.min_retransmit_timeout <= Duration::zero()) {
+    throw Error(Errc::kInvalidArgument, "engine: min_retransmit_timeout must be positive");
   }
-  timers_.resize(level_timeout_.size());
+  return params;
+}
+
+}  // namespace
+
+Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make_rto(params)) {
+  // Backoff levels: from the lowest timeout, doubling per retransmission up to the cap, where
+  // it stays (the last level).
+  std::size_t levels = 1;
+  for (Duration t = rto_.min();
+       t < rto_.max() && levels<64; t = t> rto_.max() / 2 ? rto_.max() : t * 2) {
+    ++levels;
+  }
+  timers_.resize(levels);
+  stats_.rto = rto_.rto();
 
   slots_.resize(params.window);
   buffers_.resize(std::size_t{params.window} * wire::kMaxPacketSize);
@@ -124,6 +138,8 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   }
 
   slot.busy = true;
+  slot.retransmissions = 0;
+  slot.first_sent = now;
   slot.p = p;
   slot.global = global;
   slot.dtype = h.dtype;
@@ -141,9 +157,13 @@ void Engine::queue_transmit(std::uint32_t idx) {
 
 void Engine::arm(std::uint32_t idx, std::uint8_t level, TimePoint now) {
   InFlight& slot = slots_[idx];
+  // Fixed: one list per backoff level, each with one timeout, so appending keeps it in order of
+  // deadline. Adaptive: one list in order of last transmission (deadlines: adaptive_deadline).
+  if (params_.adaptive_retransmit) level = 0;
   TimerList& list = timers_[level];
   slot.level = level;
-  slot.deadline = now + level_timeout_[level];
+  slot.last_sent = now;
+  slot.deadline = now + rto_.backoff(level);  // used by the fixed timeout only
   slot.prev = list.tail;
   slot.next = kNone;
   if (list.tail == kNone) {
@@ -187,6 +207,14 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
   if (state_ != State::kRunning || !slot.busy || h.seq != static_cast<std::uint32_t>(slot.global) ||
       h.set != (slot.global / params_.window) % 2) {
     ++stats_.duplicates;  // an earlier packet's result again, or one for nothing in flight
+    if (slot.answered_retransmissions > 0 && h.seq == slot.answered_seq) {
+      --slot.answered_retransmissions;
+      ++stats_.spurious_retransmissions;
+      if (slot.answered_rtt > Duration::zero()) {
+        sample_rtt(slot.answered_rtt);
+        slot.answered_rtt = Duration::zero();
+      }
+    }
     return;
   }
   if (h.dtype != slot.dtype || h.count != slot.count) {
@@ -196,6 +224,18 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
 
   disarm(idx);
   slot.busy = false;
+  // Karn's rule: only a packet sent once gives an unambiguous round trip (a retransmitted one
+  // may give it later, if the result comes twice).
+  if (slot.retransmissions == 0) {
+    sample_rtt(now - slot.first_sent);
+    if (slot.first_sent >= rack_sent_) rack_rtt_ = now - slot.first_sent;
+  }
+  // Some copy sent no earlier than the first was answered: packets sent before it that are
+  // still unanswered were overtaken.
+  rack_sent_ = std::max(rack_sent_, slot.first_sent);
+  slot.answered_seq = h.seq;
+  slot.answered_retransmissions = slot.retransmissions;
+  slot.answered_rtt = slot.retransmissions == 0 ? Duration::zero() : now - slot.first_sent;
   ++delivered_;
   ++stats_.results;
   last_progress_ = now;
@@ -210,28 +250,92 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
   }
 }
 
+void Engine::sample_rtt(Duration rtt) {
+  ++stats_.rtt_samples;
+  if (!params_.adaptive_retransmit) return;
+  rto_.on_sample(rtt);
+  stats_.rto = rto_.rto();
+  stats_.srtt = rto_.srtt();
+  stats_.rttvar = rto_.rttvar();
+}
+
+void Engine::retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now) {
+  disarm(idx);
+  arm(idx, level, now);
+  queue_transmit(idx);
+  ++slots_[idx].retransmissions;
+  ++stats_.retransmissions;
+}
+
 void Engine::on_timer(TimePoint now) {
   if (state_ != State::kRunning) return;
   if (now - last_progress_ >= params_.job_timeout) {
     fail(now);
     return;
   }
+  if (params_.adaptive_retransmit) {
+    on_adaptive_timer(now);
+    return;
+  }
   const auto last_level = static_cast<std::uint8_t>(timers_.size() - 1);
   for (std::uint8_t level = 0; level <= last_level; ++level) {
     // Re-armed slots go to the tail of a list with a deadline after now, which ends the loop.
     while (timers_[level].head != kNone && slots_[timers_[level].head].deadline <= now) {
-      const std::uint32_t idx = timers_[level].head;
-      disarm(idx);
-      arm(idx, std::min<std::uint8_t>(level + 1, last_level), now);
-      queue_transmit(idx);
-      ++stats_.retransmissions;
+      retransmit(timers_[level].head, std::min<std::uint8_t>(level + 1, last_level), now);
     }
+  }
+}
+
+Duration Engine::reordering_window() const { return std::max(rto_.srtt() / 4, rto_.min()); }
+
+Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
+  const InFlight& slot = slots_[idx];
+  if (slot.last_sent < rack_sent_) {
+    // Overtaken: lost unless its result is merely late, by up to the reordering window.
+    const Duration rtt = rack_rtt_ > Duration::zero() ? rack_rtt_ : rto_.rto();
+    return {slot.last_sent + rtt + reordering_window(), true};
+  }
+  // Nothing sent after it was answered yet: it waits in the same queue as they do, so while
+  // results keep coming it is not late; the RTO counts from the later of its sending and the
+  // last result.
+  return {std::max(slot.last_sent, last_progress_) + rto_.rto(), false};
+}
+
+std::uint32_t Engine::first_not_overtaken() const {
+  std::uint32_t idx = timers_[0].head;
+  while (idx != kNone && slots_[idx].last_sent < rack_sent_) idx = slots_[idx].next;
+  return idx;
+}
+
+void Engine::on_adaptive_timer(TimePoint now) {
+  // The list is in order of last transmission: the overtaken slots first (sent before
+  // rack_sent_), each group in order of deadline. A retransmitted slot goes to the tail, not
+  // overtaken, with a deadline after now: each loop ends.
+  while (timers_[0].head != kNone) {
+    const std::uint32_t idx = timers_[0].head;
+    const AdaptiveDeadline d = adaptive_deadline(idx);
+    if (!d.overtaken || d.at > now) break;
+    ++stats_.overtaken_retransmissions;
+    retransmit(idx, 0, now);
+  }
+  for (std::uint32_t idx = first_not_overtaken(); idx != kNone; idx = first_not_overtaken()) {
+    if (adaptive_deadline(idx).at > now) break;
+    rto_.on_timeout(now);  // a timeout, not a loss seen: back off
+    stats_.rto = rto_.rto();
+    retransmit(idx, 0, now);
   }
 }
 
 std::optional<TimePoint> Engine::next_deadline() const {
   if (state_ != State::kRunning) return std::nullopt;
   TimePoint deadline = last_progress_ + params_.job_timeout;
+  if (params_.adaptive_retransmit) {
+    if (timers_[0].head != kNone)
+      deadline = std::min(deadline, adaptive_deadline(timers_[0].head).at);
+    if (const std::uint32_t idx = first_not_overtaken(); idx != kNone)
+      deadline = std::min(deadline, adaptive_deadline(idx).at);
+    return deadline;
+  }
   for (const TimerList& list : timers_) {
     if (list.head != kNone) deadline = std::min(deadline, slots_[list.head].deadline);
   }

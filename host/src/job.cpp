@@ -77,7 +77,9 @@ wire::Mac parse_mac(std::string_view text, std::string_view source, std::string_
 Endpoint parse_endpoint_field(const json& v, std::string_view source, const std::string& field) {
   if (!v.is_string()) config_error(source, field, "must be a string \"a.b.c.d:port\"");
   try {
-    return Endpoint::parse(v.get<std::string>(), field);
+    const Endpoint e = Endpoint::parse(v.get<std::string>(), field);
+    check_host_address(e, field);
+    return e;
   } catch (const Error& e) {
     throw Error(Errc::kConfig, fmt::format("{}: {}", source, e.what()));
   }
@@ -170,6 +172,15 @@ Endpoint Endpoint::parse(std::string_view text, std::string_view what) {
     throw Error(Errc::kConfig, fmt::format("{}: '{}' is not a port in 1..65535", what, port));
   e.port = static_cast<std::uint16_t>(v);
   return e;
+}
+
+void check_host_address(const Endpoint& e, std::string_view what) {
+  const std::uint32_t top = e.ip >> 24;
+  if (top == 0 || top >= 224)
+    throw Error(Errc::kConfig,
+                fmt::format("{}: {} is not a host address (0.0.0.0/8, multicast, reserved and "
+                            "broadcast addresses never send a packet)",
+                            what, ipv4_to_string(e.ip)));
 }
 
 std::string Endpoint::to_string() const { return fmt::format("{}:{}", ipv4_to_string(ip), port); }

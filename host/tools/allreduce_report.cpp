@@ -19,26 +19,55 @@ void add_tensor_options(CLI::App& app, TensorOptions& o) {
   app.add_option("--count", o.count, "elements in the tensor")
       ->check(CLI::Range(1ull, 1ull << 31))
       ->capture_default_str();
-  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..1")
+  app.add_option("--loss", o.loss, "injected loss per packet and direction, 0..0.99")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
       ->capture_default_str();
-  app.add_option("--timeout", o.timeout_s, "seconds without progress before an all-reduce fails")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--timeout", o.timeout_s,
+                 "seconds without progress before an all-reduce fails (0.001 to 86400)")
+      ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "timed all-reduces; best and median reported")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  app.add_option("--retransmit", o.retransmit,
+                 "retransmission timeout: adaptive (from measured round trips) or fixed")
+      ->check(CLI::IsMember({"adaptive", "fixed"}))
+      ->capture_default_str();
+  app.add_option("--retransmit-timeout-ms", o.retransmit_timeout_ms,
+                 "the fixed timeout, or the adaptive one's first value (0.01 to 60000)")
+      ->check(CLI::Range(0.01, 60000.0))
+      ->capture_default_str();
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints the help or the error
+    return code == 0 ? 0 : kExitUsage;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> tensor_args(const TensorOptions& o) {
-  std::vector<std::string> a = {"--dtype",      o.dtype,
-                                "--count",      std::to_string(o.count),
-                                "--loss",       fmt::format("{}", o.loss),
-                                "--seed",       std::to_string(o.seed),
-                                "--timeout",    fmt::format("{}", o.timeout_s),
-                                "--iterations", std::to_string(o.iterations)};
+  std::vector<std::string> a = {"--dtype",
+                                o.dtype,
+                                "--count",
+                                std::to_string(o.count),
+                                "--loss",
+                                fmt::format("{}", o.loss),
+                                "--seed",
+                                std::to_string(o.seed),
+                                "--timeout",
+                                fmt::format("{}", o.timeout_s),
+                                "--iterations",
+                                std::to_string(o.iterations),
+                                "--retransmit",
+                                o.retransmit,
+                                "--retransmit-timeout-ms",
+                                fmt::format("{}", o.retransmit_timeout_ms)};
   if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
   return a;
 }

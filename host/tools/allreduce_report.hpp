@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,18 @@ struct TensorOptions {
   std::uint64_t seed = 1;
   double timeout_s = 10.0;
   int iterations = 1;
+  std::string retransmit = "adaptive";  // or "fixed"
+  double retransmit_timeout_ms = 20;    // fixed, or the adaptive timeout's first value
 };
-// --dtype, --float-wire, --count, --loss, --seed, --timeout, --iterations.
+// Exit status of a command line the tools cannot use (docs/configuration.md).
+constexpr int kExitUsage = 2;
+
+// Parses the command line. Returns the status to exit with at once (0 after --help, kExitUsage
+// after an error CLI11 printed; CLI11's own codes are not the tools'), or nullopt to go on.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
+
+// --dtype, --float-wire, --count, --loss, --seed, --timeout, --iterations, --retransmit,
+// --retransmit-timeout-ms.
 void add_tensor_options(CLI::App& app, TensorOptions& o);
 // The same options as arguments for a worker.
 std::vector<std::string> tensor_args(const TensorOptions& o);

@@ -45,7 +45,7 @@ using netagg::report::rate_text;
 
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
-constexpr int kExitUsage = 2;
+using netagg::report::kExitUsage;
 constexpr int kExitFailed = 3;
 
 struct Options : netagg::report::TensorOptions {
@@ -198,7 +198,10 @@ netagg::Config worker_config(const Options& o) {
     if (o.rank < 0) usage_error("--job needs --rank");
     cfg.job = netagg::load_job(o.job_file);
     cfg.rank = o.rank;
-    if (is_address(o.target)) cfg.aggregator = Endpoint::parse(o.target, "--target");
+    if (is_address(o.target)) {
+      cfg.aggregator = Endpoint::parse(o.target, "--target");
+      check_host_address(cfg.aggregator, "--target");
+    }
   } else {
     if (o.rank >= 0) ::setenv("NETAGG_RANK", std::to_string(o.rank).c_str(), 1);
     if (!o.transport.empty()) ::setenv("NETAGG_TRANSPORT", o.transport.c_str(), 1);
@@ -206,8 +209,12 @@ netagg::Config worker_config(const Options& o) {
   }
   if (!o.transport.empty()) cfg.transport = o.transport;
   cfg.float_wire = float_wire_of(o);
+  // --timeout is at most a day (its check), so the conversion cannot overflow.
   cfg.job_timeout =
       std::chrono::duration_cast<netagg::Duration>(std::chrono::duration<double>(o.timeout_s));
+  cfg.adaptive_retransmit = o.retransmit == "adaptive";
+  cfg.retransmit_timeout = std::chrono::duration_cast<netagg::Duration>(
+      std::chrono::duration<double, std::milli>(o.retransmit_timeout_ms));
   cfg.retransmit_timeout = std::min(cfg.retransmit_timeout, cfg.job_timeout);
   cfg.max_retransmit_timeout =
       std::clamp(cfg.max_retransmit_timeout, cfg.retransmit_timeout, cfg.job_timeout);
@@ -318,7 +325,15 @@ int run_worker(const Options& o) {
   if (comm) {
     const auto s = comm->stats();
     const auto t = comm->transport_counters();
+    const auto ms = [](netagg::Duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
     out["retransmissions"] = s.retransmissions;
+    out["spurious_retransmissions"] = s.spurious_retransmissions;
+    out["rtt_samples"] = s.rtt_samples;
+    out["rto_ms"] = ms(s.rto);
+    out["srtt_ms"] = ms(s.srtt);
+    out["rttvar_ms"] = ms(s.rttvar);
     out["packets_sent"] = s.packets_sent;
     out["duplicates"] = s.duplicates;
     out["rejected"] = s.rejected;
@@ -366,7 +381,7 @@ int main(int argc, char** argv) {
   // Test hooks, hidden from --help.
   app.add_option("--die-after-packets", o.die_after_packets)->group("");
   app.add_flag("--wrong-input", o.wrong_input)->group("");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto exit_code = netagg::report::parse_command_line(app, argc, argv)) return *exit_code;
 
   try {
     check_target(o);

@@ -48,7 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
-constexpr int kExitUsage = 2;
+using netagg::report::kExitUsage;
 constexpr int kExitFailed = 3;
 
 // The worker bitmap of the wire header has 32 bits.
@@ -404,10 +404,11 @@ int run(const Options& o) {
   }
   const double best =
       per_iteration.empty() ? 0 : *std::min_element(per_iteration.begin(), per_iteration.end());
-  std::uint64_t retransmissions = 0, packets_sent = 0, injected_drops = 0;
+  std::uint64_t retransmissions = 0, spurious = 0, packets_sent = 0, injected_drops = 0;
   for (const auto& res : results)
     if (res.is_object()) {
       retransmissions += res.value("retransmissions", 0ull);
+      spurious += res.value("spurious_retransmissions", 0ull);
       packets_sent += res.value("packets_sent", 0ull);
       injected_drops += res.value("injected_drops", 0ull);
     }
@@ -435,6 +436,7 @@ int run(const Options& o) {
         {"ate_per_second", best > 0 ? o.count / best : 0.0},
         {"verification", verification},
         {"retransmissions", retransmissions},
+        {"spurious_retransmissions", spurious},
         {"packets_sent", packets_sent},
         {"injected_drops", injected_drops},
         {"ranks", ranks},
@@ -459,12 +461,17 @@ int run(const Options& o) {
           "rank %d: %s\n", first_mismatch->first,
           netagg::report::mismatch_text(netagg::report::mismatch_from_json(first_mismatch->second))
               .c_str());
-    std::printf("verification: %s\n", verification == "ok" ? "ok" : "FAILED");
+    // A worker that failed (timeout, transport) verified nothing: that is not a wrong sum.
+    std::printf("verification: %s\n", verification == "ok"         ? "ok"
+                                      : verification == "mismatch" ? "FAILED"
+                                                                   : "not done (a worker failed)");
     if (best > 0) {
       std::printf("time: %.6f s (best of %zu, median %.6f s; slowest worker)\n%s\n", best,
                   per_iteration.size(), median(per_iteration),
                   netagg::report::rate_text(best, bytes, o.count).c_str());
-      std::printf("retransmissions: %llu\n", static_cast<unsigned long long>(retransmissions));
+      std::printf("retransmissions: %llu (%llu shown spurious)\n",
+                  static_cast<unsigned long long>(retransmissions),
+                  static_cast<unsigned long long>(spurious));
     }
   }
   std::fflush(stdout);
@@ -511,7 +518,7 @@ int main(int argc, char** argv) {
   app.add_option("--kill-rank", o.kill_rank)->group("");
   app.add_option("--kill-after-packets", o.kill_after_packets)->group("");
   app.add_option("--wrong-input-rank", o.wrong_input_rank)->group("");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto exit_code = netagg::report::parse_command_line(app, argc, argv)) return *exit_code;
 
   try {
     apply_target_defaults(o, elements_option->count() > 0, window_option->count() > 0);

@@ -113,6 +113,35 @@ TEST(EndToEnd, AWrongResultIsCaught) {
                               HasSubstr(", want "), HasSubstr("verification: FAILED")));
 }
 
+// Options out of range are usage errors (exit 2, the option named), for the launcher and for a
+// worker alike; nothing is started.
+TEST(EndToEnd, OutOfRangeOptionsAreUsageErrors) {
+  for (const std::string& program : {kLauncher, kWorker}) {
+    for (const auto& [option, value] :
+         std::vector<std::pair<std::string, std::string>>{{"--count", "0"},
+                                                          {"--loss", "1"},
+                                                          {"--iterations", "0"},
+                                                          {"--timeout", "1e10"},
+                                                          {"--timeout", "0"}}) {
+      const ToolRun run = run_tool({option, value}, std::chrono::seconds(45), program);
+      EXPECT_EQ(run.exit_code, 2) << program << " " << option << " " << value << "\n" << run.err;
+      EXPECT_THAT(run.err, HasSubstr(option)) << program;
+    }
+  }
+  const ToolRun help = run_tool({"--help"}, std::chrono::seconds(45), kWorker);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--timeout"));
+}
+
+// A run that fails without a wrong sum (here: no aggregator answers) says so, not "FAILED".
+TEST(EndToEnd, AFailedWorkerIsNotAWrongSum) {
+  const ToolRun run = run_tool({"--workers", "2", "--dtype", "int32", "--count", "10000",
+                                "--timeout", "1", "--kill-rank", "1", "--kill-after-packets", "5"});
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("verification: not done (a worker failed)"));
+  EXPECT_THAT(run.out, ::testing::Not(HasSubstr("FAILED")));
+}
+
 TEST(EndToEnd, TextOutputNamesTheFigures) {
   const ToolRun run = run_tool({"--workers", "2", "--dtype", "fp32", "--count", "5000"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
@@ -254,7 +283,9 @@ TEST_P(Aggregators, Fp32WithLoss) {
   expect_success(run, s, "fp32", count);
   EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u);
   // A lost result is answered from the slot's stored copy.
-  if (fpga()) EXPECT_GT(s["fpga_counters"]["results_resent"].get<std::uint64_t>(), 0u);
+  if (fpga()) {
+    EXPECT_GT(s["fpga_counters"]["results_resent"].get<std::uint64_t>(), 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, Aggregators, ::testing::ValuesIn(targets()),

@@ -45,6 +45,9 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "NETAGG_FLOAT_WIRE",
                                       "NETAGG_TIMEOUT_MS",
                                       "NETAGG_RETRANSMIT_TIMEOUT_MS",
+                                      "NETAGG_MAX_RETRANSMIT_TIMEOUT_MS",
+                                      "NETAGG_MIN_RETRANSMIT_TIMEOUT_MS",
+                                      "NETAGG_ADAPTIVE_RETRANSMIT",
                                       "NETAGG_LOSS",
                                       "NETAGG_LOSS_SEED"};
 
@@ -93,7 +96,8 @@ TEST_F(ConfigTest, FileWithEveryField) {
   const auto file = write("conf/worker.json", R"({
     "rank": 2, "job_file": "../jobs/job.json", "aggregator": "10.0.0.2:30000",
     "transport": "udp", "float_wire": "fp32", "retransmit_timeout_ms": 5,
-    "max_retransmit_timeout_ms": 80, "job_timeout_ms": 2500, "loss": 0.01, "loss_seed": 99})");
+    "max_retransmit_timeout_ms": 80, "min_retransmit_timeout_ms": 0.5,
+    "adaptive_retransmit": false, "job_timeout_ms": 2500, "loss": 0.01, "loss_seed": 99})");
   const Config c = Config::from_file(file);
   EXPECT_EQ(c.rank, 2);
   EXPECT_EQ(c.job.job_id, 7);
@@ -104,6 +108,8 @@ TEST_F(ConfigTest, FileWithEveryField) {
   EXPECT_EQ(c.float_wire, FloatWire::kFp32);
   EXPECT_EQ(c.retransmit_timeout, std::chrono::milliseconds(5));
   EXPECT_EQ(c.max_retransmit_timeout, std::chrono::milliseconds(80));
+  EXPECT_EQ(c.min_retransmit_timeout, std::chrono::microseconds(500));
+  EXPECT_FALSE(c.adaptive_retransmit);
   EXPECT_EQ(c.job_timeout, std::chrono::milliseconds(2500));
   EXPECT_DOUBLE_EQ(c.loss, 0.01);
   EXPECT_EQ(c.loss_seed, 99u);
@@ -168,7 +174,14 @@ TEST_F(ConfigTest, FileErrorsNameTheField) {
   EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "transport": "carrier-pigeon"})"),
               AllOf(HasSubstr("transport"), HasSubstr("'carrier-pigeon'")));
   EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "job_timeout_ms": 0})"),
-              HasSubstr("job_timeout_ms: 0 must be > 0"));
+              HasSubstr("job_timeout_ms: 0 ms is outside (0, 86400000] ms"));
+  // Beyond a day: refused before any conversion to the clock could overflow.
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "job_timeout_ms": 1e13})"),
+              HasSubstr("job_timeout_ms: 10000000000000 ms is outside (0, 86400000] ms"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "adaptive_retransmit": 1})"),
+              HasSubstr("adaptive_retransmit: must be true or false"));
+  EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "min_retransmit_timeout_ms": -1})"),
+              HasSubstr("min_retransmit_timeout_ms: -1 ms is outside"));
   EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "retransmit_timeout_ms": "fast"})"),
               HasSubstr("retransmit_timeout_ms: must be a number"));
   EXPECT_THAT(err(R"({"rank": 0, "job_file": "job.json", "retransmit_timeout_ms": 100,
@@ -285,9 +298,17 @@ TEST_F(ConfigTest, EnvironmentErrorsNameTheVariable) {
   EXPECT_EQ(err({{"NETAGG_FLOAT_WIRE", "fp16"}}),
             "NETAGG_FLOAT_WIRE: 'fp16' is not one of int32-bfp, fp32");
   EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "soon"}}), "NETAGG_TIMEOUT_MS: 'soon' is not a number");
-  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "-5"}}), "NETAGG_TIMEOUT_MS: -5 must be > 0");
+  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "-5"}}),
+            "NETAGG_TIMEOUT_MS: -5 ms is outside (0, 86400000] ms");
+  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "1e10"}}),
+            "NETAGG_TIMEOUT_MS: 10000000000 ms is outside (0, 86400000] ms");
+  EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "inf"}}), "NETAGG_TIMEOUT_MS: 'inf' is not a number");
   EXPECT_EQ(err({{"NETAGG_RETRANSMIT_TIMEOUT_MS", "0"}}),
-            "NETAGG_RETRANSMIT_TIMEOUT_MS: 0 must be > 0");
+            "NETAGG_RETRANSMIT_TIMEOUT_MS: 0 ms is outside (0, 86400000] ms");
+  EXPECT_EQ(err({{"NETAGG_MAX_RETRANSMIT_TIMEOUT_MS", "1"}}),
+            "max_retransmit_timeout: 1 ms is below retransmit_timeout 20 ms");
+  EXPECT_EQ(err({{"NETAGG_ADAPTIVE_RETRANSMIT", "yes"}}),
+            "NETAGG_ADAPTIVE_RETRANSMIT: 'yes' is not 0 or 1");
   EXPECT_EQ(err({{"NETAGG_LOSS", "1"}}), "NETAGG_LOSS: 1 is outside [0, 1)");
   EXPECT_EQ(err({{"NETAGG_LOSS", "lots"}}), "NETAGG_LOSS: 'lots' is not a number");
   EXPECT_EQ(err({{"NETAGG_LOSS_SEED", "-1"}}),
@@ -304,9 +325,12 @@ TEST_F(ConfigTest, EngineParamsFollowTheJob) {
   c.rank = 3;
   c.retransmit_timeout = std::chrono::milliseconds(3);
   c.max_retransmit_timeout = std::chrono::milliseconds(30);
+  c.min_retransmit_timeout = std::chrono::milliseconds(2);
   c.job_timeout = std::chrono::milliseconds(300);
   c.validate();
   const EngineParams p = c.engine_params();
+  EXPECT_TRUE(p.adaptive_retransmit) << "adaptive unless configured otherwise";
+  EXPECT_EQ(p.min_retransmit_timeout, std::chrono::milliseconds(2));
   EXPECT_EQ(p.job_id, 7);
   EXPECT_EQ(p.rank, 3);
   EXPECT_EQ(p.slot_base, 16);
@@ -332,7 +356,7 @@ TEST_F(ConfigTest, ValidateCatchesHandBuiltMistakes) {
   EXPECT_THAT(error_of([&] { bad.validate(); }), HasSubstr("aggregator: not set"));
   bad = c;
   bad.job_timeout = Duration::zero();
-  EXPECT_EQ(error_of([&] { bad.validate(); }), "job_timeout: must be > 0");
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "job_timeout: 0 ms is outside (0, 86400000] ms");
   bad = c;
   bad.loss = -0.5;
   EXPECT_EQ(error_of([&] { bad.validate(); }), "loss: -0.5 is outside [0, 1)");

@@ -151,7 +151,7 @@ TEST_F(DpdkConfigTest, FileErrorsNameTheField) {
   EXPECT_THAT(file_error(R"({"next_hop": "10.77.0"})"),
               HasSubstr("dpdk.next_hop: '10.77.0' is not an IPv4 address"));
   EXPECT_THAT(file_error(R"({"arp_timeout_ms": 0})"),
-              HasSubstr("dpdk.arp_timeout_ms: 0 must be > 0"));
+              HasSubstr("dpdk.arp_timeout_ms: 0 ms is outside (0, 86400000] ms"));
   EXPECT_THAT(file_error(R"({"burst": 0})"),
               HasSubstr("dpdk.burst: must be an integer in [1, 512]"));
   EXPECT_THAT(file_error(R"({"mbufs": 100})"), HasSubstr("dpdk.mbufs"));
@@ -201,7 +201,7 @@ TEST_F(DpdkConfigTest, EnvironmentErrorsNameTheVariable) {
               HasSubstr("NETAGG_DPDK_NEXT_HOP: 'router' is not an IPv4 address"));
   EXPECT_EQ(env_error("NETAGG_DPDK_BURST", "0"), "NETAGG_DPDK_BURST: 0 is out of range [1, 512]");
   EXPECT_EQ(env_error("NETAGG_DPDK_ARP_TIMEOUT_MS", "-1"),
-            "NETAGG_DPDK_ARP_TIMEOUT_MS: -1 must be > 0");
+            "NETAGG_DPDK_ARP_TIMEOUT_MS: -1 ms is outside (0, 86400000] ms");
   EXPECT_EQ(env_error("NETAGG_DPDK_LCORES", ""), "NETAGG_DPDK_LCORES: is set but empty");
 }
 

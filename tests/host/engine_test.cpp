@@ -715,6 +715,140 @@ TEST(EngineTest, OnlyExpiredSlotsAreRetransmitted) {
   EXPECT_EQ(engine.stats().retransmissions, 7u);
 }
 
+// ---- adaptive retransmission (netagg/rto.hpp) -------------------------------------------------
+
+EngineParams adaptive_params(std::uint16_t window) {
+  EngineParams params = sim_params(0, window);
+  params.adaptive_retransmit = true;
+  params.retransmit_timeout = 20ms;
+  params.min_retransmit_timeout = 1ms;
+  params.max_retransmit_timeout = 500ms;
+  params.job_timeout = 10s;
+  return params;
+}
+
+TEST(EngineTest, AdaptiveTimeoutFollowsTheRoundTrips) {
+  Engine engine(adaptive_params(1));
+  Int32Source src(0, 4 * 256, 1);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  EXPECT_EQ(engine.stats().rto, 20ms) << "the initial timeout before any round trip";
+  EXPECT_EQ(*engine.next_deadline(), t0 + 20ms);
+  engine.clear_transmits();
+  // A 2 ms round trip: SRTT 2, RTTVAR 1, RTO 6 ms; the next packet waits 6 ms.
+  engine.on_packet(result_packet(0, 1, 256, 1), t0 + 2ms);
+  EXPECT_EQ(engine.stats().rtt_samples, 1u);
+  EXPECT_EQ(engine.stats().srtt, 2ms);
+  EXPECT_EQ(engine.stats().rto, 6ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 8ms);
+  // Its retransmissions back off from there: the RTO doubles per expiry, 12 then 24 ms.
+  engine.on_timer(t0 + 8ms);
+  EXPECT_EQ(engine.stats().rto, 12ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 20ms);
+  engine.on_timer(t0 + 20ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 44ms);
+  EXPECT_EQ(engine.stats().retransmissions, 2u);
+}
+
+TEST(EngineTest, FixedTimeoutIgnoresTheRoundTrips) {
+  EngineParams params = adaptive_params(1);
+  params.adaptive_retransmit = false;
+  Engine engine(params);
+  Int32Source src(0, 2 * 256, 1);
+  engine.start(src, TimePoint{});
+  engine.on_packet(result_packet(0, 1, 256, 1), TimePoint{} + 2ms);
+  EXPECT_EQ(engine.stats().rtt_samples, 1u) << "counted, not used";
+  EXPECT_EQ(engine.stats().rto, 20ms);
+  EXPECT_EQ(*engine.next_deadline(), TimePoint{} + 22ms);
+}
+
+TEST(EngineTest, KarnsRuleRetransmittedPacketsGiveNoSample) {
+  Engine engine(adaptive_params(1));
+  Int32Source src(0, 2 * 256, 1);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_timer(t0 + 20ms);
+  EXPECT_EQ(engine.stats().retransmissions, 1u);
+  // The result may answer the first copy or the second: no round trip can be told.
+  engine.on_packet(result_packet(0, 1, 256, 1), t0 + 21ms);
+  EXPECT_EQ(engine.stats().results, 1u);
+  EXPECT_EQ(engine.stats().rtt_samples, 0u);
+  EXPECT_EQ(engine.stats().rto, 40ms) << "backed off at the expiry, kept until a sample";
+  // The next packet is sent once: its round trip counts.
+  engine.on_packet(result_packet(1, 1, 256, 1), t0 + 25ms);
+  EXPECT_EQ(engine.stats().rtt_samples, 1u);
+  EXPECT_EQ(engine.stats().srtt, 4ms);
+}
+
+TEST(EngineTest, ASecondResultForARetransmittedPacketShowsItSpurious) {
+  Engine engine(adaptive_params(1));
+  Int32Source src(0, 3 * 256, 1);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_timer(t0 + 20ms);  // a retransmission of packet 0
+  engine.on_packet(result_packet(0, 1, 256, 1), t0 + 21ms);
+  EXPECT_EQ(engine.stats().spurious_retransmissions, 0u);
+  // The aggregator answered both copies: the retransmission was not needed.
+  engine.on_packet(result_packet(0, 1, 256, 1), t0 + 22ms);
+  EXPECT_EQ(engine.stats().duplicates, 1u);
+  EXPECT_EQ(engine.stats().spurious_retransmissions, 1u);
+  // So the first result answered the first copy: a round trip of 21 ms after all.
+  EXPECT_EQ(engine.stats().rtt_samples, 1u);
+  EXPECT_EQ(engine.stats().srtt, 21ms);
+  // One retransmission explains one extra result, no more.
+  engine.on_packet(result_packet(0, 1, 256, 1), t0 + 23ms);
+  EXPECT_EQ(engine.stats().duplicates, 2u);
+  EXPECT_EQ(engine.stats().spurious_retransmissions, 1u);
+  // A duplicate of a packet sent once is not a spurious retransmission.
+  engine.on_packet(result_packet(1, 1, 256, 1), t0 + 24ms);
+  engine.on_packet(result_packet(1, 1, 256, 1), t0 + 25ms);
+  EXPECT_EQ(engine.stats().duplicates, 3u);
+  EXPECT_EQ(engine.stats().spurious_retransmissions, 1u);
+}
+
+TEST(EngineTest, AnOvertakenPacketIsTakenAsLostAfterItsRoundTrip) {
+  Engine engine(adaptive_params(2));
+  Int32Source src(0, 4 * 256, 2);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);                                    // packets 0 and 1
+  engine.on_packet(result_packet(0, 2, 256, 1), t0 + 2ms);  // RTO 6 ms; sends packet 2
+  engine.clear_transmits();
+  EXPECT_EQ(*engine.next_deadline(), t0 + 8ms) << "packet 1: 6 ms after the last result";
+  // Packet 2, sent after packet 1, is answered first: packet 1 was overtaken. It is due once
+  // its round trip (2 ms, the latest measured) and the reordering window (1 ms) have passed,
+  // long before the RTO.
+  engine.on_packet(result_packet(2, 2, 256, 1), t0 + 4ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 3ms);
+  engine.on_timer(t0 + 4ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{1});
+  EXPECT_EQ(engine.stats().overtaken_retransmissions, 1u);
+  // Packet 2's round trip made the RTO 5 ms (SRTT 2, RTTVAR 0.75); a loss seen is no timeout,
+  // so no backoff.
+  EXPECT_EQ(engine.stats().rto, 5ms);
+  engine.clear_transmits();
+  // The copy is not overtaken (nothing sent after it was answered): it waits the RTO.
+  EXPECT_EQ(*engine.next_deadline(), t0 + 9ms);
+}
+
+TEST(EngineTest, ResultsThatKeepComingHoldOffTheTimeout) {
+  // Three packets queued together: their results come 2, 7 and 12 ms later, as from an
+  // aggregator that is slower than the workers. None is retransmitted: each later one is not
+  // late while results keep arriving.
+  Engine engine(adaptive_params(3));
+  Int32Source src(0, 3 * 256, 3);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_packet(result_packet(0, 3, 256, 1), t0 + 2ms);
+  EXPECT_EQ(engine.stats().rto, 6ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 8ms) << "not t0 + 6 ms: a result came at 2 ms";
+  engine.on_timer(t0 + 7ms);
+  engine.on_packet(result_packet(1, 3, 256, 1), t0 + 7ms);
+  engine.on_timer(t0 + 12ms);
+  engine.on_packet(result_packet(2, 3, 256, 1), t0 + 12ms);
+  EXPECT_EQ(engine.state(), Engine::State::kDone);
+  EXPECT_EQ(engine.stats().retransmissions, 0u);
+}
+
 TEST(EngineTest, DuplicateStaleAndForeignResultsAreCountedNotDelivered) {
   constexpr std::uint16_t kWindow = 2;
   Engine engine(sim_params(0, kWindow));

@@ -88,6 +88,15 @@ TEST(Job, ErrorsNameTheField) {
               HasSubstr("workers[0].address: '1.2.3' is not an IPv4 address"));
   EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3.4:0"}]})"),
               HasSubstr("workers[0].address: '0' is not a port"));
+  for (const char* address : {"0.0.0.0:5", "255.255.255.255:5", "224.0.0.1:5", "240.1.2.3:5"}) {
+    EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":")" + address + R"("}]})"),
+                HasSubstr("workers[0].address: " +
+                          std::string(address).substr(0, std::string(address).find(':')) +
+                          " is not a host address"));
+  }
+  EXPECT_THAT(config_error_of(head + R"("aggregator":"0.0.0.0:9","workers":[{"rank":0,)"
+                                     R"("address":"1.2.3.4:5"}]})"),
+              HasSubstr("aggregator: 0.0.0.0 is not a host address"));
   EXPECT_THAT(config_error_of(head + R"("workers":[{"rank":0,"address":"1.2.3.4:5","mac":"zz"}]})"),
               HasSubstr("workers[0].mac: 'zz' is not a MAC"));
   EXPECT_THAT(

@@ -51,6 +51,8 @@ struct Config {
   FloatWire float_wire = FloatWire::kBlockInt32;
   Duration retransmit_timeout = std::chrono::milliseconds(20);
   Duration max_retransmit_timeout = std::chrono::milliseconds(500);
+  bool adaptive_retransmit = true;  // the timeout from measured round trips (netagg/rto.hpp)
+  Duration min_retransmit_timeout = std::chrono::milliseconds(1);  // its floor
   Duration job_timeout = std::chrono::seconds(10);
   double loss = 0.0;  // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;

@@ -6,8 +6,10 @@
 // goes to slot slot_base + P mod W with set (P / W) mod 2, seq = P mod 2^32. Packet P is sent
 // only once the result of packet P - W has arrived: a result is the acknowledgement of its slot
 // and the permission to send the slot's next packet (self-clocking). Unanswered packets are
-// retransmitted on timeout with exponential backoff; duplicate and stale results are ignored;
-// an operation with no new result for job_timeout fails with an error naming the missing slots.
+// retransmitted on timeout with exponential backoff, the timeout fixed or (adaptive_retransmit)
+// estimated from the round trips measured (netagg/rto.hpp); duplicate and stale results are
+// ignored; an operation with no new result for job_timeout fails with an error naming the missing
+// slots.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "netagg/rto.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg {
@@ -30,8 +33,13 @@ struct EngineParams {
   std::uint16_t rank = 0;
   std::uint16_t slot_base = 0;
   std::uint16_t window = 1;  // W: slots of the job's range this worker cycles through
-  Duration retransmit_timeout = std::chrono::milliseconds(20);       // first retransmission
+  // The first retransmission's timeout: fixed, or with adaptive_retransmit the estimate before
+  // the first round trip is measured. Backoff doubles it per retransmission up to the cap.
+  Duration retransmit_timeout = std::chrono::milliseconds(20);
   Duration max_retransmit_timeout = std::chrono::milliseconds(500);  // backoff cap (doubling)
+  // Estimate the timeout from round trips (RFC 6298, Karn's rule), never below the floor.
+  bool adaptive_retransmit = false;
+  Duration min_retransmit_timeout = std::chrono::milliseconds(1);
   Duration job_timeout = std::chrono::seconds(10);  // fail after this long without a new result
 };
 
@@ -52,11 +60,24 @@ class PacketSource {
 struct EngineStats {
   std::uint64_t packets_sent = 0;  // first transmissions
   std::uint64_t retransmissions = 0;
-  std::uint64_t results = 0;     // results accepted (one per packet)
-  std::uint64_t duplicates = 0;  // results for packets already answered or not in flight
-  std::uint64_t rejected = 0;    // undecodable, wrong job/rank/type, slot out of range, or the
-                                 // in-flight packet's slot/set/seq with another count or dtype
-  std::uint64_t operations = 0;  // operations completed
+  std::uint64_t results = 0;      // results accepted (one per packet)
+  std::uint64_t duplicates = 0;   // results for packets already answered or not in flight
+  std::uint64_t rejected = 0;     // undecodable, wrong job/rank/type, slot out of range, or the
+                                  // in-flight packet's slot/set/seq with another count or dtype
+  std::uint64_t operations = 0;   // operations completed
+  std::uint64_t rtt_samples = 0;  // round trips measured (packets answered without a resend)
+  // Retransmissions shown unnecessary: a result came again for a packet already answered that
+  // had been retransmitted, i.e. the aggregator answered the original and the copy. Then the
+  // first result answered the original, so its round trip is known after all and is measured
+  // (as Eifel detection does in TCP). (A copy the aggregator drops as a duplicate while the
+  // round waits for other workers is not seen here.)
+  std::uint64_t spurious_retransmissions = 0;
+  // Adaptive only: retransmissions of packets overtaken by a later one's result (taken as lost
+  // without waiting for the RTO); the others were timeouts.
+  std::uint64_t overtaken_retransmissions = 0;
+  // The retransmission timeout now and the round-trip estimate behind it (zero before the
+  // first sample, and always without adaptive_retransmit).
+  Duration rto{0}, srtt{0}, rttvar{0};
 };
 
 // Drive it like this (one thread per engine; the engine is not thread-safe):
@@ -122,6 +143,8 @@ class Engine {
   // Packets of the current (or last) operation answered so far, and how many it has.
   std::uint64_t delivered() const { return delivered_; }
   std::uint64_t packet_count() const { return count_; }
+  // The retransmission timeout now (fixed unless adaptive_retransmit) and its estimate.
+  const RtoEstimator& rto() const { return rto_; }
 
  private:
   static constexpr std::uint32_t kNone = UINT32_MAX;
@@ -129,19 +152,30 @@ class Engine {
   // One per slot of the window. A busy slot is linked into the timer list of its backoff level.
   struct InFlight {
     bool busy = false;
-    std::uint8_t level = 0;  // retransmissions so far, capped at the last backoff level
+    std::uint8_t level = 0;             // retransmissions so far, capped at the last backoff level
+    std::uint32_t retransmissions = 0;  // of the packet in flight
     wire::DataType dtype = wire::DataType::kInt32;
     std::uint16_t count = 0;
     std::uint32_t size = 0;    // encoded packet bytes in the slot's buffer
     std::uint64_t p = 0;       // packet index within the operation
     std::uint64_t global = 0;  // global packet index
-    TimePoint deadline{};
+    TimePoint first_sent{};
+    TimePoint last_sent{};
+    TimePoint deadline{};  // fixed timeout only
+    // The slot's previous packet, answered: its seq, how many of its retransmissions may still
+    // bring a result of their own (each such result is a spurious retransmission), and the
+    // round trip of its first copy if the first result answered that copy.
+    std::uint32_t answered_seq = 0;
+    std::uint32_t answered_retransmissions = 0;
+    Duration answered_rtt{0};
     std::uint32_t prev = kNone, next = kNone;  // timer list links (slot indices)
     std::uint64_t queued_epoch = 0;  // == transmits_epoch_ while transmits_ views the buffer
   };
-  // Slots waiting for a timeout with the same retransmission timeout, in order of deadline:
-  // each list's timeout is constant, so appending at `now + timeout` keeps it sorted. This makes
-  // sending, answering and expiring O(1) and next_deadline() O(backoff levels).
+  // Busy slots in timer lists. Fixed timeout: one list per backoff level, in order of deadline
+  // (each level's timeout is constant, so appending at `now + timeout` keeps it sorted).
+  // Adaptive: one list in order of last transmission; a slot's deadline is computed from it
+  // (adaptive_deadline). Sending, answering and expiring are O(1); next_deadline() is
+  // O(backoff levels), or O(overtaken slots) when adaptive.
   struct TimerList {
     std::uint32_t head = kNone, tail = kNone;
   };
@@ -149,10 +183,26 @@ class Engine {
   void send_packet(std::uint64_t p, TimePoint now);
   void arm(std::uint32_t idx, std::uint8_t level, TimePoint now);
   void disarm(std::uint32_t idx);
+  void retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now);
+
+  // Adaptive retransmission, in the manner of TCP's RACK (RFC 8985) and its RTO. A packet is
+  // overtaken when a packet sent after it has been answered (results come back about in the
+  // order packets left, the aggregator being one queue): then it is taken as lost once its
+  // round trip plus a reordering window has passed. A packet not overtaken waits the RTO from
+  // the later of its sending and the last result: it is behind the ones that keep being answered.
+  struct AdaptiveDeadline {
+    TimePoint at;
+    bool overtaken;
+  };
+  AdaptiveDeadline adaptive_deadline(std::uint32_t idx) const;
+  Duration reordering_window() const;
+  std::uint32_t first_not_overtaken() const;
+  void on_adaptive_timer(TimePoint now);
   std::span<std::byte> buffer(std::uint32_t idx) {
     return {buffers_.data() + std::size_t{idx} * wire::kMaxPacketSize, wire::kMaxPacketSize};
   }
   void queue_transmit(std::uint32_t idx);
+  void sample_rtt(Duration rtt);  // counts it; feeds the estimator if adaptive
   void fail(TimePoint now);
 
   EngineParams params_;
@@ -165,10 +215,12 @@ class Engine {
   std::uint64_t count_ = 0;            // packets in this operation
   std::uint64_t delivered_ = 0;
   TimePoint last_progress_{};
-  std::vector<InFlight> slots_;          // W entries, indexed by global % W
-  std::vector<std::byte> buffers_;       // W * kMaxPacketSize: the packets in flight
-  std::vector<Duration> level_timeout_;  // retransmit timeout of each backoff level
-  std::vector<TimerList> timers_;        // one per backoff level
+  std::vector<InFlight> slots_;     // W entries, indexed by global % W
+  std::vector<std::byte> buffers_;  // W * kMaxPacketSize: the packets in flight
+  RtoEstimator rto_;
+  TimePoint rack_sent_{};          // latest first transmission of a packet answered
+  Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend
+  std::vector<TimerList> timers_;  // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;
   std::uint64_t transmits_epoch_ = 1;
 };

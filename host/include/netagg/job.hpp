@@ -25,6 +25,12 @@ struct Endpoint {
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
 
+// Throws Error(kConfig) naming `what` unless e's address can be one host's: not 0.0.0.0/8
+// ("this network"), 224.0.0.0/4 (multicast), 240.0.0.0/4 (reserved) or 255.255.255.255.
+// Packets of a worker or an aggregator always come from a host address, so any other would
+// only make them look foreign.
+void check_host_address(const Endpoint& e, std::string_view what);
+
 struct WorkerSpec {
   std::uint16_t rank = 0;
   Endpoint address;              // the worker's UDP source address
