@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A netagg-ctl with only the `fpga` command, for tests/fpga/ctl_fpga_test.cpp: the real
+// A netagg-ctl with only the `fpga` command, for tests/driver/ctl_fpga_test.cpp: the real
 // netagg-ctl (driver/tools/netagg_ctl.cpp) adds the same command next to the others. Parse
 // errors exit 2, as netagg-ctl's do.
 #include <CLI/CLI.hpp>
