@@ -317,7 +317,7 @@ class Switch:
                 if count != r.count:
                     return self.drop("count_mismatch")
                 if complete:
-                    self.count("results_unicast")
+                    self.count("results_resent")
                     # Back out of the ingress port, MAC, IP and UDP port swapped.
                     answer = self.out_udp(mac_text(f[6:12]), src[0], src[1],
                                           self.result_packet(job_id, slot, s, rank),

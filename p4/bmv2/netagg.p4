@@ -166,7 +166,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NETAGG_DROP_REASONS, CounterType.packets) drops;
     counter(1, CounterType.packets) packets_in;
     counter(1, CounterType.packets) completions;
-    counter(1, CounterType.packets) results_unicast;
+    counter(1, CounterType.packets) results_resent;
 
     register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
     register<bit<32>>(NETAGG_REGISTER_SIZE) completed_seq;
@@ -492,7 +492,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
 
                     if (meta.op == OP_READ) {
                         /* a retransmission to a completed round: the stored result, to it alone */
-                        results_unicast.count(32w0);
+                        results_resent.count(32w0);
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
                         hdr.udp.checksum = 0;
                         mac_addr_t mac = hdr.ethernet.src_addr;

@@ -235,7 +235,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     Counter<bit<64>, bit<8>>(NETAGG_DROP_REASONS, CounterType_t.PACKETS) drops;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) packets_in;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) completions;
-    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_unicast;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_resent;
 
     /* ---- tables of the control-plane contract ---- */
     action set_switch_identity(bit<48> mac, bit<32> ip) {
@@ -640,7 +640,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             /* a retransmission to a completed round: its stored result */
                             md.op = OP_READ;
                             md.exponent_out = exponent_read.execute(md.at);
-                            results_unicast.count(0);
+                            results_resent.count(0);
                         } else {
                             if (hdr.netagg.flags[0:0] == 0) {
                                 md.bitmap_before = bitmap_set0.execute(hdr.netagg.slot);

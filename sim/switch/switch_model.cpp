@@ -27,7 +27,7 @@ std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() 
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
       {"packets_in", packets_in},           {"aggregated", aggregated},
       {"completions", completions},         {"results_multicast", results_multicast},
-      {"results_unicast", results_unicast}, {"dropped_total", dropped_total()},
+      {"results_resent", results_resent}, {"dropped_total", dropped_total()},
   };
   for (std::size_t i = 0; i < kDropReasonCount; ++i)
     out.emplace_back(counter_name(static_cast<DropReason>(i)), dropped[i]);
@@ -226,7 +226,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
       if (h.count != reg.count) return drop(DropReason::kCountMismatch);
       if (complete) {  // the sender lost the result, or this is a late copy: answer it alone
         build_result(*job, h, at);
-        ++counters_.results_unicast;
+        ++counters_.results_resent;
         out.send(source, {result_.data(), result_size});
         return Outcome{Action::kResultResent};
       }

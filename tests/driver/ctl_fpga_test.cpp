@@ -45,7 +45,7 @@ using ::testing::HasSubstr;
 constexpr auto kGuard = std::chrono::seconds(30);  // against a hung daemon; never a measure
 const fs::path kBin = NETAGG_BINARY_DIR;
 const fs::path kDaemon = kBin / "sim" / "fpga" / "netagg-fpgad";
-const fs::path kCtl = kBin / "tests" / "fpga" / "netagg-ctl-fpga-test";
+const fs::path kCtl = NETAGG_CTL_FPGA_TEST;  // the test build of netagg-ctl (CMake)
 
 fs::path make_temp_dir() { return testing::make_temp_dir("ctl_fpga_test"); }
 

@@ -56,8 +56,8 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kFramesIn), s.packets_in);
     EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
     EXPECT_EQ(f(Counter::kCompletions), s.completions);
-    EXPECT_EQ(f(Counter::kResultsResent), s.results_unicast);
-    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_unicast);
+    EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent);
     EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
     EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
     EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));

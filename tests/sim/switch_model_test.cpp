@@ -129,7 +129,7 @@ Snapshot snapshot(const SwitchModel& m, std::size_t slot, unsigned set) {
 
 // Every packet is counted exactly once: aggregated, answered by unicast, or dropped.
 void expect_balanced(const SwitchCounters& c) {
-  EXPECT_EQ(c.packets_in, c.aggregated + c.results_unicast + c.dropped_total());
+  EXPECT_EQ(c.packets_in, c.aggregated + c.results_resent + c.dropped_total());
 }
 
 class SwitchModelTest : public ::testing::Test {
@@ -192,7 +192,7 @@ TEST_F(SwitchModelTest, BasicReduction) {
   EXPECT_EQ(c.aggregated, 3u);
   EXPECT_EQ(c.completions, 1u);
   EXPECT_EQ(c.results_multicast, 3u);
-  EXPECT_EQ(c.results_unicast, 0u);
+  EXPECT_EQ(c.results_resent, 0u);
   EXPECT_EQ(c.dropped_total(), 0u);
   const auto& reg = model.registers(9, 0);
   EXPECT_EQ(reg.bitmap, 0b111u);
@@ -232,7 +232,7 @@ TEST_F(SwitchModelTest, RetransmissionAfterCompletion) {
   // Again: every retransmission gets the stored result.
   EXPECT_EQ(send({kJob, 1, 10, 0, {2, 2, 2}, 6, 5}).action, Action::kResultResent);
   EXPECT_EQ(take_results().size(), 1u);
-  EXPECT_EQ(model.counters().results_unicast, 2u);
+  EXPECT_EQ(model.counters().results_resent, 2u);
   EXPECT_EQ(model.counters().completions, 1u);
   expect_balanced(model.counters());
 }
@@ -1021,7 +1021,7 @@ TEST_P(SwitchProtocolTest, EveryRoundOnceAndEveryResultExact) {
   EXPECT_EQ(c.aggregated, pc.packets * pc.workers);
   EXPECT_EQ(c.results_multicast, pc.packets * pc.workers);
   expect_balanced(c);
-  EXPECT_GT(c.results_unicast, 0u) << "no retransmission reached a completed round";
+  EXPECT_GT(c.results_resent, 0u) << "no retransmission reached a completed round";
   EXPECT_GT(c.drops(DropReason::kStale), 0u) << "no copy arrived after its round was over";
   // Only copies of packets whose round is under way or over are dropped.
   EXPECT_EQ(c.dropped_total(), c.drops(DropReason::kDuplicate) + c.drops(DropReason::kStale));
@@ -1152,7 +1152,7 @@ TEST(SwitchModelConfig, CounterNamesAreUniqueAndComplete) {
   for (std::size_t r = 0; r < kDropReasonCount; ++r)
     EXPECT_TRUE(names.count("dropped_" + std::string(to_string(DropReason(r))))) << r;
   for (const char* n :
-       {"packets_in", "aggregated", "completions", "results_multicast", "results_unicast",
+       {"packets_in", "aggregated", "completions", "results_multicast", "results_resent",
         "dropped_total", "malformed_truncated", "malformed_length_mismatch"})
     EXPECT_TRUE(names.count(n)) << n;
   // One per packet-level wire error (kTruncated .. kLengthMismatch).

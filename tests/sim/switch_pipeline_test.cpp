@@ -262,7 +262,7 @@ TEST(SwitchPipelineFromCli, AllReduceThroughFrames) {
   for (const auto& [name, v] : sw.counters()) c[name] = v;
   EXPECT_EQ(c["completions"], kPackets);
   EXPECT_EQ(c["aggregated"], 3 * kPackets);
-  EXPECT_EQ(c["results_unicast"], 1u);
+  EXPECT_EQ(c["results_resent"], 1u);
   EXPECT_EQ(c["frames_out"], 3 * kPackets + 1);
   EXPECT_EQ(c["dropped_total"], 0u);
 }

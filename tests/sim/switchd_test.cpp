@@ -204,7 +204,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
   const std::uint64_t junk = 19, round = 3;
   const std::uint64_t sent = results_packets + junk + round;
   const Counters mid = d.wait_for_packets_in(sent);
-  EXPECT_EQ(mid.at("results_unicast"), 1u);
+  EXPECT_EQ(mid.at("results_resent"), 1u);
 
   for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
   EXPECT_FALSE(other_job_worker.has_pending());
@@ -221,7 +221,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"aggregated", 3 * kPackets + 1},
       {"completions", kPackets},
       {"results_multicast", 3 * kPackets},
-      {"results_unicast", 1},
+      {"results_resent", 1},
       {"dropped_total", junk + 2},
       {"dropped_malformed", 10},
       {"dropped_not_contribution", 1},
