@@ -25,8 +25,8 @@ std::uint64_t SwitchCounters::dropped_total() const {
 
 std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() const {
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
-      {"packets_in", packets_in},           {"aggregated", aggregated},
-      {"completions", completions},         {"results_multicast", results_multicast},
+      {"packets_in", packets_in},         {"aggregated", aggregated},
+      {"completions", completions},       {"results_multicast", results_multicast},
       {"results_resent", results_resent}, {"dropped_total", dropped_total()},
   };
   for (std::size_t i = 0; i < kDropReasonCount; ++i)

@@ -92,7 +92,7 @@ struct SwitchCounters {
   std::uint64_t aggregated = 0;         // contributions added to a slot (includes completing ones)
   std::uint64_t completions = 0;        // rounds completed
   std::uint64_t results_multicast = 0;  // result packets sent on completion (one per worker)
-  std::uint64_t results_resent = 0;    // stored results sent again to a retransmitting worker
+  std::uint64_t results_resent = 0;     // stored results sent again to a retransmitting worker
   std::array<std::uint64_t, kDropReasonCount> dropped{};     // by DropReason
   std::array<std::uint64_t, wire::kErrorCount> malformed{};  // by wire::Error (kOk unused)
 
