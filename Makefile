@@ -59,9 +59,12 @@ sim: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fpga-scenario
 	$(BUILD)/sim/fpga/netagg-fpga-scenario --model rtl --trace $(BUILD)/netagg_aggregator.fst
 
-# Benchmarks: JSON in $(BUILD)/bench/, summary on stdout.
+# Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_SHAPED=0 skips the
+# shaped-link comparison (scripts/bench-shaped.sh; as root, else reported as skipped).
 bench: build
-	bash scripts/bench.sh $(BUILD)
+	status=0; bash scripts/bench.sh $(BUILD) || status=$$?; \
+	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
+	exit $$status
 
 # The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what
 # is missing and where to get it, and exits 0 (not part of `make test`; scripts/p4-build.sh).

@@ -133,7 +133,7 @@ trap - EXIT
 
 SHAPED_RAW="$raw" SHAPED_JSON="$json" SHAPED_PNG="$out/shaped.png" SHAPED_BYTES="$bytes" \
 SHAPED_WORKERS="$workers_list" SHAPED_RATES="$rates" SHAPED_DTYPES="$dtypes" \
-SHAPED_ITERATIONS="$iterations" python3 - <<'PY'
+SHAPED_ITERATIONS="$iterations" /usr/bin/python3 - <<'PY'
 """Merges the raw outputs into shaped.json, prints the table and draws shaped.png."""
 import glob
 import json

@@ -13,12 +13,13 @@ packages=(
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
   clang-format               # the format check (scripts/check-format.sh)
   python3
+  python3-matplotlib         # the plots of `make bench`
   tshark                     # the Wireshark dissector test (formats/wireshark/netagg.lua)
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
-  iproute2 nftables ethtool  # the DPDK namespace test and bench: namespaces, veths, loss, offloads
+  iproute2 nftables ethtool  # namespace tests and benches: namespaces, veths, tbf, loss, offloads
 )
 
 missing=()
