@@ -17,7 +17,7 @@
 #
 # Environment:
 #   SHAPED_WORKERS     worker counts. Default: 4 8.
-#   SHAPED_RATES       link rates in Mbit/s. Default: 100 400.
+#   SHAPED_RATES       link rates in Mbit/s. Default: 100 200 400.
 #   SHAPED_BYTES       tensor size in bytes (K/M suffixes). Default: 16M.
 #   SHAPED_ITERATIONS  timed all-reduces per measurement (median reported). Default: 3.
 #   SHAPED_DTYPES      netagg's element types. Default: fp32 int32.
@@ -32,7 +32,7 @@ mkdir -p "$raw"
 json="$out/shaped.json"
 
 workers_list=${SHAPED_WORKERS:-"4 8"}
-rates=${SHAPED_RATES:-"100 400"}
+rates=${SHAPED_RATES:-"100 200 400"}
 size=${SHAPED_BYTES:-16M}
 iterations=${SHAPED_ITERATIONS:-3}
 dtypes=${SHAPED_DTYPES:-"fp32 int32"}
