@@ -59,10 +59,12 @@ sim: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fpga-scenario
 	$(BUILD)/sim/fpga/netagg-fpga-scenario --model rtl --trace $(BUILD)/netagg_aggregator.fst
 
-# Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_SHAPED=0 skips the
-# shaped-link comparison (scripts/bench-shaped.sh; as root, else reported as skipped).
+# Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_PACKETS=0 skips the
+# cost of a packet (scripts/bench-packets.sh), BENCH_SHAPED=0 the shaped-link comparison
+# (scripts/bench-shaped.sh; as root, else reported as skipped).
 bench: build
 	status=0; bash scripts/bench.sh $(BUILD) || status=$$?; \
+	if [ "$${BENCH_PACKETS:-1}" != 0 ]; then bash scripts/bench-packets.sh $(BUILD) || status=$$?; fi; \
 	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
 	exit $$status
 

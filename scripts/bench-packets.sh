@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The cost of a packet, run by `make bench` as `bash scripts/bench-packets.sh BUILD_DIR`:
+# packets per CPU second of netagg-switchd and of a netagg-allreduce worker, against a plain
+# recvmmsg/sendmmsg UDP reflector and its load (bench/udp_reflector.cpp) in the same run, all on
+# loopback. Four workers (or four loads) keep a window of 64 packets of 1046 bytes (256 int32 or
+# fp32) in flight each; the aggregator (or the reflector) answers every packet once.
+#
+#   reflector: its packets in per CPU second of its own;  load: replies per CPU second
+#   switchd:   packets_in per CPU second (/proc/PID/stat); worker: packets sent (first ones and
+#              retransmissions) per CPU second of the whole process (set-up and checks included)
+#
+# Writes BUILD_DIR/bench/packets.json and prints a table.
+#
+# Environment: PACKETS_COUNT elements per worker and all-reduce (default 4194304, 16384
+# packets), PACKETS_ITERATIONS all-reduces (default 10).
+set -euo pipefail
+
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench-packets.sh BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+out="$build/bench"
+raw="$out/packets-raw"
+mkdir -p "$raw"
+count=${PACKETS_COUNT:-4194304}
+iterations=${PACKETS_ITERATIONS:-10}
+workers=4
+reflector="$build/bench/udp_reflector"
+switchd="$build/sim/switch/netagg-switchd"
+worker="$build/host/tools/netagg-allreduce"
+for b in "$reflector" "$switchd" "$worker"; do
+  [ -x "$b" ] || { echo "bench-packets: $b is not built" >&2; exit 1; }
+done
+packets_per_worker=$(( (count + 255) / 256 * iterations ))
+
+# CPU seconds of a running process (user + system) from /proc.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
+wait_listening() {
+  for _ in $(seq 50); do grep -q "listening on" "$1" && return 0; sleep 0.1; done
+  echo "bench-packets: no 'listening on' in $1" >&2; return 1
+}
+
+# ---- the reflector and its load ----
+"$reflector" reflect --listen 127.0.0.1:0 > "$raw/reflector.out" 2>&1 &
+rpid=$!
+wait_listening "$raw/reflector.out"
+raddr=$(sed -n 's/.*listening on //p' "$raw/reflector.out" | head -1)
+pids=()
+for (( r = 0; r < workers; ++r )); do
+  "$reflector" blast --target "$raddr" --packets "$packets_per_worker" --window 64 --bytes 1046 \
+    > "$raw/load$r.json" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+kill -TERM "$rpid"; wait "$rpid" || true
+
+# ---- netagg-switchd and four workers ----
+job="$raw/job.json"
+python3 - "$job" "$workers" <<'PY'
+import json, socket, sys
+ports = []
+for _ in range(int(sys.argv[2])):  # free ports, picked by the kernel
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
+    ports.append(s.getsockname()[1]); s.close()
+json.dump({"job_id": 1, "slots": {"base": 0, "count": 64}, "elements_per_packet": 256,
+           "workers": [{"rank": r, "address": f"127.0.0.1:{p}"} for r, p in enumerate(ports)]},
+          open(sys.argv[1], "w"))
+PY
+"$switchd" --listen 127.0.0.1:0 --job "$job" --slots 64 --counters-json "$raw/switchd.json" \
+  > "$raw/switchd.out" 2>&1 &
+spid=$!
+wait_listening "$raw/switchd.out"
+saddr=$(sed -n 's/.*listening on //p' "$raw/switchd.out" | head -1)
+pids=()
+for (( r = 0; r < workers; ++r )); do
+  "$worker" --rank "$r" --job "$job" --target "$saddr" --dtype int32 --count "$count" \
+    --iterations "$iterations" --json > "$raw/worker$r.json" 2> "$raw/worker$r.log" &
+  pids+=($!)
+done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=$?; done
+switchd_cpu=$(cpu_of "$spid")
+kill -TERM "$spid"; wait "$spid" || true
+[ "$status" -eq 0 ] || { echo "bench-packets: a worker failed, see $raw" >&2; exit 1; }
+
+RAW="$raw" OUT="$out/packets.json" SWITCHD_CPU="$switchd_cpu" WORKERS="$workers" \
+  /usr/bin/python3 - <<'PY'
+import json, os
+raw, n = os.environ["RAW"], int(os.environ["WORKERS"])
+last = lambda f: json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
+refl = last(f"{raw}/reflector.out")
+loads = [last(f"{raw}/load{r}.json") for r in range(n)]
+workers = [last(f"{raw}/worker{r}.json") for r in range(n)]
+sw = json.load(open(f"{raw}/switchd.json"))
+sw_cpu = float(os.environ["SWITCHD_CPU"])
+reflector_pps = refl["packets_in"] / refl["cpu_seconds"]
+switchd_pps = sw["packets_in"] / sw_cpu
+load_pps = sum(l["packets"] for l in loads) / sum(l["cpu_seconds"] for l in loads)
+worker_pps = (sum(w["packets_sent"] + w["retransmissions"] for w in workers)
+              / sum(w["cpu_seconds"] for w in workers))
+result = {
+    "reflector_packets_per_cpu_second": reflector_pps,
+    "switchd_packets_per_cpu_second": switchd_pps,
+    "ratio_switchd_over_reflector": switchd_pps / reflector_pps,
+    "load_packets_per_cpu_second": load_pps,
+    "worker_packets_per_cpu_second": worker_pps,
+    "ratio_worker_over_load": worker_pps / load_pps,
+    "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu},
+    "reflector": refl, "loads": loads,
+    "workers": [{k: w.get(k) for k in ("packets_sent", "retransmissions", "cpu_seconds",
+                                       "seconds", "verification")} for w in workers],
+    "command": "bash scripts/bench-packets.sh BUILD_DIR",
+}
+json.dump(result, open(os.environ["OUT"], "w"), indent=1)
+print("The cost of a packet on loopback, 4 senders with 64 packets of 1046 bytes in flight each:")
+print(f"{'':28}{'packets per CPU second':>24}{'ratio':>8}")
+print(f"{'reflector (plain UDP)':28}{reflector_pps:>24,.0f}")
+print(f"{'netagg-switchd':28}{switchd_pps:>24,.0f}{switchd_pps / reflector_pps:>8.2f}")
+print(f"{'reflector load (sender)':28}{load_pps:>24,.0f}")
+print(f"{'netagg-allreduce worker':28}{worker_pps:>24,.0f}{worker_pps / load_pps:>8.2f}")
+print(f"JSON: {os.environ['OUT']}")
+PY
