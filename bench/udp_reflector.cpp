@@ -67,7 +67,8 @@ int udp_socket(const netagg::Endpoint& bind_to) {
 
 // Receive buffers for one batch, their addresses kept for the replies.
 struct Batch {
-  std::vector<std::array<char, kMaxDatagram>> data = std::vector<std::array<char, kMaxDatagram>>(kBatch);
+  std::vector<std::array<char, kMaxDatagram>> data =
+      std::vector<std::array<char, kMaxDatagram>>(kBatch);
   std::array<sockaddr_in, kBatch> from{};
   std::array<iovec, kBatch> iov{};
   std::array<mmsghdr, kBatch> msg{};
@@ -90,10 +91,9 @@ int reflect(const netagg::Endpoint& listen) {
   sockaddr_in bound{};
   socklen_t len = sizeof(bound);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  std::printf("udp_reflector: listening on %s\n",
-              netagg::Endpoint{ntohl(bound.sin_addr.s_addr), ntohs(bound.sin_port)}
-                  .to_string()
-                  .c_str());
+  std::printf(
+      "udp_reflector: listening on %s\n",
+      netagg::Endpoint{ntohl(bound.sin_addr.s_addr), ntohs(bound.sin_port)}.to_string().c_str());
   std::fflush(stdout);
   Batch b;
   std::uint64_t in = 0, out = 0;
