@@ -55,8 +55,9 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   // Backoff levels: from the lowest timeout, doubling per retransmission up to the cap, where
   // it stays (the last level).
   std::size_t levels = 1;
-  for (Duration t = rto_.min();
-       t < rto_.max() && levels<64; t = t> rto_.max() / 2 ? rto_.max() : t * 2) {
+  Duration timeout = rto_.min();
+  while (timeout < rto_.max() && levels < 64) {
+    timeout = timeout > rto_.max() / 2 ? rto_.max() : timeout * 2;
     ++levels;
   }
   timers_.resize(levels);
