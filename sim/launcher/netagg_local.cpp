@@ -21,11 +21,13 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -384,6 +386,30 @@ int run(const Options& o) {
     ranks.push_back(entry);
   }
   if (!daemon_status.empty()) problems.push_back(daemon_status);
+  // A worker that timed out names the slots it waited on, but only the aggregator knows whom the
+  // rounds wait for: netagg-switchd lists its open rounds when it stops.
+  json waiting_for = json::array();
+  if (daemon && !all_ok) {
+    if (const auto line = daemon->line_after(daemon_name + ": open rounds at exit: ")) {
+      std::set<unsigned> missing;
+      std::istringstream out(daemon->output());
+      const std::string marker = daemon_name + ": open round: ";
+      std::string first;
+      for (std::string l; std::getline(out, l);) {
+        const auto at = l.find(marker);
+        const auto ranks = l.find("waits for ranks ");
+        if (at == std::string::npos || ranks == std::string::npos) continue;
+        if (first.empty()) first = l.substr(at + marker.size(), ranks - at - marker.size() - 1);
+        std::istringstream list(l.substr(ranks + 16));
+        for (unsigned r; list >> r;) missing.insert(r);
+      }
+      for (unsigned r : missing) waiting_for.push_back(r);
+      problems.push_back(fmt::format("{} still waited for rank{} {} in {} open round{} (first: {})",
+                                     daemon_name, missing.size() == 1 ? "" : "s",
+                                     fmt::join(missing, ", "), *line, *line == "1" ? "" : "s",
+                                     first));
+    }
+  }
   if (g_stop_signal)
     problems.push_back(fmt::format("interrupted by signal {}", int(g_stop_signal)));
 
@@ -441,6 +467,7 @@ int run(const Options& o) {
         {"injected_drops", injected_drops},
         {"ranks", ranks},
         {"problems", problems},
+        {"waiting_for_ranks", waiting_for},
         {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", aggregator_counters}};
     if (first_mismatch) {
       summary["mismatch"] = first_mismatch->second;

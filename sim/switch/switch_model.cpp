@@ -156,6 +156,29 @@ const SlotRegisters& SwitchModel::registers(std::size_t slot, unsigned set) cons
   return registers_[index(slot, set)];
 }
 
+std::vector<OpenRound> SwitchModel::open_rounds() const {
+  std::vector<OpenRound> out;
+  for (const auto& job : jobs_) {
+    if (!job) continue;
+    const JobSpec& spec = job->spec;
+    for (std::size_t slot = spec.slot_base; slot < spec.slot_base + spec.slot_count; ++slot) {
+      for (unsigned set = 0; set < 2; ++set) {
+        const SlotRegisters& r = registers_[index(slot, set)];
+        if (!r.has_round || r.remaining == 0) continue;
+        OpenRound round{spec.job_id,
+                        static_cast<std::uint16_t>(slot),
+                        static_cast<std::uint8_t>(set),
+                        r.seq,
+                        {}};
+        for (std::size_t rank = 0; rank < spec.workers.size(); ++rank)
+          if ((r.bitmap >> rank & 1u) == 0) round.missing_ranks.push_back(std::uint16_t(rank));
+        out.push_back(std::move(round));
+      }
+    }
+  }
+  return out;
+}
+
 std::span<const ValueRegister> SwitchModel::values(std::size_t slot, unsigned set) const {
   registers(slot, set);  // range check
   return {values_.data() + index(slot, set) * lanes_, lanes_};

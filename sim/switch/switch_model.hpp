@@ -141,6 +141,15 @@ class CollectingSink : public PacketSink {
   std::vector<Packet> packets;
 };
 
+// A round that some but not all workers of its job have joined: what a stalled job waits for.
+struct OpenRound {
+  std::uint16_t job_id = 0;
+  std::uint16_t slot = 0;
+  std::uint8_t set = 0;
+  std::uint32_t seq = 0;
+  std::vector<std::uint16_t> missing_ranks;  // the ranks whose bit is not set, ascending
+};
+
 class SwitchModel {
  public:
   // pool_slots: slots in the pool (each with two sets), 1..kMaxPoolSlots.
@@ -177,6 +186,9 @@ class SwitchModel {
   // Error(kInvalidArgument) unless slot < pool_slots() and set is 0 or 1.
   const SlotRegisters& registers(std::size_t slot, unsigned set) const;
   std::span<const ValueRegister> values(std::size_t slot, unsigned set) const;
+
+  // Every round in progress (started, not complete) of every installed job, by job and slot.
+  std::vector<OpenRound> open_rounds() const;
 
   std::size_t pool_slots() const { return pool_slots_; }
   std::size_t max_elements_per_packet() const { return lanes_; }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -77,6 +78,22 @@ void print_counters(const sim::SwitchModel& model, const DaemonCounters& daemon,
   for (const auto& [name, value] : all_counters(model, daemon))
     text += fmt::format("  {:<34} {}\n", name, value);
   std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+// The rounds still waiting for some of their workers, at most kListedOpenRounds of them by
+// name: what a job that timed out was waiting for (netagg-local reports it). Nothing if none.
+constexpr std::size_t kListedOpenRounds = 16;
+void print_open_rounds(const sim::SwitchModel& model) {
+  const std::vector<sim::OpenRound> open = model.open_rounds();
+  if (open.empty()) return;
+  std::printf("netagg-switchd: open rounds at exit: %zu\n", open.size());
+  for (std::size_t i = 0; i < open.size() && i < kListedOpenRounds; ++i) {
+    const sim::OpenRound& r = open[i];
+    std::printf("netagg-switchd: open round: job %u slot %u set %u seq %u waits for ranks %s\n",
+                r.job_id, r.slot, r.set, r.seq,
+                fmt::format("{}", fmt::join(r.missing_ranks, " ")).c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -192,6 +209,7 @@ int run(const Options& opt) {
   const DaemonCounters& daemon = server.counters();
 
   if (!opt.quiet) print_counters(model, daemon, "exit");
+  print_open_rounds(model);
   if (!opt.counters_json.empty()) {
     try {
       write_counters_json(opt.counters_json, model, daemon);

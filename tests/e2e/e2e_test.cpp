@@ -87,10 +87,15 @@ TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
     EXPECT_EQ(rank["error_kind"], "timeout") << rank.dump();
     EXPECT_THAT(rank["error"].get<std::string>(), AllOf(HasSubstr("timed out"), HasSubstr("slot")));
   }
-  ASSERT_EQ(s["problems"].size(), 4u) << s.dump(2);
+  ASSERT_EQ(s["problems"].size(), 5u) << s.dump(2);
   EXPECT_THAT(s["problems"][0].get<std::string>(),
               HasSubstr("rank 0 exited with status 3: timeout error: all-reduce timed out"));
   EXPECT_THAT(s["problems"][2].get<std::string>(), HasSubstr("rank 2 killed by signal 9"));
+  // Only the aggregator knows whom the rounds wait for: the dead rank.
+  EXPECT_THAT(s["problems"][4].get<std::string>(),
+              AllOf(HasSubstr("netagg-switchd still waited for rank 2 in "),
+                    HasSubstr("open rounds (first: job 1 slot ")));
+  EXPECT_EQ(s["waiting_for_ranks"], json::array({2}));
 }
 
 TEST(EndToEnd, AWrongResultIsCaught) {

@@ -237,6 +237,28 @@ TEST_F(SwitchModelTest, RetransmissionAfterCompletion) {
   expect_balanced(model.counters());
 }
 
+TEST_F(SwitchModelTest, OpenRoundsNameTheMissingRanks) {
+  install();  // slots 8..11
+  EXPECT_TRUE(model.open_rounds().empty());
+  send({kJob, 0, 10, 0, {1, 1, 1}, 4, 5});
+  send({kJob, 2, 10, 0, {3, 3, 3}, 5, 5});
+  send({kJob, 1, 11, 1, {2, 2, 2}, 6, 9});
+  const auto open = model.open_rounds();
+  ASSERT_EQ(open.size(), 2u);
+  EXPECT_EQ(open[0].job_id, kJob);
+  EXPECT_EQ(open[0].slot, 10);
+  EXPECT_EQ(open[0].set, 0);
+  EXPECT_EQ(open[0].seq, 5u);
+  EXPECT_THAT(open[0].missing_ranks, ElementsAre(1));
+  EXPECT_EQ(open[1].slot, 11);
+  EXPECT_EQ(open[1].set, 1);
+  EXPECT_EQ(open[1].seq, 9u);
+  EXPECT_THAT(open[1].missing_ranks, ElementsAre(0, 2));
+  send({kJob, 1, 10, 0, {2, 2, 2}, 6, 5});  // completes slot 10's round
+  ASSERT_EQ(model.open_rounds().size(), 1u);
+  EXPECT_EQ(model.open_rounds()[0].slot, 11);
+}
+
 TEST_F(SwitchModelTest, ReductionInTheOtherSet) {
   install(2);
   send({kJob, 0, 11, 1, {7, 8}, 1, 900});
