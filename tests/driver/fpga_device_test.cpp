@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon.hpp"
+#include "expect_error.hpp"
 #include "harness.hpp"
 #include "netagg/error.hpp"
 #include "netagg/fpga/csr_channel.hpp"
@@ -58,17 +59,7 @@ Counters counters(Device& d) {
   return c;
 }
 
-template <class F>
-std::string error_of(F f, Errc code) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::error_of;
 
 class RtlDeviceTest : public ::testing::Test {
  protected:

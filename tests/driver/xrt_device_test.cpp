@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "netagg/error.hpp"
 #include "netagg/fpga/device.hpp"
 
@@ -68,18 +69,7 @@ void write_xclbin(const fs::path& file, const std::vector<std::string>& ip_names
   std::ofstream(file, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
-// The message of the Error `f` throws, with its code checked.
-template <class F>
-std::string error_of(F f, Errc code) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::error_of;
 
 class EnvGuard {
  public:

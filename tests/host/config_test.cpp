@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "expect_error.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {
@@ -74,17 +75,9 @@ class ConfigTest : public ::testing::Test {
     std::ofstream(p) << text;
     return p;
   }
-  // The message of the Error(code) that f throws; fails the test if it throws nothing else.
   template <typename F>
-  std::string error_of(F&& f, Errc code = Errc::kConfig) {
-    try {
-      f();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << e.what();
-      return e.what();
-    }
-    ADD_FAILURE() << "no netagg::Error thrown";
-    return {};
+  static std::string error_of(F&& f, Errc code = Errc::kConfig) {
+    return testing::error_of(std::forward<F>(f), code);
   }
 
   fs::path dir_;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "netagg/dpdk.hpp"
 #include "netagg/error.hpp"
 #include "netagg/wire.hpp"
@@ -71,16 +72,7 @@ std::vector<std::vector<std::byte>> receive_all(Transport& t, std::size_t want) 
   return got;
 }
 
-std::string error_of(auto&& f, Errc code) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::error_of;
 
 TEST(DpdkTransport, FramesGoOutAndComeBackThroughTheLoopbackPort) {
   // Aggregator = ourselves: ARP for it is answered by the transport itself (its own request
