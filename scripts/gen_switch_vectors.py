@@ -10,10 +10,12 @@ described in tests/vectors/README.md.
 
 Nothing here runs or imports the C++ code. Frames are encoded with Python's struct, and the
 expected outputs come from a second implementation of the algorithm in sim/switch/README.md (the
-seq table, the bitmap, the countdown) and of the frame handling in sim/switch/pipeline.md
-(ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields). Every step also states the
-outcome its author expects, and every case may state the sums it expects: the generator stops if
-its model disagrees, so a vector is right by two independent accounts.
+seq table, the epoch, the bitmap, the countdown) and of the frame handling in
+sim/switch/pipeline.md (ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields). Every
+step also states the outcome its author expects, and every case may state the sums it expects:
+the generator stops if its model disagrees, so a vector is right by two independent accounts.
+Every contribution carries its run's epoch (CASE_EPOCH unless the step names another) and is
+fresh when it is its sender's first packet on that (slot, set) in the run, or a copy of it.
     python3 scripts/gen_switch_vectors.py
 """
 import json
@@ -69,16 +71,15 @@ def checksum(data):
     return (~ones_sum(data)) & 0xFFFF
 
 
-def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, job_id=1, rank=0, slot=0, values=(),
-                  exponent=EXP_NONE, seq=0, version=wire_format.VERSION, flags=None, reserved=0,
-                  count=None,
-                  raw_dtype=None, extra=b""):
+def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, fresh=0, job_id=1, rank=0, slot=0,
+                  values=(), exponent=EXP_NONE, seq=0, epoch=0, version=wire_format.VERSION,
+                  flags=None, count=None, raw_dtype=None, extra=b""):
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
     n = len(values) if count is None else count
     hdr = wire_format.pack_header(version=version, type=type, dtype=d,
-                                  flags=set if flags is None else flags, job_id=job_id, rank=rank,
-                                  slot=slot, count=n, exponent=exponent, seq=seq & 0xFFFFFFFF,
-                                  reserved=reserved)
+                                  flags=(set | fresh << 1) if flags is None else flags,
+                                  job_id=job_id, rank=rank, slot=slot, count=n,
+                                  exponent=exponent, seq=seq & 0xFFFFFFFF, epoch=epoch)
     if dtype == "bf16":
         body = b"".join(struct.pack(">H", v & 0xFFFF) for v in values)
     else:
@@ -139,6 +140,7 @@ class SlotSet:
         self.exponent = EXP_NONE
         self.seq = 0
         self.has_round = False
+        self.epoch = 0
         self.values = []
 
 
@@ -170,8 +172,10 @@ class Switch:
 
     def result_packet(self, job_id, slot, s, rank):
         r = self.regs(slot, s)
+        # Results carry the round's epoch; fresh is 0 in results.
         return netagg_packet(type=RESULT, set=s, job_id=job_id, rank=rank, slot=slot,
-                             values=r.values[:r.count], exponent=r.exponent, seq=r.seq)
+                             values=r.values[:r.count], exponent=r.exponent, seq=r.seq,
+                             epoch=r.epoch)
 
     def out_udp(self, dst_mac, dst_ip, dst_port, payload, src_mac=None, src_ip=None,
                 src_port=NETAGG_PORT):
@@ -211,10 +215,8 @@ class Switch:
             return "bad_type"
         if dtype > 2:
             return "bad_dtype"
-        if flags & 0xFE:
+        if flags & 0xFC:  # bit 0 set, bit 1 fresh; bits 2..7 must be zero
             return "bad_flags"
-        if struct.unpack(">I", p[18:22])[0] != 0:
-            return "reserved_nonzero"
         if count > MAX_COUNT:
             return "count_too_large"
         if len(p) != 22 + count * (2 if dtype == 2 else 4):
@@ -280,9 +282,9 @@ class Switch:
         err = self.packet_error(p)
         if err:
             return self.drop("malformed", err)
-        version, type, dtype, flags, job_id, rank, slot, count, exponent, seq, _ = struct.unpack(
-            ">BBBBHHHHhII", p[:22])
-        s = flags & 1
+        version, type, dtype, flags, job_id, rank, slot, count, exponent, seq, epoch = (
+            struct.unpack(">BBBBHHHHhII", p[:22]))
+        s, fresh = flags & 1, (flags >> 1) & 1
         src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
         if type != CONTRIBUTION:
             return self.drop("not_contribution")
@@ -306,7 +308,12 @@ class Switch:
         r, other = self.regs(slot, s), self.regs(slot, 1 - s)
         bit = 1 << rank
         first = True
-        if r.has_round:
+        # The epoch first: a round of another run is taken over by a fresh packet (its sender's
+        # first on this set in its run) and closed to every other packet of that run.
+        takeover = r.has_round and epoch != r.epoch
+        if takeover and not fresh:
+            return self.drop("stale_epoch")
+        if r.has_round and not takeover:
             age = serial_age(seq, r.seq)
             complete = r.remaining == 0
             if age < 0:
@@ -329,10 +336,12 @@ class Switch:
                     return self.drop("duplicate")
             first = age > 0
         values = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0] for i in range(count)]
-        r.bitmap |= bit
+        # A takeover's bitmap holds only its own bit: the set's bits belong to the other run.
+        r.bitmap = bit if takeover else r.bitmap | bit
         other.bitmap &= ~bit
         if first:
             r.has_round = True
+            r.epoch = epoch
             r.remaining = len(workers)
             r.count = count
             r.exponent = exponent
@@ -436,9 +445,17 @@ def layers(frame):
     return hex_groups(frame, [6, 12, 14])
 
 
+# The epoch of every contribution in a case unless a step names another (a run's token).
+CASE_EPOCH = 0x5EED0001
+
+
 class Case:
-    def __init__(self, name, description, jobs, switch_mac=SWITCH_MAC, switch_ip=SWITCH_IP):
+    def __init__(self, name, description, jobs, switch_mac=SWITCH_MAC, switch_ip=SWITCH_IP,
+                 epoch=CASE_EPOCH):
         self.name, self.description, self.jobs = name, description, jobs
+        self.epoch = epoch
+        # (epoch, job, rank, slot, set) -> the seq of the sender's first packet there in its run.
+        self.first_seq = {}
         self.switch = Switch(switch_mac, switch_ip, jobs)
         self.lines = [f"# {description}", f"name: {name}",
                       f"switch: {switch_mac} {switch_ip}"]
@@ -472,26 +489,51 @@ class Case:
             self.lines.append(f"out: {p} {layers(o)}")
         return out
 
-    def contribution_frame(self, job_id, rank, slot, s, seq, values, exponent=EXP_NONE,
-                           sender=None, **kw):
-        w = self.worker(*(sender or (job_id, rank)))
-        ip, port = w["address"].split(":")
-        pkt = netagg_packet(set=s, job_id=job_id, rank=rank, slot=slot, values=values,
-                            exponent=exponent, seq=seq, **kw)
-        return w["switch_port"], udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port),
-                                           NETAGG_PORT, pkt)
+    def run_flags(self, job_id, rank, slot, s, seq, epoch=None, fresh=None, type=CONTRIBUTION):
+        """The epoch (the case's unless given) and fresh flag a worker of that run puts on the
+        packet: fresh on its first packet to (slot, set) in the run and on copies of that packet
+        (the same seq); never on a result."""
+        epoch = self.epoch if epoch is None else epoch
+        if fresh is None:
+            if type != CONTRIBUTION:
+                return epoch, 0
+            key = (epoch, job_id, rank, slot, s)
+            fresh = int(self.first_seq.setdefault(key, seq & 0xFFFFFFFF) == seq & 0xFFFFFFFF)
+        return epoch, fresh
+
+    def packet(self, job_id, rank, slot, s, seq, values=(), epoch=None, fresh=None, **kw):
+        """A netagg packet with the run's epoch and fresh flag (see run_flags)."""
+        epoch, fresh = self.run_flags(job_id, rank, slot, s, seq, epoch, fresh,
+                                      kw.get("type", CONTRIBUTION))
+        return netagg_packet(set=s, fresh=fresh, job_id=job_id, rank=rank, slot=slot,
+                             values=values, seq=seq, epoch=epoch, **kw)
 
     def send(self, job_id, rank, slot, s, seq, values, expect, exponent=EXP_NONE, sums=None,
-             note=None, sender=None, **kw):
-        port, f = self.contribution_frame(job_id, rank, slot, s, seq, values, exponent, sender,
-                                          **kw)
+             note=None, sender=None, epoch=None, fresh=None, why=None, **kw):
+        epoch, fresh = self.run_flags(job_id, rank, slot, s, seq, epoch, fresh,
+                                      kw.get("type", CONTRIBUTION))
+        w = self.worker(*(sender or (job_id, rank)))
+        ip, port = w["address"].split(":")
+        pkt = netagg_packet(set=s, fresh=fresh, job_id=job_id, rank=rank, slot=slot,
+                            values=values, exponent=exponent, seq=seq, epoch=epoch, **kw)
+        f = udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port), NETAGG_PORT, pkt)
         if note is None:
             who = f"job {job_id} rank {rank}" + (f" (from job {sender[0]} rank {sender[1]}'s "
                                                  f"address)" if sender else "")
             note = f"{who}: slot {slot} set {s} seq {seq} values {list(values)}"
             if exponent != EXP_NONE:
                 note += f" exponent {exponent}"
-        return self.frame(port, f, expect, note, sums)
+        note += f", epoch {epoch:#010x}" + (" fresh" if fresh else "")
+        if why:
+            note += f": {why}"
+        out = self.frame(w["switch_port"], f, expect, note, sums)
+        # A result answers a packet of the round's own epoch: it carries that epoch, fresh clear.
+        for _, o in out:
+            flags, got = o[45], struct.unpack(">I", o[60:64])[0]
+            if got != epoch or flags != s:
+                raise SystemExit(f"{self.name}: step '{note}': result epoch {got:#010x} flags "
+                                 f"{flags:#04x}, case says epoch {epoch:#010x} flags {s:#04x}")
+        return out
 
     def write(self):
         self.lines.append("")
@@ -595,7 +637,7 @@ def cases():
     c = Case("unknown_source", "Right job and rank from the wrong address: another UDP port, "
              "another IP, another rank's address. Dropped, no slot changes.", [J1])
     w0 = c.worker(1, 0)
-    pkt = netagg_packet(job_id=1, rank=0, slot=8, values=[1], seq=0)
+    pkt = c.packet(1, 0, 8, 0, 0, [1])
     c.frame(1, udp_frame(w0["mac"], SWITCH_MAC, "10.0.1.1", SWITCH_IP, 40999, NETAGG_PORT, pkt),
             "dropped foreign_source", "rank 0's packet from 10.0.1.1:40999 (its IP, another port)")
     c.frame(1, udp_frame(w0["mac"], SWITCH_MAC, "10.0.9.9", SWITCH_IP, 31000, NETAGG_PORT, pkt),
@@ -650,6 +692,90 @@ def cases():
     c.send(1, 1, 8, 0, 2, [50, 60], "completed", sums=[55, 66])
     out.append(c)
 
+    RUN_B = 0x5EED0002
+    c = Case("rerun", "The job runs again with a new epoch (0x5eed0002) after a run (0x5eed0001) "
+             "that completed rounds 0, 1 and 2 on slot 8 (W = 1). The new run numbers its packets "
+             "from 0 again; its fresh packets take both sets over and it gets its own sums, not "
+             "the stored results of the first run; a late copy of the first run's packet 2 (not "
+             "fresh) is dropped as stale_epoch.", [J2one])
+    c.send(1, 0, 8, 0, 0, [1, 2], "aggregated")
+    c.send(1, 1, 8, 0, 0, [3, 4], "completed", sums=[4, 6])
+    c.send(1, 0, 8, 1, 1, [5, 6], "aggregated")
+    c.send(1, 1, 8, 1, 1, [7, 8], "completed", sums=[12, 14])
+    c.send(1, 0, 8, 0, 2, [10, 10], "aggregated")
+    c.send(1, 1, 8, 0, 2, [20, 20], "completed", sums=[30, 30])
+    c.send(1, 0, 8, 0, 0, [100, 200], "aggregated", epoch=RUN_B,
+           note="second run, rank 0: slot 8 set 0 seq 0 takes over the complete round 2 (by seq "
+           "alone a stale copy)")
+    c.send(1, 1, 8, 0, 0, [300, 400], "completed", epoch=RUN_B, sums=[400, 600])
+    c.send(1, 1, 8, 0, 2, [20, 20], "dropped stale_epoch",
+           note="first run's late copy of rank 1's packet 2 (by seq alone a new round)")
+    c.send(1, 0, 8, 1, 1, [1000, 2000], "aggregated", epoch=RUN_B,
+           note="second run, rank 0: slot 8 set 1 seq 1 takes over the complete round 1 (by seq "
+           "alone a retransmission, answered with the first run's sums)")
+    c.send(1, 1, 8, 1, 1, [3000, 4000], "completed", epoch=RUN_B, sums=[4000, 6000])
+    c.send(1, 0, 8, 0, 0, [100, 200], "result_resent", epoch=RUN_B, sums=[400, 600],
+           note="second run, rank 0 retransmits its packet 0: the second run's result")
+    out.append(c)
+
+    c = Case("takeover_unfinished", "A run (epoch 0x5eed0001) stops after rank 0's contribution "
+             "to slot 9, set 0; the next run (0x5eed0002) takes the set over with its first "
+             "packet: the bitmap restarts from its sender's bit (rank 0's contribution of the new "
+             "run is no duplicate), count and exponent are the new run's (no count_mismatch), and "
+             "the sum holds the new run's three contributions only.", [J1])
+    c.send(1, 0, 9, 0, 1, [1, 1, 1], "aggregated", exponent=9, why="the first run's last packet")
+    c.send(1, 1, 9, 0, 1, [10, 10], "aggregated", exponent=1, epoch=RUN_B,
+           why="the next run takes the set over")
+    c.send(1, 0, 9, 0, 1, [20, 20], "aggregated", exponent=2, epoch=RUN_B,
+           why="rank 0's bit of the first run is gone")
+    c.send(1, 0, 9, 0, 1, [20, 20], "dropped duplicate", exponent=2, epoch=RUN_B,
+           why="a copy within the new run")
+    c.send(1, 2, 9, 0, 1, [30, 30], "completed", exponent=3, epoch=RUN_B, sums=[60, 60])
+    out.append(c)
+
+    FOREIGN = 0x0BADCAFE
+    c = Case("foreign_epoch", "While a round of epoch 0x5eed0001 is open, packets of another "
+             "epoch that are not fresh are dropped as stale_epoch before the seq, count and "
+             "bitmap decide (they would join, be ahead, mismatch the count, be duplicates, get "
+             "the result); job table checks still come first. The round completes with its own "
+             "contributions.", [J1])
+    c.send(1, 0, 10, 1, 6, [1, 2], "aggregated")
+    c.send(1, 1, 10, 1, 6, [50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
+           why="by seq it would join")
+    c.send(1, 1, 10, 1, 14, [50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
+           why="by seq it would be ahead")
+    c.send(1, 2, 10, 1, 6, [50, 50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
+           why="by count it would be a count_mismatch")
+    c.send(1, 0, 10, 1, 6, [1, 2], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
+           why="by the bitmap it would be a duplicate")
+    c.send(1, 1, 12, 1, 6, [50, 50], "dropped slot_out_of_range", epoch=FOREIGN, fresh=0,
+           why="the job table decides first")
+    c.send(1, 1, 10, 1, 6, [3, 4], "aggregated")
+    c.send(1, 2, 10, 1, 6, [5, 6], "completed", sums=[9, 12])
+    c.send(1, 2, 10, 1, 6, [5, 6], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
+           why="by seq it would get the result")
+    c.send(1, 2, 10, 1, 6, [5, 6], "result_resent", sums=[9, 12])
+    out.append(c)
+
+    c = Case("fresh_same_epoch", "fresh on a packet of the round's own epoch changes nothing: it "
+             "joins, is a duplicate, gets the stored result, is ahead or stale exactly as the seq "
+             "and the bitmap say.", [J1])
+    c.send(1, 0, 11, 0, 3, [1], "aggregated")
+    c.send(1, 0, 11, 0, 3, [1], "dropped duplicate")
+    c.send(1, 1, 11, 0, 3, [2], "aggregated")
+    c.send(1, 2, 11, 0, 11, [9], "dropped ahead", fresh=1, why="fresh takes over no round of "
+           "its own epoch")
+    c.send(1, 2, 11, 0, 3, [3], "completed", sums=[6])
+    c.send(1, 1, 11, 0, 3, [2], "result_resent", sums=[6])
+    for r in range(3):
+        c.send(1, r, 11, 1, 7, [10 * (r + 1)], "completed" if r == 2 else "aggregated",
+               sums=[60] if r == 2 else None)
+    c.send(1, 0, 11, 0, 11, [4], "aggregated")
+    c.send(1, 1, 11, 0, 3, [2], "dropped stale", why="a late copy of its first packet")
+    c.send(1, 1, 11, 0, 11, [5], "aggregated")
+    c.send(1, 2, 11, 0, 11, [6], "completed", sums=[15])
+    out.append(c)
+
     c = Case("seq_wrap", "Rounds across the 32-bit seq wrap (seq 4294967295, then 0 in the other "
              "set, then 1): serial-number arithmetic keeps them in order; 4294967295 is stale "
              "after 1.", [J2one])
@@ -686,7 +812,7 @@ def cases():
     w = c.worker(1, 0)
     ip, port = w["address"].split(":")
     port = int(port)
-    good = netagg_packet(job_id=1, rank=0, slot=8, values=[1, 2], seq=0)
+    good = c.packet(1, 0, 8, 0, 0, [1, 2])
 
     def to_switch(payload, **kw):
         return udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, port, kw.pop("dst_port",
@@ -695,16 +821,15 @@ def cases():
 
     bad = [
         ("a 10-byte UDP payload", to_switch(good[:10]), "truncated"),
-        ("version 2", to_switch(netagg_packet(job_id=1, slot=8, version=2)), "bad_version"),
-        ("type 3", to_switch(netagg_packet(job_id=1, slot=8, type=3)), "bad_type"),
-        ("dtype 3", to_switch(netagg_packet(job_id=1, slot=8, raw_dtype=3)), "bad_dtype"),
-        ("flag bit 1", to_switch(netagg_packet(job_id=1, slot=8, flags=2)), "bad_flags"),
-        ("reserved word 1", to_switch(netagg_packet(job_id=1, slot=8, reserved=1)),
-         "reserved_nonzero"),
-        ("count 1025", to_switch(netagg_packet(job_id=1, slot=8, count=1025)), "count_too_large"),
+        ("version 2", to_switch(c.packet(1, 0, 8, 0, 0, version=2)), "bad_version"),
+        ("type 3", to_switch(c.packet(1, 0, 8, 0, 0, type=3)), "bad_type"),
+        ("dtype 3", to_switch(c.packet(1, 0, 8, 0, 0, raw_dtype=3)), "bad_dtype"),
+        ("flag bit 2", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x04)), "bad_flags"),
+        ("flag bit 7 with set and fresh", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x83)),
+         "bad_flags"),
+        ("count 1025", to_switch(c.packet(1, 0, 8, 0, 0, count=1025)), "count_too_large"),
         ("count 2 with 12 payload bytes",
-         to_switch(netagg_packet(job_id=1, slot=8, values=[1, 2], extra=b"\0" * 4)),
-         "length_mismatch"),
+         to_switch(c.packet(1, 0, 8, 0, 0, [1, 2], extra=b"\0" * 4)), "length_mismatch"),
         ("IPv4 header checksum wrong", to_switch(good, corrupt_checksum=True), "bad_ip_header"),
         ("UDP to port 20034", to_switch(good, dst_port=20034), "wrong_port"),
         ("TCP (protocol 6)", to_switch(good, proto=6), "not_udp"),
@@ -780,7 +905,7 @@ def cases():
     c.frame(6, udp_frame(w2["mac"], w0["mac"], ip2, ip0, 6000, 5000, b"x" * 30),
             "forwarded", "and back")
     c.frame(1, udp_frame(w0["mac"], w1["mac"], ip0, w1["address"].split(":")[0], 31000,
-                         NETAGG_PORT, netagg_packet(job_id=1, slot=8, values=[1], seq=0)),
+                         NETAGG_PORT, c.packet(1, 0, 8, 0, 0, [1])),
             "forwarded", "a contribution addressed to rank 1's IP, not the switch's")
     c.frame(1, eth(w1["mac"], w0["mac"], 0x88B5) + b"local experimental ethertype",
             "forwarded", "a non-IP frame (EtherType 0x88b5) to rank 1")

@@ -20,15 +20,15 @@ DTYPES = wire_format.DTYPES
 EXP_NONE = wire_format.EXP_NONE
 
 
-def header(type="contribution", dtype="int32", set=0, job_id=1, rank=0, slot=0, count=0,
-           exponent=EXP_NONE, seq=0, version=1, flags=None, reserved=0, raw_type=None,
+def header(type="contribution", dtype="int32", set=0, fresh=0, job_id=1, rank=0, slot=0,
+           count=0, exponent=EXP_NONE, seq=0, epoch=0, version=1, flags=None, raw_type=None,
            raw_dtype=None):
     t = TYPES[type] if raw_type is None else raw_type
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
-    f = set if flags is None else flags
+    f = (set | fresh << 1) if flags is None else flags
     return wire_format.pack_header(version=version, type=t, dtype=d, flags=f, job_id=job_id,
                                    rank=rank, slot=slot, count=count, exponent=exponent, seq=seq,
-                                   reserved=reserved)
+                                   epoch=epoch)
 
 
 def payload(dtype, values):
@@ -94,9 +94,10 @@ def packet_vector(name, description, values=None, **h):
     dtype = h.get("dtype", "int32")
     data = header(**h) + payload(dtype, values or [])
     fields = dict(version=1, type=h.get("type", "contribution"), dtype=dtype, set=h.get("set", 0),
-                  job_id=h.get("job_id", 1), rank=h.get("rank", 0), slot=h.get("slot", 0),
-                  count=h.get("count", 0), exponent=h.get("exponent", EXP_NONE),
-                  seq=h.get("seq", 0))
+                  fresh=h.get("fresh", 0), job_id=h.get("job_id", 1), rank=h.get("rank", 0),
+                  slot=h.get("slot", 0), count=h.get("count", 0),
+                  exponent=h.get("exponent", EXP_NONE), seq=h.get("seq", 0),
+                  epoch=h.get("epoch", 0))
     write(name, description, "packet", "ok", data, fields, values=values)
     return data, fields
 
@@ -125,14 +126,27 @@ def main():
     packet_vector("max_count", "The largest packet: 1024 int32 elements 0..1023.",
                   values=list(range(1024)), job_id=7, rank=31, slot=65535, set=1, count=1024,
                   exponent=127, seq=4294967295)
+    c_fresh, c_fresh_fields = packet_vector(
+        "contribution_fresh", "Rank 2's first contribution to slot 3, set 0 in its run: fresh set, "
+        "epoch 0x5eed0001.", values=[5, -6], job_id=1, rank=2, slot=3, set=0, fresh=1, count=2,
+        exponent=0, seq=3, epoch=0x5EED0001)
+    packet_vector("contribution_fresh_set1", "fresh and set both set (flags 0x03), epoch 1.",
+                  values=[1], job_id=4, rank=0, slot=9, set=1, fresh=1, count=1, seq=11, epoch=1)
+    packet_vector("contribution_epoch", "A later contribution of the same run (fresh clear) with "
+                  "the highest epoch, 0xffffffff.", values=[7, 8, 9], job_id=1, rank=2, slot=3,
+                  set=1, count=3, exponent=-1, seq=0x80000003, epoch=0xFFFFFFFF)
+    packet_vector("result_epoch", "A result echoes its round's epoch 0x5eed0001 with fresh clear.",
+                  values=[5, -6], type="result", job_id=1, rank=0, slot=3, set=0, count=2,
+                  exponent=0, seq=3, epoch=0x5EED0001)
 
     bad = [
         ("truncated", "Ten bytes: shorter than the 22-byte header.", header(count=0)[:10]),
         ("bad_version", "Version 2.", header(version=2)),
         ("bad_type", "Type 3 is neither contribution nor result.", header(raw_type=3)),
         ("bad_dtype", "Data type 3 is not defined.", header(raw_dtype=3)),
-        ("bad_flags", "A reserved flag bit (bit 1) is set.", header(flags=0x02)),
-        ("reserved_nonzero", "The reserved word is not zero.", header(reserved=1)),
+        ("bad_flags", "A reserved flag bit (bit 2) is set.", header(flags=0x04)),
+        ("bad_flags_bit7", "The highest reserved flag bit (bit 7) is set, with set and fresh.",
+         header(flags=0x83)),
         ("count_too_large", "count 1025 exceeds the maximum of 1024.",
          header(count=1025) + bytes(4 * 1025)),
         ("length_mismatch_short", "count 4 but only 12 payload bytes.",
@@ -142,7 +156,7 @@ def main():
          header(dtype="bf16", count=3) + bytes(8)),
     ]
     for name, desc, data in bad:
-        expect = name if not name.startswith("length_mismatch") else "length_mismatch"
+        expect = next((e for e in ("length_mismatch", "bad_flags") if name.startswith(e)), name)
         write(name, desc, "packet", expect, data)
 
     ff = dict(FRAME_DEFAULTS)
@@ -154,6 +168,9 @@ def main():
           frame(c_int, **ecn), c_fields, ecn, values=ints)
     write("frame_padded", "Ethernet padding after the IP datagram is ignored.", "frame", "ok",
           frame(c_int, **ff, padding=6), c_fields, ff, values=ints)
+    write("frame_contribution_fresh",
+          "contribution_fresh in Ethernet/IPv4/UDP: the epoch sits in frame bytes 60..63.",
+          "frame", "ok", frame(c_fresh, **ff), c_fresh_fields, ff, values=[5, -6])
     frame_bad = [
         ("frame_truncated", "truncated", "41 bytes: shorter than Ethernet+IPv4+UDP.",
          frame(c_int, **ff)[:41]),

@@ -28,15 +28,16 @@ local f = netagg.fields
 f.version = ProtoField.uint8("netagg.version", "version", base.DEC, nil, nil, "wire format version")
 f.type = ProtoField.uint8("netagg.type", "type", base.DEC, msg_type_names, nil, "contribution (worker to aggregator) or result (aggregator to worker)")
 f.dtype = ProtoField.uint8("netagg.dtype", "dtype", base.DEC, dtype_names, nil, "data type of the payload elements")
-f.flags = ProtoField.uint8("netagg.flags", "flags", base.HEX, nil, nil, "bit 0: set; bits 1..7 zero")
+f.flags = ProtoField.uint8("netagg.flags", "flags", base.HEX, nil, nil, "bit 0: set; bit 1: fresh; bits 2..7 zero")
 f.flags_set = ProtoField.uint8("netagg.set", "set", base.DEC, nil, 0x01, "which of the slot's two copies (the shadow copy)")
+f.flags_fresh = ProtoField.uint8("netagg.fresh", "fresh", base.DEC, nil, 0x02, "contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results")
 f.job_id = ProtoField.uint16("netagg.job_id", "job_id", base.DEC, nil, nil, "the job; aggregators keep a table of jobs")
 f.rank = ProtoField.uint16("netagg.rank", "rank", base.DEC, nil, nil, "contribution: the sender's rank; result: the rank of the addressed worker")
 f.slot = ProtoField.uint16("netagg.slot", "slot", base.DEC, nil, nil, "absolute slot index in the aggregator's pool, inside the job's range")
 f.count = ProtoField.uint16("netagg.count", "count", base.DEC, nil, nil, "elements in the payload; 0 carries only an exponent")
 f.exponent = ProtoField.int16("netagg.exponent", "exponent", base.DEC, nil, nil, "int16 block exponent, max-reduced by the aggregator; -32768 (exponent_none): a chunk of zeros, 32767 (exponent_non_finite): the chunk held NaN or Inf")
 f.seq = ProtoField.uint32("netagg.seq", "seq", base.DEC, nil, nil, "the worker's packet sequence number (its global packet index mod 2^32), echoed in the result")
-f.reserved = ProtoField.uint32("netagg.reserved", "reserved", base.HEX, nil, nil, "zero; keeps the payload at frame byte 64")
+f.epoch = ProtoField.uint32("netagg.epoch", "epoch", base.DEC, nil, nil, "the run's token: the same for every worker of a run, drawn at random for each run; an aggregator adds contributions of one epoch only into a round, and echoes it in results")
 f.error = ProtoField.string("netagg.error", "error", base.ASCII, "why a decoder rejects the packet")
 f.int32 = ProtoField.int32("netagg.int32", "element")
 f.fp32 = ProtoField.float("netagg.fp32", "element")
@@ -46,8 +47,7 @@ local checks = {
   { field = "version", error = "bad_version", ok = function(v) return v == 1 end },
   { field = "type", error = "bad_type", ok = function(v) return msg_type_names[v] ~= nil end },
   { field = "dtype", error = "bad_dtype", ok = function(v) return dtype_names[v] ~= nil end },
-  { field = "flags", error = "bad_flags", ok = function(v) return bit.band(v, bit.bnot(1)) == 0 end },
-  { field = "reserved", error = "reserved_nonzero", ok = function(v) return v == 0 end },
+  { field = "flags", error = "bad_flags", ok = function(v) return bit.band(v, bit.bnot(3)) == 0 end },
   { field = "count", error = "count_too_large", ok = function(v) return v <= 1024 end },
 }
 
@@ -70,6 +70,7 @@ function netagg.dissector(buffer, pinfo, tree)
   raw.flags = buffer(3, 1):uint()
   local item_flags = root:add(f.flags, buffer(3, 1))
   item_flags:add(f.flags_set, buffer(3, 1))
+  item_flags:add(f.flags_fresh, buffer(3, 1))
   raw.job_id = buffer(4, 2):uint()
   local item_job_id = root:add(f.job_id, buffer(4, 2))
   raw.rank = buffer(6, 2):uint()
@@ -82,8 +83,8 @@ function netagg.dissector(buffer, pinfo, tree)
   local item_exponent = root:add(f.exponent, buffer(12, 2))
   raw.seq = buffer(14, 4):uint()
   local item_seq = root:add(f.seq, buffer(14, 4))
-  raw.reserved = buffer(18, 4):uint()
-  local item_reserved = root:add(f.reserved, buffer(18, 4))
+  raw.epoch = buffer(18, 4):uint()
+  local item_epoch = root:add(f.epoch, buffer(18, 4))
   local err = nil
   for _, c in ipairs(checks) do
     if not c.ok(raw[c.field]) then

@@ -331,6 +331,11 @@ namespace {
 
 Config validated(Config cfg) {
   cfg.validate();
+  if (!cfg.epoch)
+    throw Error(Errc::kConfig,
+                "epoch: not set. Every worker of a run needs the same epoch, a new one for each "
+                "run: set NETAGG_EPOCH (e.g. to $(od -An -N4 -tu4 /dev/urandom) once for all "
+                "workers), start the workers with mpirun, torchrun or srun, or set Config::epoch");
   return cfg;
 }
 
@@ -355,7 +360,7 @@ std::unique_ptr<Transport> make_transport(const Config& cfg) {
 }
 
 Communicator::Communicator(Config cfg) {
-  cfg.validate();
+  cfg = validated(std::move(cfg));
   auto transport = make_transport(cfg);
   impl_ = std::make_unique<Impl>(std::move(cfg), std::move(transport));
 }

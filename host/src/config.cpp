@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -459,8 +460,51 @@ Config Config::from_env() {
   }
   if (auto v = getenv_string("NETAGG_LOSS_SEED"))
     cfg.loss_seed = parse_env_u64("NETAGG_LOSS_SEED", *v);
+  if (auto v = getenv_string("NETAGG_EPOCH"))
+    cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
+  else
+    cfg.epoch = launcher_epoch();
   cfg.validate();
   return cfg;
+}
+
+std::uint32_t parse_epoch(std::string_view text, std::string_view where) {
+  const bool hex = text.starts_with("0x") || text.starts_with("0X");
+  const std::string_view digits = hex ? text.substr(2) : text;
+  std::uint64_t v = 0;
+  const char* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, v, hex ? 16 : 10);
+  if (digits.empty() || ec == std::errc::invalid_argument || ptr != end)
+    config_error(where, fmt::format("'{}' is not a decimal or 0x-hexadecimal integer", text));
+  if (ec == std::errc::result_out_of_range || v > 0xFFFFFFFFu)
+    config_error(where, fmt::format("{} does not fit in 32 bits", text));
+  return static_cast<std::uint32_t>(v);
+}
+
+std::optional<std::uint32_t> launcher_epoch() {
+  std::string id;
+  if (auto v = getenv_string("TORCHELASTIC_RUN_ID")) {
+    id = "torchelastic:" + *v;
+  } else if (auto v = getenv_string("OMPI_MCA_ess_base_jobid")) {
+    id = "ompi:" + *v;
+  } else if (auto v = getenv_string("PMIX_NAMESPACE")) {
+    id = "pmix:" + *v;
+  } else if (auto v = getenv_string("SLURM_JOB_ID")) {
+    id = "slurm:" + *v + "." + getenv_string("SLURM_STEP_ID").value_or("");
+  } else {
+    return std::nullopt;
+  }
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (const char c : id) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+std::uint32_t random_epoch() {
+  std::random_device rd;
+  return static_cast<std::uint32_t>(rd());
 }
 
 void Config::validate() const {
@@ -531,6 +575,7 @@ EngineParams Config::engine_params() const {
   p.adaptive_retransmit = adaptive_retransmit;
   p.min_retransmit_timeout = min_retransmit_timeout;
   p.job_timeout = job_timeout;
+  p.epoch = epoch.value_or(0);
   return p;
 }
 

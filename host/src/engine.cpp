@@ -126,6 +126,8 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   h.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
   h.set = static_cast<std::uint8_t>((global / params_.window) % 2);
   h.seq = static_cast<std::uint32_t>(global);
+  h.epoch = params_.epoch;
+  h.fresh = global < 2 * std::uint64_t{params_.window} ? 1 : 0;  // first use of (slot, set)
   if (static_cast<std::uint8_t>(h.dtype) > static_cast<std::uint8_t>(wire::DataType::kBf16) ||
       !wire::encode_header(h, buf)) {
     // The operation cannot go on; fail it so the engine can start the next one.
@@ -201,6 +203,10 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
   if (h.type != wire::MsgType::kResult || h.job_id != params_.job_id || h.rank != params_.rank ||
       h.slot < params_.slot_base || h.slot - params_.slot_base >= params_.window) {
     ++stats_.rejected;
+    return;
+  }
+  if (h.epoch != params_.epoch) {  // another run's result: never a sum of this run
+    ++stats_.foreign_epoch;
     return;
   }
   const auto idx = static_cast<std::uint32_t>(h.slot - params_.slot_base);

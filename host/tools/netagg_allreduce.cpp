@@ -54,6 +54,7 @@ struct Options : netagg::report::TensorOptions {
   std::string job_file;
   std::string target = "switch-sim";
   std::string transport;  // empty: the config's (NETAGG_TRANSPORT, else udp)
+  std::string epoch;      // empty: NETAGG_EPOCH, else the launcher's run id
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker
   bool wrong_input = false;             // hidden: an input the others' references do not expect
@@ -221,6 +222,13 @@ netagg::Config worker_config(const Options& o) {
       std::clamp(cfg.max_retransmit_timeout, cfg.retransmit_timeout, cfg.job_timeout);
   cfg.loss = o.loss;
   cfg.loss_seed = o.seed;
+  if (!o.epoch.empty()) {
+    cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
+  } else if (const char* v = std::getenv("NETAGG_EPOCH")) {
+    cfg.epoch = netagg::parse_epoch(v, "NETAGG_EPOCH");
+  } else if (!cfg.epoch) {
+    cfg.epoch = netagg::launcher_epoch();
+  }
   cfg.validate();
   return cfg;
 }
@@ -337,6 +345,7 @@ int run_worker(const Options& o) {
     out["rttvar_ms"] = ms(s.rttvar);
     out["packets_sent"] = s.packets_sent;
     out["duplicates"] = s.duplicates;
+    out["foreign_epoch"] = s.foreign_epoch;
     out["rejected"] = s.rejected;
     out["injected_drops"] = t.injected_drops;
     out["dropped_foreign"] = t.dropped_foreign;
@@ -382,6 +391,10 @@ int main(int argc, char** argv) {
                  "udp or dpdk (DPDK options from NETAGG_DPDK_* or NETAGG_CONFIG); default: the "
                  "config's, else udp")
       ->check(CLI::IsMember({"udp", "dpdk"}));
+  app.add_option("--epoch", o.epoch,
+                 "the run's token, the same on every worker of the run and new for each run "
+                 "(decimal or 0x hex); default: NETAGG_EPOCH, else derived from the launcher's "
+                 "run id (mpirun, torchrun, srun)");
   netagg::report::add_tensor_options(app, o);
   app.add_flag("--json", o.json, "the report as one JSON line on stdout");
   // Test hooks, hidden from --help.

@@ -62,15 +62,17 @@ package netagg_agg_pkg;
     logic                contribution; // type == contribution
     logic [1:0]          dtype;
     logic                set_bit;      // flags bit 0: which of the slot's two sets
+    logic                fresh;        // flags bit 1: may take the set over from another epoch
     logic [15:0]         job_id;
     logic [15:0]         rank;
     logic [15:0]         slot;
     logic [15:0]         count;
     logic [15:0]         exponent;
     logic [31:0]         seq;
+    logic [31:0]         epoch;
   } desc_t;
   // $bits(desc_t), spelled out for yosys; Verilator's WIDTH lint catches a mismatch.
-  localparam int unsigned DESC_W = 2 * REASON_W + 184;
+  localparam int unsigned DESC_W = 2 * REASON_W + 217;
 
   // A result to send: everything the replication stage needs besides the job table's addresses
   // and the accumulators. Kept as a plain vector in queues (yosys takes no arrays of structs).
@@ -83,10 +85,11 @@ package netagg_agg_pkg;
     logic [15:0] count;
     logic [15:0] exponent;
     logic [31:0] seq;
+    logic [31:0] epoch;
     logic [1:0]  ecn;
     logic [MAX_WORKERS-1:0] dest;  // ranks that get a copy
   } result_t;
-  localparam int unsigned RESULT_W = 141;  // $bits(result_t), spelled out for yosys
+  localparam int unsigned RESULT_W = 173;  // $bits(result_t), spelled out for yosys
 
   // One's complement sum of 16-bit words, folded, as the IPv4 header checksum uses it.
   function automatic logic [15:0] fold16(input logic [19:0] sum);

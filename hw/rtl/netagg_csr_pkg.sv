@@ -120,20 +120,20 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_MALFORMED_BAD_TYPE              = 13;
   localparam int unsigned CNT_MALFORMED_BAD_DTYPE             = 14;
   localparam int unsigned CNT_MALFORMED_BAD_FLAGS             = 15;
-  localparam int unsigned CNT_MALFORMED_RESERVED_NONZERO      = 16;
-  localparam int unsigned CNT_MALFORMED_COUNT_TOO_LARGE       = 17;
-  localparam int unsigned CNT_MALFORMED_LENGTH_MISMATCH       = 18;
-  localparam int unsigned CNT_DROPPED_NOT_CONTRIBUTION        = 19;
-  localparam int unsigned CNT_DROPPED_UNKNOWN_JOB             = 20;
-  localparam int unsigned CNT_DROPPED_RANK_OUT_OF_RANGE       = 21;
-  localparam int unsigned CNT_DROPPED_FOREIGN_SOURCE          = 22;
-  localparam int unsigned CNT_DROPPED_SLOT_OUT_OF_RANGE       = 23;
-  localparam int unsigned CNT_DROPPED_COUNT_TOO_LARGE_FOR_JOB = 24;
-  localparam int unsigned CNT_DROPPED_COUNT_MISMATCH          = 25;
-  localparam int unsigned CNT_DROPPED_DTYPE_MISMATCH          = 26;
-  localparam int unsigned CNT_DROPPED_DUPLICATE               = 27;
-  localparam int unsigned CNT_DROPPED_STALE                   = 28;
-  localparam int unsigned CNT_DROPPED_AHEAD                   = 29;
+  localparam int unsigned CNT_MALFORMED_COUNT_TOO_LARGE       = 16;
+  localparam int unsigned CNT_MALFORMED_LENGTH_MISMATCH       = 17;
+  localparam int unsigned CNT_DROPPED_NOT_CONTRIBUTION        = 18;
+  localparam int unsigned CNT_DROPPED_UNKNOWN_JOB             = 19;
+  localparam int unsigned CNT_DROPPED_RANK_OUT_OF_RANGE       = 20;
+  localparam int unsigned CNT_DROPPED_FOREIGN_SOURCE          = 21;
+  localparam int unsigned CNT_DROPPED_SLOT_OUT_OF_RANGE       = 22;
+  localparam int unsigned CNT_DROPPED_COUNT_TOO_LARGE_FOR_JOB = 23;
+  localparam int unsigned CNT_DROPPED_COUNT_MISMATCH          = 24;
+  localparam int unsigned CNT_DROPPED_DTYPE_MISMATCH          = 25;
+  localparam int unsigned CNT_DROPPED_DUPLICATE               = 26;
+  localparam int unsigned CNT_DROPPED_STALE                   = 27;
+  localparam int unsigned CNT_DROPPED_AHEAD                   = 28;
+  localparam int unsigned CNT_DROPPED_STALE_EPOCH             = 29;
 
   /* verilator lint_on UNUSEDPARAM */
 

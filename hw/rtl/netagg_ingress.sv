@@ -126,14 +126,12 @@ module netagg_ingress #(
   localparam logic [RW-1:0] R_BAD_TYPE = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_TYPE);
   localparam logic [RW-1:0] R_BAD_DTYPE = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_DTYPE);
   localparam logic [RW-1:0] R_BAD_FLAGS = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_FLAGS);
-  localparam logic [RW-1:0] R_RESERVED = RW'(netagg_csr_pkg::CNT_MALFORMED_RESERVED_NONZERO);
   localparam logic [RW-1:0] R_COUNT = RW'(netagg_csr_pkg::CNT_MALFORMED_COUNT_TOO_LARGE);
   localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
 
   logic [BEAT_W-1:0] hdr_now;
   logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len, fragment;
   logic [7:0] ver_ihl, proto, version, msg_type, dtype, flags;
-  logic [31:0] reserved;
   logic ip_header_ok;
 
   // Field offsets and codes: netagg_pkg, the mirror of wire.hpp.
@@ -159,7 +157,6 @@ module netagg_ingress #(
     dtype = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_DTYPE);
     flags = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_FLAGS);
     count = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_COUNT);
-    reserved = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_RESERVED);
     packet_len = ip_len - IP_UDP_BYTES;  // UDP payload bytes (when ip_len >= 28)
     want_len = 16'(netagg_pkg::HEADER_SIZE) +
                ((dtype == netagg_pkg::DTYPE_BF16) ? {count[14:0], 1'b0} : {count[13:0], 2'b00});
@@ -184,7 +181,6 @@ module netagg_ingress #(
       desc_now.post_reason = R_BAD_TYPE;
     else if (dtype > netagg_pkg::DTYPE_BF16) desc_now.post_reason = R_BAD_DTYPE;
     else if ((flags & netagg_pkg::FLAGS_RESERVED_MASK) != 0) desc_now.post_reason = R_BAD_FLAGS;
-    else if (reserved != 32'd0) desc_now.post_reason = R_RESERVED;
     else if (count > 16'(netagg_pkg::MAX_COUNT)) desc_now.post_reason = R_COUNT;
     else if (packet_len != want_len) desc_now.post_reason = R_LENGTH;
     // padding past the beats a port stores (a longer packet fails count_too_large_for_job)
@@ -199,12 +195,14 @@ module netagg_ingress #(
     desc_now.contribution = (msg_type == netagg_pkg::MSG_CONTRIBUTION);
     desc_now.dtype = dtype[1:0];
     desc_now.set_bit = (flags & netagg_pkg::FLAG_SET) != 0;
+    desc_now.fresh = (flags & netagg_pkg::FLAG_FRESH) != 0;
     desc_now.job_id = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_JOB_ID);
     desc_now.rank = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_RANK);
     desc_now.slot = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_SLOT);
     desc_now.count = count;
     desc_now.exponent = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_EXPONENT);
     desc_now.seq = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_SEQ);
+    desc_now.epoch = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_EPOCH);
   end
 
   // Frame reception.

@@ -24,14 +24,14 @@ package netagg_pkg;
   //  0       1     version    wire format version
   //  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
   //  2       1     dtype      data type of the payload elements
-  //  3       1     flags      bit 0: set; bits 1..7 zero
+  //  3       1     flags      bit 0: set; bit 1: fresh; bits 2..7 zero
   //  4       2     job_id     the job; aggregators keep a table of jobs
   //  6       2     rank       contribution: the sender's rank; result: the rank of the addressed wo
   //  8       2     slot       absolute slot index in the aggregator's pool, inside the job's range
   //  10      2     count      elements in the payload; 0 carries only an exponent
   //  12      2     exponent   int16 block exponent, max-reduced by the aggregator; -32768 (exponent
   //  14      4     seq        the worker's packet sequence number (its global packet index mod 2^32
-  //  18      4     reserved   zero; keeps the payload at frame byte 64
+  //  18      4     epoch      the run's token: the same for every worker of a run, drawn at random
   //  22      ...   payload    count elements, big-endian
 
   localparam logic [7:0]  WIRE_VERSION = 8'd1;
@@ -58,7 +58,8 @@ package netagg_pkg;
   //  DTYPE_FP32   4 bytes
   //  DTYPE_BF16   2 bytes
   localparam logic [7:0] FLAG_SET = 8'h01;  // which of the slot's two copies (the shadow copy)
-  localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hFE;
+  localparam logic [7:0] FLAG_FRESH = 8'h02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
+  localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hFC;
 
   localparam int unsigned MAX_ELEMENT_SIZE = 4;
   localparam int unsigned MAX_PAYLOAD_SIZE = MAX_COUNT * MAX_ELEMENT_SIZE;
@@ -75,7 +76,7 @@ package netagg_pkg;
   localparam int unsigned OFF_COUNT = 10;
   localparam int unsigned OFF_EXPONENT = 12;
   localparam int unsigned OFF_SEQ = 14;
-  localparam int unsigned OFF_RESERVED = 18;
+  localparam int unsigned OFF_EPOCH = 18;
   localparam int unsigned OFF_PAYLOAD = 22;
 
   // Why a packet was rejected (wire::Error, same order and values).
@@ -86,17 +87,16 @@ package netagg_pkg;
     ERR_BAD_TYPE = 4'd3,
     ERR_BAD_DTYPE = 4'd4,
     ERR_BAD_FLAGS = 4'd5,
-    ERR_RESERVED_NONZERO = 4'd6,
-    ERR_COUNT_TOO_LARGE = 4'd7,
-    ERR_LENGTH_MISMATCH = 4'd8,
-    ERR_NOT_IPV4 = 4'd9,
-    ERR_BAD_IP_HEADER = 4'd10,
-    ERR_NOT_UDP = 4'd11,
-    ERR_WRONG_PORT = 4'd12,
-    ERR_IP_LENGTH_MISMATCH = 4'd13,
-    ERR_UDP_LENGTH_MISMATCH = 4'd14
+    ERR_COUNT_TOO_LARGE = 4'd6,
+    ERR_LENGTH_MISMATCH = 4'd7,
+    ERR_NOT_IPV4 = 4'd8,
+    ERR_BAD_IP_HEADER = 4'd9,
+    ERR_NOT_UDP = 4'd10,
+    ERR_WRONG_PORT = 4'd11,
+    ERR_IP_LENGTH_MISMATCH = 4'd12,
+    ERR_UDP_LENGTH_MISMATCH = 4'd13
   } wire_error_e;
-  localparam int unsigned ERROR_COUNT = 15;
+  localparam int unsigned ERROR_COUNT = 14;
 
   // The header as a packed struct, fields in wire order and host (not byte-swapped) values.
   typedef struct packed {
@@ -110,7 +110,7 @@ package netagg_pkg;
     logic [15:0] count;
     logic [15:0] exponent;  // two's complement
     logic [31:0] seq;
-    logic [31:0] reserved;
+    logic [31:0] epoch;
   } header_t;
 
   // ==== Ethernet / IPv4 / UDP framing =========================================================
@@ -222,7 +222,7 @@ package netagg_pkg;
                         beat_be16(beat, FRM_NETAGG + OFF_COUNT),
                         beat_be16(beat, FRM_NETAGG + OFF_EXPONENT),
                         beat_be32(beat, FRM_NETAGG + OFF_SEQ),
-                        beat_be32(beat, FRM_NETAGG + OFF_RESERVED)};
+                        beat_be32(beat, FRM_NETAGG + OFF_EPOCH)};
   endfunction
 
   // A header_t's HEADER_SIZE bytes in frame order (byte 0, the version, in bits 7:0): place

@@ -349,6 +349,7 @@ module netagg_replicate #(
       h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_COUNT, oc.count);
       h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_EXPONENT, oc.exponent);
       h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_SEQ, oc.seq);
+      h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_EPOCH, oc.epoch);
     end
     assign header[p*W+:W] = h;
   end

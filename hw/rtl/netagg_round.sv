@@ -9,12 +9,13 @@
 //      checked against a job table or AGG_UDP_PORT that changes at this edge (inval_i), is
 //      registered as not valid and checked again.
 //  D1  among the valid eligible heads not already in D2/D3, one group is taken: the leader is
-//      the first from a round-robin pointer, the group all heads with the leader's (slot, set)
-//      and job. The state of every head's (slot, set) is read, the leader's kept.
+//      the first from a round-robin pointer, the group all heads with the leader's (slot, set),
+//      job and epoch. The state of every head's (slot, set) is read, the leader's kept.
 //  D2  every comparison the decision needs, of each member against the state and against each
 //      other member (sequence age, count, dtype, rank, exponent), each member's class under
 //      each possible reference round, the result-queue lock, and the member that starts a new
-//      round (if one does).
+//      round (if one does). A state of another epoch is no round for a fresh member (it takes
+//      the set over, with an empty bitmap) and a stale_epoch drop for the others.
 //  D3  the members' decisions (computed for all at once, equal to deciding them one after the
 //      other in port order), the pops, the token to the adder pipeline (netagg_accum). D3
 //      waits while the adder pipeline or the result queue cannot take the group, or the
@@ -112,6 +113,7 @@ module netagg_round #(
   // ---- slot state ----------------------------------------------------------------------------
   // In flip-flops, so that a job's slots are cleared in one cycle.
   logic [NK-1:0] has_round_q;
+  logic [31:0] epoch_q[NK];
   logic [31:0] seq_q[NK];
   logic [31:0] bitmap_q[NK];
   logic [NW-1:0] remaining_q[NK];
@@ -147,7 +149,8 @@ module netagg_round #(
 
   logic [KEY_W-1:0] c_key[NP];
   logic [RW-1:0] c_rank[NP];
-  logic [31:0] c_seq[NP];
+  logic [31:0] c_seq[NP], c_epoch[NP];
+  logic [NP-1:0] c_fresh;
   logic [15:0] c_count[NP];
   logic [1:0] c_dtype[NP];
   logic [15:0] c_exponent[NP];
@@ -163,6 +166,8 @@ module netagg_round #(
       c_key[p] = {d.slot[SLOT_W-1:0], d.set_bit};
       c_rank[p] = d.rank[RW-1:0];
       c_seq[p] = d.seq;
+      c_epoch[p] = d.epoch;
+      c_fresh[p] = d.fresh;
       c_count[p] = d.count;
       c_dtype[p] = d.dtype;
       c_exponent[p] = d.exponent;
@@ -186,6 +191,10 @@ module netagg_round #(
   logic [BEATS_W-1:0] r1_est_q, r2_est_q;  // beats the group's token will likely take
   logic [RW-1:0] r1_rank_q[NP];  // (compared in D2)
   logic [31:0] r1_seq_q[NP], r2_seq_q[NP];
+  logic [NP-1:0] r1_fresh_q;
+  logic [31:0] r1_epoch_q, r2_epoch_q;  // the group's epoch (every member's)
+  logic [31:0] r1_s_epoch_q;
+  logic r2_takeover_q;  // the state is another epoch's round
   logic [15:0] r1_count_q[NP], r2_count_q[NP];
   logic [1:0] r1_dtype_q[NP], r2_dtype_q[NP];
   logic [15:0] r1_exp_q[NP], r2_exp_q[NP];
@@ -253,7 +262,9 @@ module netagg_round #(
   end
   assign lentry = c_entry_q[lead];
   always_comb begin
-    for (int p = 0; p < NP; p++) cand[p] = elig[p] && c_key[p] == lkey && c_entry_q[p] == lentry;
+    for (int p = 0; p < NP; p++)
+      cand[p] = elig[p] && c_key[p] == lkey && c_entry_q[p] == lentry &&
+                c_epoch[p] == c_epoch[lead];
   end
   // A group in D2 or D3 on the same slot writes the state D1 would read.
   assign conflict = (r1_valid_q && r1_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
@@ -286,6 +297,9 @@ module netagg_round #(
       r1_job_id_q <= c_job_id[lead];
       r1_workers_q <= c_workers_q[lead];
       r1_est_q <= BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
+      r1_epoch_q <= c_epoch[lead];
+      r1_fresh_q <= c_fresh;
+      r1_s_epoch_q <= epoch_q[lkey];
       for (int p = 0; p < NP; p++) begin
         r1_rank_q[p] <= c_rank[p];
         r1_seq_q[p] <= c_seq[p];
@@ -318,7 +332,8 @@ module netagg_round #(
   localparam int unsigned CL_COUNT = 3;  // count_mismatch
   localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
   localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
-  localparam int unsigned CL_W = 6;
+  localparam int unsigned CL_EPOCH = 6;  // another epoch's round, not fresh: stale_epoch
+  localparam int unsigned CL_W = 7;
   logic [31:0] bit_r[NP];
   logic [CL_W-1:0] st_cls[NP];
   logic [CL_W-1:0] pq_cls[NP*NP];
@@ -331,7 +346,7 @@ module netagg_round #(
   /* verilator lint_off UNUSEDSIGNAL */
   logic [31:0] diff;  // (its sign)
   /* verilator lint_on UNUSEDSIGNAL */
-  logic locked, zero, cnt_eq, dt_eq, blocked;
+  logic locked, zero, cnt_eq, dt_eq, blocked, epoch_eq, s_has;
   logic [NP-1:0] want_start, starter_d2;
 
   function automatic logic [CL_W-1:0] classify(input logic has, input logic older,
@@ -349,14 +364,18 @@ module netagg_round #(
   endfunction
 
   always_comb begin
+    // A round of another epoch: no round for a fresh member, stale_epoch for the others.
+    epoch_eq = r1_s_epoch_q == r1_epoch_q;
+    s_has = r1_s_has_q && epoch_eq;
     for (int p = 0; p < NP; p++) begin
       bit_r[p] = 32'd1 << r1_rank_q[p];
       diff = r1_seq_q[p] - r1_s_seq_q;  // serial-number arithmetic: diff[31] = older
       zero = r1_seq_q[p] == r1_s_seq_q;
       cnt_eq = r1_count_q[p] == 16'(r1_s_count_q);
       dt_eq = r1_dtype_q[p] == r1_s_dtype_q;
-      st_cls[p] = classify(r1_s_has_q, diff[31], zero, cnt_eq, dt_eq);
-      st_dup[p] = r1_s_bitmap_q[r1_rank_q[p]];
+      st_cls[p] = classify(s_has, diff[31], zero, cnt_eq, dt_eq);
+      if (r1_s_has_q && !epoch_eq && !r1_fresh_q[p]) st_cls[p] = CL_W'(1) << CL_EPOCH;
+      st_dup[p] = s_has && r1_s_bitmap_q[r1_rank_q[p]];
       st_gt[p] = $signed(r1_exp_q[p]) > $signed(r1_s_exp_q);
       st_lt[p] = $signed(r1_exp_q[p]) < $signed(r1_s_exp_q);
       p_beats[p] = BEATS_W'((32'(r1_count_q[p]) + 32'd15) >> 4);
@@ -420,6 +439,8 @@ module netagg_round #(
       r2_job_id_q <= r1_job_id_q;
       r2_workers_q <= r1_workers_q;
       r2_est_q <= r1_est_q;
+      r2_epoch_q <= r1_epoch_q;
+      r2_takeover_q <= r1_s_has_q && !epoch_eq;
       for (int p = 0; p < NP; p++) begin
         r2_seq_q[p] <= r1_seq_q[p];
         r2_count_q[p] <= r1_count_q[p];
@@ -522,6 +543,10 @@ module netagg_round #(
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
         end
+        if (cls[p][CL_EPOCH]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE_EPOCH);
+        end
         if (cls[p][CL_NEWER] && !rem_zero[p]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_AHEAD);
@@ -615,7 +640,8 @@ module netagg_round #(
   logic [15:0] r3_exp_q[NP];
   logic [1:0] r3_ecn_q[NP];
   logic [31:0] r3_bit_r_q[NP];
-  logic r3_s_has_q;
+  logic r3_s_has_q, r3_takeover_q;
+  logic [31:0] r3_epoch_q;
   logic [31:0] r3_s_seq_q, r3_s_bitmap_q, r3_o_bitmap_q, r3_all_mask_q;
   logic [CNT_W-1:0] r3_s_count_q;
   logic [1:0] r3_s_dtype_q, r3_s_ecn_q;
@@ -649,6 +675,8 @@ module netagg_round #(
     r3_s_rem_q <= r2_s_rem_q;
     r3_s_exp_q <= r2_s_exp_q;
     r3_s_has_q <= r2_s_has_q;
+    r3_takeover_q <= r2_takeover_q;
+    r3_epoch_q <= r2_epoch_q;
     r3_s_seq_q <= r2_s_seq_q;
     r3_s_bitmap_q <= r2_s_bitmap_q;
     r3_o_bitmap_q <= r2_o_bitmap_q;
@@ -703,7 +731,8 @@ module netagg_round #(
       if (r3_resent_q[p]) resend_mask = resend_mask | r3_bit_r_q[p];
     end
     f_rem = f_rem - NW'(r3_joined_q);
-    f_bitmap = r3_s_bitmap_q | added_ranks;
+    // A takeover's round starts from an empty bitmap (the bits are the other epoch's).
+    f_bitmap = ((r3_started_q && r3_takeover_q) ? '0 : r3_s_bitmap_q) | added_ranks;
     f_o_bitmap = r3_o_bitmap_q & ~added_ranks;
     // The exponent: the signed max of the stored one (unless a round started) and the added
     // members'. Every candidate nothing beats is a max; equal maxima are equal bits.
@@ -729,6 +758,7 @@ module netagg_round #(
     result.count = 16'(f_count);
     result.exponent = f_exp;
     result.seq = f_seq;
+    result.epoch = r3_epoch_q;  // the group's: a completion or resend is of a round of it
     result.ecn = f_ecn;
     result.dest = complete_now ? r3_all_mask_q : resend_mask;
   end
@@ -798,6 +828,7 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     if (r3_valid_q && !clear_i) begin
       seq_q[wkey] <= f_seq;
+      if (r3_started_q) epoch_q[wkey] <= r3_epoch_q;
       remaining_q[wkey] <= f_rem;
       count_q[wkey] <= f_count;
       dtype_q[wkey] <= f_dtype;

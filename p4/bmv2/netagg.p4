@@ -9,13 +9,17 @@
  * value registers value_0..value_31 (NETAGG_LANES_PER_PASS), lane 32*b + i in value_i at index
  * (slot*2 + set) * NETAGG_BMV2_MAX_PASSES + b, exactly where the Tofino program's pass b puts
  * it; b runs over NETAGG_BMV2_MAX_PASSES = 8 lane blocks (256 lanes, 1 KiB payload, fits a
- * 1500-byte MTU). The decision uses the same registers as the Tofino program (has_round,
- * completed_seq, round_seq, round_count, bitmap, remaining, exponent) in the same order; where
- * Tofino needs a second pass to mark a round complete, BMv2 marks it in the same pass.
- * Differences: `bitmap` is bit<32> per (slot, set) (index slot*2+set, as in the contract; the
- * Tofino program pairs the two sets of a slot), and a duplicate leaves every register alone
- * (the model's rule; on Tofino it clears the sender's bit in the other set, already clear for
- * a correct worker group).
+ * 1500-byte MTU). The decision uses the same registers as the Tofino program (has_round and
+ * epoch, completed_seq, round_seq, round_count, bitmap, remaining, exponent) in the same order;
+ * where Tofino needs a second pass to mark a round complete, BMv2 marks it in the same pass.
+ * Differences: `epoch` is a register of its own (Tofino keeps it in the `has_round` pair
+ * register, {epoch, state}); `bitmap` is bit<32> per (slot, set) (index slot*2+set, as in the
+ * contract; the Tofino program pairs the two sets of a slot); and a duplicate leaves every
+ * register alone (the model's rule; on Tofino it clears the sender's bit in the other set,
+ * already clear for a correct worker group).
+ * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
+ * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap is
+ * the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
  * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
  * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
  * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
@@ -41,6 +45,7 @@
 #define CLASS_EQUAL 2
 #define CLASS_STALE 3
 #define CLASS_AHEAD 4
+#define CLASS_STALE_EPOCH 5    /* a round of another epoch, and the packet is not fresh */
 
 struct headers_t {
     ethernet_h    ethernet;
@@ -72,7 +77,9 @@ struct metadata_t {
     bit<1>  checked;
     bit<8>  drop_reason;
     bit<1>  drop;
-    bit<8>  has_round;
+    bit<8>  has_round;        /* before this packet; NONE for a takeover */
+    bit<32> round_epoch;      /* the set's epoch before this packet */
+    bit<1>  stale_epoch;      /* not fresh, and the set holds a round of another epoch */
     bit<32> completed_seq;
     bit<32> round_seq;
     bit<32> seq_diff;
@@ -169,6 +176,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(1, CounterType.packets) results_resent;
 
     register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
+    register<bit<32>>(NETAGG_REGISTER_SIZE) epoch;      /* the epoch of the set's round */
     register<bit<32>>(NETAGG_REGISTER_SIZE) completed_seq;
     register<bit<32>>(NETAGG_REGISTER_SIZE) round_seq;
     register<bit<16>>(NETAGG_REGISTER_SIZE) round_count;
@@ -390,7 +398,6 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                             hdr.netagg.msg_type != NETAGG_MSG_RESULT) ||
                            hdr.netagg.dtype > NETAGG_DTYPE_BF16 ||
                            (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) != 0 ||
-                           hdr.netagg.reserved != 0 ||
                            hdr.netagg.count > NETAGG_MAX_COUNT ||
                            hdr.udp.length != 8 + NETAGG_HEADER_SIZE + meta.payload_bytes) {
                     drop_for(NETAGG_DROP_MALFORMED);         /* wire::decode */
@@ -416,6 +423,18 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                 if (meta.checked == 1) {
                     meta.rank_bit = (bit<32>)1 << hdr.netagg.rank;
                     has_round.read(meta.has_round, meta.at);
+                    epoch.read(meta.round_epoch, meta.at);
+                    /* the epoch first: a round of another epoch is taken over by a fresh
+                     * packet (the set then counts as holding no round) and is not touched by
+                     * any other (stale_epoch) */
+                    if (meta.has_round != NETAGG_ROUND_NONE &&
+                        meta.round_epoch != hdr.netagg.epoch) {
+                        if ((hdr.netagg.flags & NETAGG_FLAG_FRESH) != 0) {
+                            meta.has_round = NETAGG_ROUND_NONE;     /* a takeover */
+                        } else {
+                            meta.stale_epoch = 1;
+                        }
+                    }
                     completed_seq.read(meta.completed_seq, meta.at);
                     round_seq.read(meta.round_seq, meta.at);
                     meta.seq_diff = hdr.netagg.seq - meta.round_seq;
@@ -423,7 +442,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.round_seq == meta.completed_seq) {
                         meta.complete = 1;
                     }
-                    if (meta.has_round == NETAGG_ROUND_NONE) {
+                    if (meta.stale_epoch == 1) {
+                        meta.class = CLASS_STALE_EPOCH;
+                    } else if (meta.has_round == NETAGG_ROUND_NONE) {
                         meta.class = CLASS_NEW;
                     } else if (meta.seq_diff[31:31] == 1) {
                         meta.class = CLASS_STALE;
@@ -440,7 +461,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     bitmap.read(meta.bitmap_s, meta.at);
                     bitmap.read(meta.bitmap_other, meta.other);
 
-                    if (meta.class == CLASS_STALE) {
+                    if (meta.class == CLASS_STALE_EPOCH) {
+                        drop_for(NETAGG_DROP_STALE_EPOCH);
+                    } else if (meta.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
                     } else if (meta.class == CLASS_AHEAD) {
                         drop_for(NETAGG_DROP_AHEAD);
@@ -454,14 +477,24 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                                (meta.bitmap_s & meta.rank_bit) != 0) {
                         drop_for(NETAGG_DROP_DUPLICATE);
                     } else {
-                        /* a new round or a join: SwitchML's bitmap update */
-                        bitmap.write(meta.at, meta.bitmap_s | meta.rank_bit);
+                        /* a new round or a join: SwitchML's bitmap update, except that a
+                         * round started from no round or by a takeover gets the sender's bit
+                         * alone (the bits there belong to the other epoch's round; with no
+                         * round the word is 0 already, so both forms agree) */
+                        if (meta.has_round == NETAGG_ROUND_NONE) {
+                            bitmap.write(meta.at, meta.rank_bit);
+                        } else {
+                            bitmap.write(meta.at, meta.bitmap_s | meta.rank_bit);
+                        }
                         bitmap.write(meta.other, meta.bitmap_other & ~meta.rank_bit);
                         if (meta.class == CLASS_NEW) {
                             meta.op = OP_WRITE;
                             if (meta.has_round == NETAGG_ROUND_NONE) {
+                                /* no round, or a takeover: OPEN (also over SEEN, whose
+                                 * completed_seq belongs to the other epoch's rounds) */
                                 has_round.write(meta.at, NETAGG_ROUND_OPEN);
                             }
+                            epoch.write(meta.at, hdr.netagg.epoch);
                             round_seq.write(meta.at, hdr.netagg.seq);
                             round_count.write(meta.at, hdr.netagg.count);
                             meta.remaining = meta.worker_count - 1;
@@ -489,11 +522,16 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     LANE_BLOCK(0) LANE_BLOCK(1) LANE_BLOCK(2) LANE_BLOCK(3)
                     LANE_BLOCK(4) LANE_BLOCK(5) LANE_BLOCK(6) LANE_BLOCK(7)
                     hdr.netagg.exponent = meta.exponent_out ^ 0x8000;
+                    /* A result is this contribution rewritten: its seq, count and epoch are
+                     * the round's, since only a packet of the round's epoch reaches here (a
+                     * takeover or a new round stored the packet's epoch, a join or a resend
+                     * matched it), so hdr.netagg.epoch stays in place. */
 
                     if (meta.op == OP_READ) {
                         /* a retransmission to a completed round: the stored result, to it alone */
                         results_resent.count(32w0);
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;  /* fresh := 0 */
                         hdr.udp.checksum = 0;
                         mac_addr_t mac = hdr.ethernet.src_addr;
                         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
@@ -512,6 +550,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         has_round.write(meta.at, NETAGG_ROUND_SEEN);
                         completed_seq.write(meta.at, hdr.netagg.seq);
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;  /* fresh := 0 */
                         hdr.udp.checksum = 0;
                         originate_ipv4();
                         hdr.ethernet.src_addr = meta.switch_mac;

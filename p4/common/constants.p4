@@ -21,7 +21,8 @@
 #define NETAGG_DTYPE_FP32          1  /* IEEE binary32 */
 #define NETAGG_DTYPE_BF16          2  /* bfloat16, accumulated in fp32 */
 #define NETAGG_FLAG_SET            0x01  /* which of the slot's two copies (the shadow copy) */
-#define NETAGG_FLAGS_RESERVED_MASK 0xFE
+#define NETAGG_FLAG_FRESH          0x02  /* contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results */
+#define NETAGG_FLAGS_RESERVED_MASK 0xFC
 
 /* ---- framing --------------------------------------------------------------------------------- */
 #define ETHERTYPE_IPV4     0x0800
@@ -60,7 +61,8 @@
 #define NETAGG_DROP_DUPLICATE               9  /* copy of a contribution to the round in progress */
 #define NETAGG_DROP_STALE                   10  /* seq older than the set's round: a late copy of a finished packet */
 #define NETAGG_DROP_AHEAD                   11  /* seq newer than the set's round, which is not complete yet */
-#define NETAGG_DROP_REASONS                 12  /* size of the drops counter */
+#define NETAGG_DROP_STALE_EPOCH             12  /* epoch differs from the set's round and the packet is not fresh: a packet of another run */
+#define NETAGG_DROP_REASONS                 13  /* size of the drops counter */
 
 /* ---- has_round register values (docs/switch-pipeline.md) ------------------------------------- */
 #define NETAGG_ROUND_NONE 0  /* the set holds no round (after the job is installed) */

@@ -67,14 +67,14 @@ header netagg_h {
     bit<8>      version;  /* wire format version */
     bit<8>      msg_type;
     bit<8>      dtype;  /* data type of the payload elements */
-    bit<8>      flags;  /* bit 0: set; bits 1..7 zero */
+    bit<8>      flags;  /* bit 0: set; bit 1: fresh; bits 2..7 zero */
     bit<16>     job_id;  /* the job; aggregators keep a table of jobs */
     bit<16>     rank;
     bit<16>     slot;
     bit<16>     count;  /* elements in the payload; 0 carries only an exponent */
     bit<16>     exponent;
     bit<32>     seq;
-    bit<32>     reserved;  /* zero; keeps the payload at frame byte 64 */
+    bit<32>     epoch;
 }
 
 /* one int32 payload element, big-endian (the switch's view of the payload) */

@@ -45,8 +45,9 @@ enum class DropReason : std::uint8_t {
   kDuplicate = 9,  // copy of a contribution to the round in progress
   kStale = 10,  // seq older than the set's round: a late copy of a finished packet
   kAhead = 11,  // seq newer than the set's round, which is not complete yet
+  kStaleEpoch = 12,  // epoch differs from the set's round and the packet is not fresh: a packet of another run
 };
-inline constexpr std::size_t kDropReasonCount = 12;
+inline constexpr std::size_t kDropReasonCount = 13;
 struct DropInfo {
   std::string_view id;       // "unknown_job"
   std::string_view counter;  // "dropped_unknown_job"
@@ -64,6 +65,7 @@ inline constexpr std::array<DropInfo, kDropReasonCount> kDrops = {{
     {"duplicate", "dropped_duplicate"},
     {"stale", "dropped_stale"},
     {"ahead", "dropped_ahead"},
+    {"stale_epoch", "dropped_stale_epoch"},
 }};
 constexpr std::string_view to_string(DropReason r) {
   return static_cast<std::size_t>(r) < kDropReasonCount

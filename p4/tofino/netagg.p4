@@ -7,26 +7,37 @@
  *
  * ---- Stage and register budget (Tofino 1: 12 MAU stages per gress, 4 stateful ALUs each) ----
  *
- * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, 11 stages planned):
+ * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, all 12 stages 0..11
+ * planned, none spare):
  *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward   (SRAM/TCAM)
  *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length
  *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
- *   stage 3   has_round      bit<8>  [2*POOL]  SALU 1  read, NONE -> OPEN
+ *   stage 3   has_round  pair {epoch, state} bit<32> x2 [2*POOL]  SALU 1  chosen by a gateway
+ *                        on the fresh flag: fresh: another epoch or NONE -> {epoch, OPEN},
+ *                        returns NONE (a takeover is a new round); not fresh: NONE ->
+ *                        {epoch, OPEN}, another epoch -> returns STALE_EPOCH, writes nothing;
+ *                        same epoch: returns the state (2 conditions per action)
  *             completed_seq  bit<32> [2*POOL]  SALU 2  read
  *   stage 4   seq - completed_seq (VLIW)
  *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start / advance-if-complete / read
  *   stage 6   seq - round_seq (VLIW); complete = has_round==SEEN && round_seq==completed_seq
- *   stage 7   classify (gateways): new / stale / ahead / equal
+ *   stage 7   classify (gateways): stale epoch / new / stale / ahead / equal
  *             round_count    bit<16> [2*POOL]  SALU 4  write (new) / read (equal)
  *   stage 8   count mismatch, resend (gateways)
- *             bitmap   pair {set0,set1} bit<32> [POOL, by slot]  SALU 5  SwitchML's update
+ *             bitmap   pair {set0,set1} bit<32> [POOL, by slot]  SALU 5  4 RegisterActions:
+ *                      start (this set's word := rank bit) for a round from NONE or a
+ *                      takeover, SwitchML's OR update otherwise; x set 0/1
  *   stage 9   duplicate = bitmap_before & rank_bit (VLIW)
  *   stage 10  remaining      bit<8>  [2*POOL]  SALU 6  n-1 (new) / -1 (join)
  *             exponent       bit<16> [2*POOL]  SALU 7  write / max / read (stored XOR 0x8000)
  *   stage 11  outcome, counters, bridge header, egress port = the pipe's recirculation port
- *   SRAM: 7 registers of 2048 entries (<= 64 Kbit each), well under one stage's 80 blocks.
- * INGRESS, result pass (recirculated, last): has_round := SEEN and completed_seq := seq (the
- *   same two ALUs of stage 3, other RegisterActions), then multicast or unicast.
+ *   SRAM: has_round 2048 x 64 bit (128 Kbit), bitmap 1024 x 64 bit, the other five 2048
+ *   entries of <= 32 bit (<= 64 Kbit each); well under one stage's 80 blocks.
+ * INGRESS, result pass (recirculated, last): has_round's state := SEEN if its epoch is still
+ *   the packet's (a takeover may have come in between), epoch kept, and completed_seq := seq
+ *   (the same two ALUs of stage 3, other RegisterActions), then multicast or unicast.
+ *   RegisterActions: has_round 3 (touch fresh, touch, completed), completed_seq 2, round_seq 3,
+ *   round_count 2, bitmap 4, remaining 2, exponent 3.
  * EGRESS of every pass through the recirculation port (the value lanes; 32 stateful ALUs):
  *   stage 0       clear the pass's lanes of a resend (reads are "add 0")
  *   stages 1..8   value_0 .. value_31  bit<32> [2*POOL*2]  4 SALUs per stage, 4 RegisterActions
@@ -55,6 +66,12 @@
  * update of a duplicate also clears the sender's bit in the other set (SwitchML's unconditional
  * pair update); for a correct group that bit is already clear. Registers are per pipe: all
  * workers of a job must be on one pipe.
+ *
+ * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
+ * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap word
+ * is the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
+ * The epoch lives in the has_round register, paired with the round state, so the rule costs no
+ * stage and no stateful ALU.
  *
  * Frames (sim/switch/pipeline.cpp, as the BMv2 program): ARP and ICMP echo answered for the
  * switch's IP; every other frame to that IP counts in packets_in and goes through the frame and
@@ -96,6 +113,11 @@
 #define CLASS_EQUAL 2
 #define CLASS_STALE 3
 #define CLASS_AHEAD 4
+#define CLASS_STALE_EPOCH 5
+
+/* has_round's output for a non-fresh packet to a round of another epoch (never stored; the
+ * stored states are NETAGG_ROUND_NONE, _OPEN, _SEEN) */
+#define ROUND_STALE_EPOCH 3
 
 header netagg_bridge_h {
     bit<8>  kind;
@@ -123,6 +145,12 @@ struct bitmap_pair_t {
     bit<32> set1;
 }
 
+/* has_round: the set's round state and the epoch of its round, one pair register */
+struct round_state_t {
+    bit<32> epoch;   /* the epoch of the set's round (0 after the job is installed) */
+    bit<32> state;   /* NETAGG_ROUND_NONE, _OPEN or _SEEN */
+}
+
 @pa_auto_init_metadata
 struct ig_metadata_t {
     mac_addr_t  switch_mac;
@@ -143,7 +171,7 @@ struct ig_metadata_t {
     bit<1>  checked;          /* passed every check of the job table */
     bit<8>  drop_reason;
     bit<1>  drop;
-    bit<8>  has_round;        /* before this packet */
+    bit<8>  has_round;        /* before this packet; NONE for a takeover, or ROUND_STALE_EPOCH */
     bit<32> completed_seq;
     bit<32> seq_minus_completed;
     bit<32> round_seq;        /* before this packet */
@@ -320,17 +348,54 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     }
 
     /* ---- registers, index at = slot * 2 + set unless said ---- */
-    Register<bit<8>, bit<16>>(NETAGG_REGISTER_SIZE, NETAGG_ROUND_NONE) has_round;
-    RegisterAction<bit<8>, bit<16>, bit<8>>(has_round) has_round_touch = {
-        void apply(inout bit<8> value, out bit<8> before) {
-            before = value;
-            if (value == NETAGG_ROUND_NONE) {  /* any packet to an empty set starts its round */
-                value = NETAGG_ROUND_OPEN;
+    /* {epoch, state}: the state as before (NONE -> OPEN by the first packet, SEEN by a
+     * completion) and the epoch of the set's round. Zero-initialised: {0, NETAGG_ROUND_NONE}.
+     * The touch actions have two conditions, one on each half: state == NONE and the stored
+     * epoch against the packet's; the result pass's action one. Outputs: the state before (a memory half), NONE (0: also what a
+     * stateful ALU returns when its output is not enabled) or ROUND_STALE_EPOCH (a constant;
+     * doubtful on Tofino 1 for a pair register whose two halves the other branch writes: if
+     * bf-p4c rejects it, set a metadata field to ROUND_STALE_EPOCH in stage 2 and return that
+     * PHV operand instead). The state is returned as bit<8> (a truncated output; doubtful too:
+     * else return bit<32> into a 32-bit md.has_round). */
+    Register<round_state_t, bit<16>>(NETAGG_REGISTER_SIZE) has_round;
+    /* a fresh packet (its sender's first on this set in its run): a round of another epoch is
+     * taken over, i.e. treated as no round: {packet's epoch, OPEN}, returns NONE */
+    RegisterAction<round_state_t, bit<16>, bit<8>>(has_round) has_round_touch_fresh = {
+        void apply(inout round_state_t value, out bit<8> before) {
+            if (value.state == NETAGG_ROUND_NONE || value.epoch != hdr.netagg.epoch) {
+                value.epoch = hdr.netagg.epoch;
+                value.state = NETAGG_ROUND_OPEN;
+                before = NETAGG_ROUND_NONE;
+            } else {
+                before = (bit<8>)value.state;
             }
         }
     };
-    RegisterAction<bit<8>, bit<16>, bit<8>>(has_round) has_round_completed = {
-        void apply(inout bit<8> value) { value = NETAGG_ROUND_SEEN; }
+    /* any other packet: a round of another epoch is not its run's: ROUND_STALE_EPOCH, nothing
+     * written; an empty set starts its round with the packet's epoch */
+    RegisterAction<round_state_t, bit<16>, bit<8>>(has_round) has_round_touch = {
+        void apply(inout round_state_t value, out bit<8> before) {
+            if (value.state == NETAGG_ROUND_NONE) {
+                value.epoch = hdr.netagg.epoch;
+                value.state = NETAGG_ROUND_OPEN;
+                before = NETAGG_ROUND_NONE;
+            } else if (value.epoch != hdr.netagg.epoch) {
+                before = ROUND_STALE_EPOCH;
+            } else {
+                before = (bit<8>)value.state;
+            }
+        }
+    };
+    /* the result pass: SEEN, the epoch kept. Only if the set still holds the completing
+     * packet's epoch: a fresh packet of another epoch may have taken the set over (OPEN) while
+     * this packet recirculated, and SEEN would then pair the new round with the old epoch's
+     * completed_seq, making it look complete when the seqs coincide. */
+    RegisterAction<round_state_t, bit<16>, bit<8>>(has_round) has_round_completed = {
+        void apply(inout round_state_t value) {
+            if (value.epoch == hdr.netagg.epoch) {
+                value.state = NETAGG_ROUND_SEEN;
+            }
+        }
     };
 
     Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) completed_seq;
@@ -373,7 +438,11 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         void apply(inout bit<16> value, out bit<16> before) { before = value; }
     };
 
-    /* SwitchML's bitmap: both sets of a slot in one pair register, indexed by slot. */
+    /* SwitchML's bitmap: both sets of a slot in one pair register, indexed by slot. The OR
+     * update for a join and for the next round of a complete set (SwitchML's); the start
+     * update for a round from no round or a takeover, where the word's bits belong to another
+     * epoch's round (with no round the word is 0 already, so both forms agree there). Both clear
+     * the sender's bit in the other set. Four RegisterActions, the most a register takes. */
     Register<bitmap_pair_t, bit<16>>(NETAGG_POOL_SLOTS) bitmap;
     RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_set0 = {
         void apply(inout bitmap_pair_t value, out bit<32> before) {
@@ -387,6 +456,20 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             before = value.set1;
             value.set0 = value.set0 & ~md.rank_bit;
             value.set1 = value.set1 | md.rank_bit;
+        }
+    };
+    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_start0 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.set0;
+            value.set0 = md.rank_bit;
+            value.set1 = value.set1 & ~md.rank_bit;
+        }
+    };
+    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_start1 = {
+        void apply(inout bitmap_pair_t value, out bit<32> before) {
+            before = value.set1;
+            value.set0 = value.set0 & ~md.rank_bit;
+            value.set1 = md.rank_bit;
         }
     };
 
@@ -463,11 +546,20 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             if (hdr.bridge.kind == BRIDGE_VALUES) {
                 to_recirculation(BRIDGE_VALUES);           /* egress adds the next lane block */
             } else if (hdr.bridge.kind == BRIDGE_RESULT) {
+                /* The result is the contribution rewritten. Its epoch stays in place: only a
+                 * packet of the round's epoch reaches the value lanes (a new round or a
+                 * takeover stored the packet's epoch in has_round, a join or a resend matched
+                 * it), so it is the round's epoch. Flags: the set bit only (fresh := 0). */
                 hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                 originate_ipv4();
                 hdr.udp.checksum = 0;
                 if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
-                    /* the round is complete from now on (the model: remaining == 0) */
+                    /* the round is complete from now on (the model: remaining == 0), unless a
+                     * takeover came in between (has_round_completed checks the epoch).
+                     * completed_seq is written regardless: an OPEN round ignores it. Not
+                     * covered: a new epoch's round on this set that completed before this
+                     * (longer, 2-pass) packet's result pass (docs/switch-pipeline.md). */
                     has_round_completed.execute(hdr.bridge.at);
                     completed_seq_write.execute(hdr.bridge.at);
                     job_table.apply();
@@ -569,7 +661,6 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             hdr.netagg.msg_type != NETAGG_MSG_RESULT) ||
                            hdr.netagg.dtype > NETAGG_DTYPE_BF16 ||
                            (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) != 0 ||
-                           hdr.netagg.reserved != 0 ||
                            hdr.netagg.count > NETAGG_MAX_COUNT ||
                            hdr.udp.length != 8 + NETAGG_HEADER_SIZE + md.payload_bytes) {
                     drop_for(NETAGG_DROP_MALFORMED);
@@ -593,8 +684,16 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 }
 
                 if (md.checked == 1) {
-                    /* ---- the round's seq decides what the packet is ---- */
-                    md.has_round = has_round_touch.execute(md.at);
+                    /* ---- the round's epoch, then its seq, decide what the packet is ---- */
+                    if (hdr.netagg.flags[1:1] == 1) {          /* NETAGG_FLAG_FRESH */
+                        md.has_round = has_round_touch_fresh.execute(md.at);
+                    } else {
+                        md.has_round = has_round_touch.execute(md.at);
+                    }
+                    /* md.has_round: NONE (no round, or a takeover: has_round now holds
+                     * {packet's epoch, OPEN}), OPEN or SEEN (a round of this epoch), or
+                     * ROUND_STALE_EPOCH (dropped below; the registers after has_round are
+                     * only read) */
                     md.completed_seq = completed_seq_read.execute(md.at);
                     md.seq_minus_completed = hdr.netagg.seq - md.completed_seq;
                     if (md.has_round == NETAGG_ROUND_NONE) {
@@ -610,7 +709,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     if (md.has_round == NETAGG_ROUND_SEEN && md.round_seq == md.completed_seq) {
                         md.complete = 1;
                     }
-                    if (md.has_round == NETAGG_ROUND_NONE) {
+                    if (md.has_round == ROUND_STALE_EPOCH) {
+                        md.class = CLASS_STALE_EPOCH;
+                    } else if (md.has_round == NETAGG_ROUND_NONE) {
                         md.class = CLASS_NEW;
                     } else if (md.seq_diff[31:31] == 1) {
                         md.class = CLASS_STALE;
@@ -624,7 +725,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                         md.class = CLASS_EQUAL;
                     }
 
-                    if (md.class == CLASS_STALE) {
+                    if (md.class == CLASS_STALE_EPOCH) {
+                        drop_for(NETAGG_DROP_STALE_EPOCH);
+                    } else if (md.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
                     } else if (md.class == CLASS_AHEAD) {
                         drop_for(NETAGG_DROP_AHEAD);
@@ -642,7 +745,14 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             md.exponent_out = exponent_read.execute(md.at);
                             results_resent.count(0);
                         } else {
-                            if (hdr.netagg.flags[0:0] == 0) {
+                            if (md.has_round == NETAGG_ROUND_NONE) {
+                                /* a round from no round or a takeover: the word := the bit */
+                                if (hdr.netagg.flags[0:0] == 0) {
+                                    md.bitmap_before = bitmap_start0.execute(hdr.netagg.slot);
+                                } else {
+                                    md.bitmap_before = bitmap_start1.execute(hdr.netagg.slot);
+                                }
+                            } else if (hdr.netagg.flags[0:0] == 0) {
                                 md.bitmap_before = bitmap_set0.execute(hdr.netagg.slot);
                             } else {
                                 md.bitmap_before = bitmap_set1.execute(hdr.netagg.slot);

@@ -33,6 +33,7 @@
 
 #include "allreduce_report.hpp"
 #include "child_process.hpp"
+#include "netagg/config.hpp"
 #include "netagg/error.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
@@ -174,9 +175,11 @@ class TempDir {
 };
 
 std::vector<std::string> worker_args(const Program& worker, const Options& o, int rank,
-                                     const fs::path& job, const Endpoint& aggregator) {
-  std::vector<std::string> a{worker.path.string(), "--rank",   std::to_string(rank),   "--job",
-                             job.string(),         "--target", aggregator.to_string(), "--json"};
+                                     const fs::path& job, const Endpoint& aggregator,
+                                     std::uint32_t epoch) {
+  std::vector<std::string> a{worker.path.string(),  "--rank",   std::to_string(rank),   "--job",
+                             job.string(),          "--target", aggregator.to_string(), "--epoch",
+                             std::to_string(epoch), "--json"};
   const auto tensor = netagg::report::tensor_args(o);
   a.insert(a.end(), tensor.begin(), tensor.end());
   if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
@@ -293,9 +296,13 @@ int run(const Options& o) {
   job.aggregator = aggregator;
   std::ofstream(job_path) << netagg::to_json(job) << "\n";
 
+  // Every run draws its own epoch, so that it can never take an earlier run's sums from an
+  // aggregator that still holds them.
+  const std::uint32_t epoch = netagg::random_epoch();
   std::vector<Worker> workers;
   for (int r = 0; r < n; ++r)
-    workers.push_back({ChildProcess(worker_args(worker_program, o, r, job_path, aggregator))});
+    workers.push_back(
+        {ChildProcess(worker_args(worker_program, o, r, job_path, aggregator, epoch))});
 
   // Wait for the workers. When one fails, the others should fail by their own --timeout; who is
   // still running after that and a grace period is killed, so nothing hangs the launcher.

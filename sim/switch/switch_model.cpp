@@ -201,6 +201,7 @@ void SwitchModel::build_result(const Job& job, const wire::Header& request, std:
   h.count = reg.count;
   h.exponent = reg.exponent;
   h.seq = reg.seq;
+  h.epoch = reg.epoch;  // fresh stays 0 in results
   wire::encode_header(h, result_);
   const ValueRegister* lanes = values_.data() + at * lanes_;
   std::byte* payload = result_.data() + wire::kHeaderSize;
@@ -239,8 +240,10 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
 
   // The round's seq decides what the packet is; the bitmap only tells a round's contributors
   // apart. Serial-number arithmetic: seqs within 2^31 of each other compare across the wrap.
-  bool first = true;  // the set holds no round yet
-  if (reg.has_round) {
+  bool first = true;  // the set holds no round yet (of this epoch)
+  const bool takeover = reg.has_round && h.epoch != reg.epoch;
+  if (takeover && !h.fresh) return drop(DropReason::kStaleEpoch);
+  if (reg.has_round && !takeover) {
     const auto age = static_cast<std::int32_t>(h.seq - reg.seq);
     const bool complete = reg.remaining == 0;
     if (age < 0) return drop(DropReason::kStale);
@@ -258,10 +261,12 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     first = age > 0;  // complete and newer: the next round of this set
   }
 
-  reg.bitmap |= bit;
+  // A takeover starts from an empty bitmap: the bits set belong to the other epoch's round.
+  reg.bitmap = takeover ? bit : reg.bitmap | bit;
   other.bitmap &= ~bit;
   if (first) {
     reg.has_round = true;
+    reg.epoch = h.epoch;
     reg.remaining = static_cast<CountdownRegister>(spec.workers.size());
     reg.count = h.count;
     reg.exponent = h.exponent;

@@ -12,11 +12,17 @@
 //   exponent   max of the contributions' block exponents (int16, kExponentNone = identity)
 //   seq        seq of the round: the one its first contribution carried, echoed in its results
 //   has_round  the set holds a round (in progress or complete); false after add_job
+//   epoch      the epoch of the round's contributions (the run's token), echoed in its results
 //
-// A contribution from rank r to (slot, set s) that passed the job table, with S = s's seq and
-// "newer"/"older" in serial-number arithmetic ((int32_t)(seq - S) > 0 / < 0):
+// A contribution from rank r to (slot, set s) that passed the job table, first by its epoch:
+//   s holds a round of another epoch and the packet is fresh (its sender's first packet on s in
+//       its run): a takeover, a new round as if s held none, with bitmap = bit r alone.
+//   s holds a round of another epoch and the packet is not fresh: dropped (kStaleEpoch).
+// Then, with S = s's seq and "newer"/"older" in serial-number arithmetic
+// ((int32_t)(seq - S) > 0 / < 0):
 //   s holds no round, or s's round is complete and seq is newer than S:
-//       a new round: the registers are overwritten with the packet, seq = the packet's.
+//       a new round: the registers are overwritten with the packet, seq and epoch = the
+//       packet's.
 //   s's round is in progress and seq == S:
 //       bit r clear: the packet is added. bit r set: dropped (kDuplicate).
 //   s's round is complete and seq == S:
@@ -67,6 +73,7 @@ using CountdownRegister = std::uint8_t;  // 0..kMaxWorkersPerJob
 using CountRegister = std::uint16_t;     // 0..kMaxLanes
 using ExponentRegister = std::int16_t;
 using SeqRegister = std::uint32_t;
+using EpochRegister = std::uint32_t;
 static_assert(sizeof(ValueRegister) * 8 == limits::kValueBits);
 static_assert(sizeof(BitmapRegister) * 8 == limits::kBitmapBits);
 static_assert((1u << (sizeof(CountdownRegister) * 8)) > kMaxWorkersPerJob);
@@ -77,7 +84,8 @@ struct SlotRegisters {
   CountRegister count = 0;
   ExponentRegister exponent = wire::kExponentNone;
   SeqRegister seq = 0;
-  bool has_round = false;  // P4: one bit per (slot, set), e.g. next to seq in a pair register
+  bool has_round = false;  // P4: a round state per (slot, set), paired with the epoch on Tofino
+  EpochRegister epoch = 0;
 };
 
 // Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's

@@ -150,6 +150,8 @@ struct Contribution {
   std::uint8_t ecn = 0;
   std::vector<std::uint32_t> values{};  // int32/fp32 bits, or bf16 bits in the low half
   wire::MsgType type = wire::MsgType::kContribution;
+  std::uint32_t epoch = 0;
+  std::uint8_t fresh = 0;
 };
 
 inline Bytes encode_packet(const Contribution& c) {
@@ -163,6 +165,8 @@ inline Bytes encode_packet(const Contribution& c) {
   h.count = static_cast<std::uint16_t>(c.values.size());
   h.exponent = c.exponent;
   h.seq = c.seq;
+  h.epoch = c.epoch;
+  h.fresh = c.fresh;
   return encode_packet(h, c.values);
 }
 
@@ -214,6 +218,7 @@ std::vector<Result> decode_all(const std::vector<Frame>& frames) {
 inline TxFrame expected_result(const JobSpec& job, std::uint16_t rank, wire::Header h,
                                std::span<const std::uint32_t> values, std::uint8_t ecn = 0) {
   h.type = wire::MsgType::kResult;
+  h.fresh = 0;  // results never carry it; the epoch is the contribution's
   h.rank = rank;
   h.job_id = job.job_id;
   const WorkerSpec& w = job.workers.at(rank);

@@ -192,6 +192,7 @@ TEST_F(CtlFpgaTest, JobAddAllReduceStatsRemoveReset) {
         Config cfg;
         cfg.rank = rank;
         cfg.job = job;
+        cfg.epoch = 7;
         Communicator comm(cfg);
         comm.allreduce(std::span(ints[rank]));
         comm.allreduce(std::span(floats[rank]));

@@ -134,8 +134,8 @@ class GeneratorTest(unittest.TestCase):
     def test_one_new_field_reaches_every_view(self):
         data = load(WIRE)
         netagg = next(h for h in data["headers"] if h["name"] == "netagg")
-        # A 16-bit field out of the reserved word keeps the payload on its beat.
-        at = next(i for i, f in enumerate(netagg["fields"]) if f["name"] == "reserved")
+        # A 16-bit field taken from the epoch word keeps the payload on its beat.
+        at = next(i for i, f in enumerate(netagg["fields"]) if f["name"] == "epoch")
         netagg["fields"][at]["bits"] = 16
         netagg["fields"].insert(at, {"name": "tree_id", "bits": 16, "doc": "aggregation tree"})
         self.tree.write_json("formats/wire.json", data)
@@ -166,9 +166,9 @@ class GeneratorTest(unittest.TestCase):
 
         self.rejects("duplicate field", lambda d: netagg(d)["fields"].append(
             copy.deepcopy(field(d, "slot"))), "slot appears twice")
-        self.rejects("payload off its beat", lambda d: field(d, "reserved").update(bits=16),
+        self.rejects("payload off its beat", lambda d: field(d, "epoch").update(bits=16),
                      "not on a 64-byte beat boundary")
-        self.rejects("not whole bytes", lambda d: field(d, "reserved").update(bits=31),
+        self.rejects("not whole bytes", lambda d: field(d, "epoch").update(bits=31),
                      "not a whole number of bytes")
         self.rejects("unknown error", lambda d: field(d, "count")["check"].update(error="nope"),
                      "unknown error nope")

@@ -111,6 +111,7 @@ TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
   const RoundState& round = model.core().round_state(slot, set);
   EXPECT_TRUE(round.has_round);
   EXPECT_EQ(round.seq, static_cast<std::uint32_t>(v.integer("seq")));
+  EXPECT_EQ(round.epoch, static_cast<std::uint32_t>(v.integer("epoch")));
   EXPECT_EQ(round.count, v.integer("count"));
   EXPECT_EQ(round.exponent, v.integer("exponent"));
 
@@ -246,9 +247,7 @@ std::vector<DropCase> drop_cases() {
       {"bad_dtype", Counter::kMalformedBadDtype,
        [](const JobSpec& j) { return edited(base_frame(j), 44, 3); }},
       {"bad_flags", Counter::kMalformedBadFlags,
-       [](const JobSpec& j) { return edited(base_frame(j), 45, 0x03); }},
-      {"reserved_nonzero", Counter::kMalformedReservedNonzero,
-       [](const JobSpec& j) { return edited(base_frame(j), 63, 1); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 45, 0x05); }},
       {"count_too_large", Counter::kMalformedCountTooLarge,
        [](const JobSpec& j) { return base_frame(j, [](H& h) { h.count = 1025; }); }},
       {"payload_short", Counter::kMalformedLengthMismatch,

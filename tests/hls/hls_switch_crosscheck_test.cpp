@@ -3,7 +3,10 @@
 // two jobs whose workers follow the protocol (a packet only after the result of the one W
 // before it), retransmit at random, get duplicated by the network, and now and then send what no
 // correct worker sends (packets ahead of the window, wrong counts, wrong ranks, foreign
-// addresses, unknown jobs, slots outside the job, oversized counts, results, malformed headers).
+// addresses, unknown jobs, slots outside the job, oversized counts, results, malformed headers,
+// packets of another epoch). Twice during the run every job starts again as a new run (a new
+// epoch, packets numbered from 0) while the old run's rounds are still held, and the old run's
+// late packets keep coming.
 // The switch takes UDP payloads, the FPGA model Ethernet frames of them. After every packet both
 // must have sent the same packets to the same addresses, and in the end every counter the two
 // share must agree.
@@ -41,6 +44,8 @@ class Crosscheck {
 
   void run(int packets) {
     for (int i = 0; i < packets; ++i) {
+      if (i == packets / 3 || i == 2 * packets / 3)
+        for (std::size_t j = 0; j < jobs_.size(); ++j) restart(j);
       Endpoint source;
       const std::vector<std::byte> packet = next_packet(source);
       last_ = {source, packet};
@@ -68,15 +73,17 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
     EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
     EXPECT_EQ(f(Counter::kDroppedAhead), s.drops(DropReason::kAhead));
+    EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
     // Every kind of event happened, so the agreement above means something.
-    for (Counter c : {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
-                      Counter::kDroppedStale, Counter::kDroppedAhead,
-                      Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
-                      Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
-                      Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
-                      Counter::kDroppedNotContribution, Counter::kMalformedBadVersion})
+    for (Counter c :
+         {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
+          Counter::kDroppedStale, Counter::kDroppedAhead, Counter::kDroppedCountMismatch,
+          Counter::kDroppedForeignSource, Counter::kDroppedRankOutOfRange,
+          Counter::kDroppedUnknownJob, Counter::kDroppedSlotOutOfRange,
+          Counter::kDroppedCountTooLargeForJob, Counter::kDroppedNotContribution,
+          Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -87,6 +94,13 @@ class Crosscheck {
     std::uint32_t next = 0;           // the next new packet
     std::set<std::uint32_t> results;  // packets whose result arrived
   };
+
+  // Job j starts a new run: a new epoch, every worker from packet 0.
+  void restart(std::size_t j) {
+    previous_[j] = {epoch_[j], progress_[j]};
+    epoch_[j] = epoch_[j] * 2654435761u + 1;
+    for (auto& w : progress_[j]) w = {};
+  }
 
   void deliver(const Endpoint& source, const std::vector<std::byte>& packet) {
     sim::CollectingSink sink;
@@ -112,7 +126,7 @@ class Crosscheck {
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
       for (std::size_t j = 0; j < jobs_.size(); ++j)
-        if (jobs_[j].job_id == d.header.job_id)
+        if (jobs_[j].job_id == d.header.job_id && d.header.epoch == epoch_[j])
           progress_[j][d.header.rank].results.insert(d.header.seq);
     }
   }
@@ -128,8 +142,16 @@ class Crosscheck {
 
   std::vector<std::byte> packet_of(std::size_t j, unsigned rank, std::uint32_t packet,
                                    std::uint16_t count, Endpoint& source) {
+    return packet_of(j, rank, packet, count, source, epoch_[j]);
+  }
+  // A worker's packet as a worker of the run with `epoch` sends it: fresh on its first use of
+  // the (slot, set).
+  std::vector<std::byte> packet_of(std::size_t j, unsigned rank, std::uint32_t packet,
+                                   std::uint16_t count, Endpoint& source, std::uint32_t epoch) {
     const JobSpec& job = jobs_[j];
     wire::Header h = contribution_header(job, static_cast<std::uint16_t>(rank), packet, count);
+    h.epoch = epoch;
+    h.fresh = packet < 2 * job.slot_count ? 1 : 0;
     h.exponent = static_cast<std::int16_t>((packet * 31 + rank * 7) % 200) - 100;
     source = job.workers[rank].address;
     return encode_packet(h, values(j, rank, packet, count));
@@ -166,6 +188,18 @@ class Crosscheck {
     }
     if (kind < 91 && w.next > 0)  // a count that differs from the round's
       return packet_of(j, rank, w.next - 1, static_cast<std::uint16_t>(count - 1), source);
+    if (kind < 94) {  // a late packet of the previous run (never a fresh one: that would take
+                      // the set back, and the current run would stall)
+      const auto& [old_epoch, old_progress] = previous_[j];
+      const std::uint32_t old_next = old_progress.empty() ? 0 : old_progress[rank].next;
+      const std::uint32_t p = old_next - 1 - static_cast<std::uint32_t>(rng_() % (2 * window));
+      if (old_next > 2 * window + 1 && p >= 2 * window)
+        return packet_of(j, rank, p, count, source, old_epoch);
+    }
+    if (kind < 96 && w.next >= 2 * window) {  // a forged packet of an unknown epoch, not fresh
+      const std::uint32_t p = w.next - 1 - static_cast<std::uint32_t>(rng_() % window);
+      return packet_of(j, rank, p, count, source, static_cast<std::uint32_t>(rng_()) | 1u);
+    }
     // What no correct worker sends.
     std::vector<std::byte> p = packet_of(j, rank, w.next, count, source);
     switch (rng_() % 8) {
@@ -207,6 +241,9 @@ class Crosscheck {
   ReferenceModel<> fpga_;
   ModelBus<ReferenceModel<>> fpga_bus_{fpga_};
   std::vector<std::vector<WorkerProgress>> progress_;
+  std::vector<std::uint32_t> epoch_ = std::vector<std::uint32_t>(jobs_.size(), 0x5eed0001u);
+  std::vector<std::pair<std::uint32_t, std::vector<WorkerProgress>>> previous_ =
+      std::vector<std::pair<std::uint32_t, std::vector<WorkerProgress>>>(jobs_.size());
   Sent last_;
   std::mt19937 rng_{99};
 };

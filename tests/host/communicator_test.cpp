@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "expect_error.hpp"
 #include "netagg/codec.hpp"
 #include "netagg/error.hpp"
 #include "netagg/inproc.hpp"
@@ -46,6 +47,7 @@ Config test_config(const JobSpec& job, int rank) {
   c.retransmit_timeout = std::chrono::milliseconds(2);
   c.max_retransmit_timeout = std::chrono::milliseconds(20);
   c.job_timeout = std::chrono::seconds(5);  // generous: only the dead-worker test needs it
+  c.epoch = 0x5eed0001;
   return c;
 }
 
@@ -211,7 +213,7 @@ TEST(CommunicatorTest, Fp32BlockFloatIsWithinTheBound) {
       }));
   for (std::size_t s = 0; s < sizes.size(); ++s)
     for (int r = 0; r < 4; ++r) {
-      SCOPED_TRACE(testing::Message() << "size " << sizes[s] << " rank " << r);
+      SCOPED_TRACE(::testing::Message() << "size " << sizes[s] << " rank " << r);
       expect_within_bound(results[r][s], inputs[s], kPerPacket);
       // Every worker gets the same bits: they all dequantize the same sums.
       EXPECT_EQ(results[r][s], results[0][s]);
@@ -528,6 +530,35 @@ TEST(CommunicatorTest, ConstructorRejectsBadConfigs) {
   EXPECT_THROW(Communicator(c, net.attach(job.workers[0].address)), Error);
   c.rank = 0;
   EXPECT_THROW(Communicator(c, nullptr), Error);
+  c.epoch.reset();  // without a run token a re-run could take an earlier run's sums
+  EXPECT_THAT(testing::error_of([&] { Communicator(c, net.attach(job.workers[0].address)); }),
+              HasSubstr("epoch: not set"));
+}
+
+// A second run of a job against an aggregator that still holds the first run's rounds (same
+// slots, same packet numbering from 0) gets its own sums: its fresh packets take the sets over.
+// With one epoch for both runs the aggregator would answer the second run's packets with the
+// first run's stored results.
+TEST(CommunicatorTest, ARerunAgainstARunningAggregatorGetsItsOwnSums) {
+  const JobSpec job = test_job(3);
+  SwitchedNetwork sw(job);
+  const std::size_t n = 64 * kWindow * 3 + 5;  // several uses of every (slot, set)
+  for (const std::uint32_t epoch : {0x11111111u, 0x22222222u, 0x33333333u}) {
+    std::vector<std::vector<std::int32_t>> inputs, results(3);
+    for (int r = 0; r < 3; ++r) inputs.push_back(random_ints(n, epoch + r));
+    expect_no_errors(run_ranks(
+        sw.net, job,
+        [&](int r) {
+          Config c = test_config(job, r);
+          c.epoch = epoch;
+          return c;
+        },
+        [&](int r, Communicator& comm) {
+          results[r] = inputs[r];
+          comm.allreduce(std::span<std::int32_t>(results[r]));
+        }));
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r], wrapping_sum(inputs)) << "rank " << r;
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,7 @@ class DpdkNetns : public ::testing::Test {
     sw.wait_line("listening on", ChildProcess::Clock::now() + std::chrono::seconds(10));
     EXPECT_THAT(sw.output(), ::testing::HasSubstr("listening on 10.77.0.254:20033"));
     std::vector<ChildProcess> workers;
+    const std::string epoch = std::to_string(std::random_device{}());  // one for this run
     for (int r = 0; r < kWorkers; ++r)
       workers.push_back(start({"ip",
                                "netns",
@@ -133,6 +135,8 @@ class DpdkNetns : public ::testing::Test {
                                job_,
                                "--transport",
                                "dpdk",
+                               "--epoch",
+                               epoch,
                                "--dtype",
                                dtype,
                                "--count",

@@ -189,12 +189,12 @@ TEST(DpdkTransport, EalStartFailureSaysWhatToDo) {
     "aggregator": "10.1.0.254:20033", "workers": [{"rank": 0, "address": "10.1.0.1:20100"}]})",
              f);
   std::fclose(f);
-  const std::string cmd =
-      "env NETAGG_JOB_FILE=" + job +
-      " NETAGG_RANK=0 NETAGG_TRANSPORT=dpdk NETAGG_DPDK_NO_PCI=1 NETAGG_DPDK_VDEVS=net_ring0"
-      " NETAGG_DPDK_EAL_ARGS='--huge-dir " +
-      dir + "/no-hugetlbfs' " + std::string(NETAGG_BINARY_DIR) +
-      "/host/tools/netagg-allreduce --count 8 2>&1";
+  const std::string cmd = "env NETAGG_JOB_FILE=" + job +
+                          " NETAGG_RANK=0 NETAGG_EPOCH=1 NETAGG_TRANSPORT=dpdk "
+                          "NETAGG_DPDK_NO_PCI=1 NETAGG_DPDK_VDEVS=net_ring0"
+                          " NETAGG_DPDK_EAL_ARGS='--huge-dir " +
+                          dir + "/no-hugetlbfs' " + std::string(NETAGG_BINARY_DIR) +
+                          "/host/tools/netagg-allreduce --count 8 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

@@ -50,12 +50,14 @@ Header header_from(const Vector& v) {
   h.type = type_from(v.at("type"));
   h.dtype = dtype_from(v.at("dtype"));
   h.set = static_cast<std::uint8_t>(v.integer("set"));
+  h.fresh = static_cast<std::uint8_t>(v.integer("fresh"));
   h.job_id = static_cast<std::uint16_t>(v.integer("job_id"));
   h.rank = static_cast<std::uint16_t>(v.integer("rank"));
   h.slot = static_cast<std::uint16_t>(v.integer("slot"));
   h.count = static_cast<std::uint16_t>(v.integer("count"));
   h.exponent = static_cast<std::int16_t>(v.integer("exponent"));
   h.seq = static_cast<std::uint32_t>(v.integer("seq"));
+  h.epoch = static_cast<std::uint32_t>(v.integer("epoch"));
   return h;
 }
 
@@ -241,9 +243,7 @@ TEST(Wire, DecodeNeverReadsPastTheBuffer) {
         buf[0] = std::byte(kVersion);
         buf[1] = std::byte(1);
         buf[2] = std::byte(rng() % 3);
-        buf[3] = std::byte(0);
-        for (std::size_t i = offset::kReserved; i < offset::kReserved + 4; ++i)
-          buf[i] = std::byte(0);
+        buf[3] = std::byte(rng() % 4);  // set and fresh
       }
       const Decoded d = decode({buf.get(), n});
       if (d) {
@@ -322,7 +322,9 @@ TEST(WireFields, FrameTablesMatchTheEncoder) {
   h.count = 2;
   h.exponent = -3;
   h.seq = 0xdeadbeef;
+  h.epoch = 0x5eed0001;
   h.set = 1;
+  h.fresh = 1;
   std::vector<std::byte> packet(h.packet_size());
   ASSERT_TRUE(encode_header(h, packet));
   std::vector<std::byte> frame(kFrameOverhead + packet.size() + 64);
@@ -355,14 +357,14 @@ TEST(WireFields, FrameTablesMatchTheEncoder) {
   EXPECT_EQ(field(udp, f::kUdp, "checksum"), 0u);
   EXPECT_EQ(field(hdr, f::kNetagg, "version"), kVersion);
   EXPECT_EQ(field(hdr, f::kNetagg, "type"), 1u);
-  EXPECT_EQ(field(hdr, f::kNetagg, "flags"), 1u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "flags"), 3u);
   EXPECT_EQ(field(hdr, f::kNetagg, "job_id"), 0x1234u);
   EXPECT_EQ(field(hdr, f::kNetagg, "rank"), 5u);
   EXPECT_EQ(field(hdr, f::kNetagg, "slot"), 0x0102u);
   EXPECT_EQ(field(hdr, f::kNetagg, "count"), 2u);
   EXPECT_EQ(field(hdr, f::kNetagg, "exponent"), 0xfffdu);
   EXPECT_EQ(field(hdr, f::kNetagg, "seq"), 0xdeadbeefu);
-  EXPECT_EQ(field(hdr, f::kNetagg, "reserved"), 0u);
+  EXPECT_EQ(field(hdr, f::kNetagg, "epoch"), 0x5eed0001u);
 }
 
 }  // namespace

@@ -518,6 +518,62 @@ TEST_F(Rtl, RetransmissionFromThePreviousSet) {
   expect_balanced();
 }
 
+// Runs told apart by their epoch: a second run's fresh packets take over the sets an earlier
+// run left (finished or not) and get the second run's sums; a packet of the earlier run that is
+// not fresh is dropped, counted stale_epoch. Frames of two epochs that meet on one (slot, set)
+// are not one group (the model replays the groups the RTL took and must agree).
+TEST_F(Rtl, RunsOfAJobNeverMix) {
+  const JobSpec job = make_job(1, 3, 8, 4);
+  install(0, job);
+  constexpr std::uint32_t kA = 0xA0A0A0A0, kB = 0xB0B0B0B0, kC = 0xC0C0C0C0;
+  auto c = [](std::uint16_t rank, std::uint16_t slot, std::uint32_t epoch, std::uint8_t fresh,
+              std::int32_t v) {
+    return Contribution{.job = 1,
+                        .rank = rank,
+                        .slot = slot,
+                        .values = ints({v, v}),
+                        .epoch = epoch,
+                        .fresh = fresh};
+  };
+  // Run A completes slot 10 and leaves slot 11 unfinished.
+  for (std::uint16_t r = 0; r < 3; ++r) send(job, c(r, 10, kA, 1, 1));
+  send(job, c(0, 11, kA, 1, 100));
+  // Run B numbers its packets from 0 again.
+  EXPECT_TRUE(send(job, c(0, 10, kB, 1, 2)).empty());   // takes slot 10 over: no stored result
+  EXPECT_TRUE(send(job, c(1, 10, kA, 0, 50)).empty());  // run A, not fresh: stale_epoch
+  EXPECT_EQ(count(C::kDroppedStaleEpoch), 1u);
+  send(job, c(1, 10, kB, 1, 2));
+  auto results = send(job, c(2, 10, kB, 1, 2));
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.values, ints({6, 6}));
+    EXPECT_EQ(r.header.epoch, kB);
+    EXPECT_EQ(r.header.fresh, 0);
+  }
+  // A resend of B's round carries B's epoch; one of A's, not fresh, gets nothing.
+  results = send(job, c(1, 10, kB, 1, 2));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].header.epoch, kB);
+  EXPECT_TRUE(send(job, c(1, 10, kA, 0, 1)).empty());
+  // Run B takes over A's unfinished round on slot 11 with all three ranks in one cycle, next to
+  // a late packet of A: rank 0's bit of A's round is not B's, so no rank is a duplicate.
+  results = send_together(
+      job, {c(0, 11, kB, 1, 7), c(1, 11, kB, 1, 7), c(2, 11, kB, 1, 7), c(1, 11, kA, 0, 100)});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) EXPECT_EQ(r.values, ints({21, 21}));
+  // Run C starts on slot 11 with two epochs in one cycle on the same (slot, set).
+  Contribution late = c(0, 11, kB, 0, 9);
+  late.seq = 0xFFFFFFF0;  // older than B's round: stale before C takes over, stale_epoch after
+  results = send_together(job, {late, c(0, 11, kC, 1, 3), c(1, 11, kC, 1, 3), c(2, 11, kC, 1, 3)});
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.values, ints({9, 9}));
+    EXPECT_EQ(r.header.epoch, kC);
+  }
+  EXPECT_EQ(count(C::kDroppedDuplicate), 0u);
+  expect_balanced();
+}
+
 // Eight rounds through one slot alternating sets, a lost result retransmitted while the next
 // round fills the other set.
 TEST_F(Rtl, BothSetsInFlight) {

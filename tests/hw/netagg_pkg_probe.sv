@@ -16,7 +16,7 @@ module netagg_pkg_probe (
   output logic [15:0]                          count_o,
   output logic [15:0]                          exponent_o,
   output logic [31:0]                          seq_o,
-  output logic [31:0]                          reserved_o,
+  output logic [31:0]                          epoch_o,
   output logic                                 is_contribution_o,
   output logic                                 is_result_o,
   output logic                                 is_int32_o,
@@ -50,7 +50,7 @@ module netagg_pkg_probe (
   assign count_o    = header.count;
   assign exponent_o = header.exponent;
   assign seq_o      = header.seq;
-  assign reserved_o = header.reserved;
+  assign epoch_o = header.epoch;
 
   assign is_contribution_o = header.msg_type == netagg_pkg::MSG_CONTRIBUTION;
   assign is_result_o       = header.msg_type == netagg_pkg::MSG_RESULT;

@@ -68,7 +68,7 @@ class PkgDecode : public ::testing::Test {
     EXPECT_EQ(probe_->count_o, be(f, h + wire::offset::kCount, 2));
     EXPECT_EQ(probe_->exponent_o, be(f, h + wire::offset::kExponent, 2));
     EXPECT_EQ(probe_->seq_o, be(f, h + wire::offset::kSeq, 4));
-    EXPECT_EQ(probe_->reserved_o, be(f, h + wire::offset::kReserved, 4));
+    EXPECT_EQ(probe_->epoch_o, be(f, h + wire::offset::kEpoch, 4));
     for (int k = 0; k < static_cast<int>(wire::kHeaderSize); ++k) {
       EXPECT_EQ(out_byte(probe_->header_bytes_o, k), std::to_integer<std::uint8_t>(f[h + k]))
           << "header_bytes byte " << k;

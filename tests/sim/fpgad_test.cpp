@@ -174,7 +174,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
   workers[0].send_to(agg, patched(wire::offset::kType, 0));      // bad type
   workers[0].send_to(agg, patched(wire::offset::kDtype, 7));     // bad dtype
   workers[0].send_to(agg, patched(wire::offset::kFlags, 4));     // bad flags
-  workers[0].send_to(agg, patched(wire::offset::kReserved, 1));  // reserved
+  workers[0].send_to(agg, patched(wire::offset::kFlags, 0x80));  // bad flags
   workers[0].send_to(agg, patched(wire::offset::kCount, 0x80));  // count too large
   workers[0].send_to(agg, {good.begin(), good.end() - 1});       // length
   {
@@ -238,8 +238,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"malformed_bad_version", 1},
       {"malformed_bad_type", 1},
       {"malformed_bad_dtype", 1},
-      {"malformed_bad_flags", 1},
-      {"malformed_reserved_nonzero", 1},
+      {"malformed_bad_flags", 2},
       {"malformed_count_too_large", 1},
       {"malformed_length_mismatch", 2},
       {"dropped_not_contribution", 1},
@@ -253,6 +252,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"dropped_duplicate", 1},
       {"dropped_stale", 0},
       {"dropped_ahead", 0},
+      {"dropped_stale_epoch", 0},
       {"datagrams_in", sent},
       {"egress_frames", 3 * kPackets + 1},
       {"egress_undecodable", 0},

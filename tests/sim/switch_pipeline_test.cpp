@@ -43,11 +43,27 @@ INSTANTIATE_TEST_SUITE_P(Vectors, SwitchVectorReplay, ::testing::ValuesIn(all_ve
 TEST(SwitchVectors, EveryConformanceCaseIsPresent) {
   std::set<std::string> names;
   for (const auto& v : all_vectors()) names.insert(v.name);
-  for (const char* name :
-       {"basic_reduction", "retransmission_after_completion", "other_set", "both_sets",
-        "slot_reuse", "ignored_retransmissions", "retransmission_from_previous_set", "foreign_job",
-        "unknown_source", "slot_out_of_range", "stale_and_ahead", "count_checks", "type_and_dtype",
-        "malformed", "two_jobs", "arp_and_icmp", "l2_forwarding"})
+  for (const char* name : {"basic_reduction",
+                           "retransmission_after_completion",
+                           "other_set",
+                           "both_sets",
+                           "slot_reuse",
+                           "ignored_retransmissions",
+                           "retransmission_from_previous_set",
+                           "foreign_job",
+                           "unknown_source",
+                           "slot_out_of_range",
+                           "stale_and_ahead",
+                           "count_checks",
+                           "type_and_dtype",
+                           "malformed",
+                           "two_jobs",
+                           "arp_and_icmp",
+                           "l2_forwarding",
+                           "rerun",
+                           "takeover_unfinished",
+                           "foreign_epoch",
+                           "fresh_same_epoch"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 

@@ -77,6 +77,7 @@ TEST_P(SwitchOnVector, MalformedIsCountedValidIsAggregated) {
   const auto& regs = model.registers(slot, set);
   EXPECT_TRUE(regs.has_round);
   EXPECT_EQ(regs.seq, static_cast<std::uint32_t>(v.integer("seq")));
+  EXPECT_EQ(regs.epoch, static_cast<std::uint32_t>(v.integer("epoch")));
   EXPECT_EQ(regs.count, v.integer("count"));
   EXPECT_EQ(regs.exponent, v.integer("exponent"));
   EXPECT_EQ(regs.bitmap, 1u << rank);

@@ -170,7 +170,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
   workers[0].send_to(sw, patched(wire::offset::kType, 0));      // bad type
   workers[0].send_to(sw, patched(wire::offset::kDtype, 7));     // bad dtype
   workers[0].send_to(sw, patched(wire::offset::kFlags, 4));     // bad flags
-  workers[0].send_to(sw, patched(wire::offset::kReserved, 1));  // reserved
+  workers[0].send_to(sw, patched(wire::offset::kFlags, 0x80));  // bad flags
   workers[0].send_to(sw, patched(wire::offset::kCount, 0x80));  // count too large
   workers[0].send_to(sw, {good.begin(), good.end() - 1});       // length
   {
@@ -235,12 +235,12 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"dropped_duplicate", 1},
       {"dropped_stale", 0},
       {"dropped_ahead", 0},
+      {"dropped_stale_epoch", 0},
       {"malformed_truncated", 2},
       {"malformed_bad_version", 1},
       {"malformed_bad_type", 1},
       {"malformed_bad_dtype", 1},
-      {"malformed_bad_flags", 1},
-      {"malformed_reserved_nonzero", 1},
+      {"malformed_bad_flags", 2},
       {"malformed_count_too_large", 1},
       {"malformed_length_mismatch", 2},
       {"datagrams_sent", 3 * kPackets + 1},

@@ -46,6 +46,7 @@ struct CsrOutputs {
 // The round state of one (slot, set), as in sim/switch plus dtype and the ECN OR.
 struct RoundState {
   bool has_round;     // the set holds a round (in progress or complete)
+  uint32_t epoch;     // the epoch (run token) of its contributions, echoed in results
   uint32_t seq;       // seq of the round's first contribution, echoed in results
   uint32_t bitmap;    // ranks that contributed (SwitchML: the other set's bit is cleared)
   uint8_t remaining;  // workers still to contribute; 0 = complete
@@ -241,10 +242,19 @@ class Aggregator {
       }
       int r = open_run(runs, at);
       const uint32_t bit = 1u << k.rank;
-      if (decision == kNewRound) {  // no run of `at` is open: that would make this one ahead
+      if (decision == kTakeover) {
+        // The frames of this group that went into the other epoch's round are discarded with
+        // it; its bitmap belongs to that epoch.
+        if (r >= 0) runs[r].open = false;
+        r = -1;
+        round.bitmap = 0;
+      }
+      if (decision == kNewRound || decision == kTakeover) {
+        // (kNewRound: no run of `at` is open, that would make this one ahead)
         r = free_run(runs);
         runs[r].first = true;
         round.has_round = true;
+        round.epoch = k.epoch;
         round.seq = k.seq;
         round.remaining = static_cast<uint8_t>(jobs_[k.job].workers);
         round.count = k.count;
@@ -298,7 +308,8 @@ class Aggregator {
 
  private:
   static constexpr int kRegWords = csr14::kCounterHi / 4 + 1;
-  enum Decision { kNewRound = -1, kJoin = -2, kResend = -3 };  // >= 0: a drop counter index
+  // >= 0: a drop counter index. kTakeover: a new round on a set that holds another epoch's.
+  enum Decision { kNewRound = -1, kJoin = -2, kResend = -3, kTakeover = -4 };
 
   struct JobEntry {
     bool valid;
@@ -316,10 +327,10 @@ class Aggregator {
   // A frame that passed the frame, header and job table checks.
   struct Contribution {
     int job;  // job table entry
-    uint8_t dtype, set, ecn;
+    uint8_t dtype, set, fresh, ecn;
     uint16_t rank, slot, count;
     int16_t exponent;
-    uint32_t seq;
+    uint32_t seq, epoch;
   };
   // The frames of a group that start or join one round of one (slot, set).
   struct Run {
@@ -489,7 +500,6 @@ class Aggregator {
     if (dtype > kDtypeBf16) return csr14::kMalformedBadDtype;
     const unsigned flags = get_byte(h, kNetaggFlags);
     if (flags & kFlagsReservedMask) return csr14::kMalformedBadFlags;
-    if (get_be32(h, kNetaggReserved) != 0) return csr14::kMalformedReservedNonzero;
     const unsigned count = get_be16(h, kNetaggCount);
     if (count > kMaxCount) return csr14::kMalformedCountTooLarge;
     if (packet != kNetaggHeaderSize + count * element_size(dtype))
@@ -516,12 +526,14 @@ class Aggregator {
     c.job = job;
     c.dtype = static_cast<uint8_t>(dtype);
     c.set = static_cast<uint8_t>(flags & kFlagSet);
+    c.fresh = static_cast<uint8_t>((flags & kFlagFresh) != 0);
     c.ecn = static_cast<uint8_t>(get_byte(h, kIpv4Ecn) & kIpv4EcnMask);
     c.rank = static_cast<uint16_t>(rank);
     c.slot = static_cast<uint16_t>(slot);
     c.count = static_cast<uint16_t>(count);
     c.exponent = static_cast<int16_t>(get_be16(h, kNetaggExponent));
     c.seq = get_be32(h, kNetaggSeq);
+    c.epoch = get_be32(h, kNetaggEpoch);
     return -1;
   }
 
@@ -529,6 +541,8 @@ class Aggregator {
   // counter index (>= 0) or a Decision.
   static int decide(const RoundState& round, const Contribution& k) {
     if (!round.has_round) return kNewRound;
+    if (k.epoch != round.epoch)
+      return k.fresh ? static_cast<int>(kTakeover) : csr14::kDroppedStaleEpoch;
     const int32_t age = static_cast<int32_t>(k.seq - round.seq);  // serial-number arithmetic
     const bool complete = round.remaining == 0;
     if (age < 0) return csr14::kDroppedStale;
@@ -634,6 +648,7 @@ class Aggregator {
     set_be16(h, kNetaggCount, round.count);
     set_be16(h, kNetaggExponent, static_cast<uint16_t>(round.exponent));
     set_be32(h, kNetaggSeq, round.seq);
+    set_be32(h, kNetaggEpoch, round.epoch);
 
     const int port = w.egress_port;
     const int beats = static_cast<int>((payload + kBeatBytes - 1) / kBeatBytes);

@@ -52,10 +52,10 @@ enum Counter {
   kFramesIn = 0, kFramesOut, kAggregated, kCompletions, kResultsResent, kMalformedTruncated,
   kMalformedNotIpv4, kMalformedBadIpHeader, kMalformedNotUdp, kMalformedWrongPort,
   kMalformedIpLengthMismatch, kMalformedUdpLengthMismatch, kMalformedBadVersion, kMalformedBadType,
-  kMalformedBadDtype, kMalformedBadFlags, kMalformedReservedNonzero, kMalformedCountTooLarge,
-  kMalformedLengthMismatch, kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange,
-  kDroppedForeignSource, kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch,
-  kDroppedDtypeMismatch, kDroppedDuplicate, kDroppedStale, kDroppedAhead, kCounterCount
+  kMalformedBadDtype, kMalformedBadFlags, kMalformedCountTooLarge, kMalformedLengthMismatch,
+  kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
+  kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
+  kDroppedDuplicate, kDroppedStale, kDroppedAhead, kDroppedStaleEpoch, kCounterCount
 };
 
 }  // namespace csr14

@@ -56,6 +56,11 @@ struct Config {
   Duration job_timeout = std::chrono::seconds(10);
   double loss = 0.0;  // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;
+  // The run's token on the wire (docs/wire-format.md, "Runs and epochs"): every worker of a run
+  // must use the same value, and each run a new one, so that a run never receives another
+  // run's sums. A Communicator refuses to start without one. Not read from a file: a file
+  // outlives a run.
+  std::optional<std::uint32_t> epoch;
 
   // JSON file (docs/configuration.md). Relative job_file paths resolve against the file's folder.
   static Config from_file(const std::filesystem::path& file);
@@ -63,8 +68,9 @@ struct Config {
   // NETAGG_JOB_ID to pick from a multi-job file), NETAGG_RANK (else OMPI_COMM_WORLD_RANK,
   // PMI_RANK, RANK), NETAGG_WORLD_SIZE (else OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must
   // match the job), NETAGG_AGGREGATOR, NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS,
-  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, and NETAGG_DPDK_* for the
-  // fields of `dpdk` (docs/configuration.md). Validated before returning.
+  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, NETAGG_EPOCH (else
+  // launcher_epoch()), and NETAGG_DPDK_* for the fields of `dpdk` (docs/configuration.md).
+  // Validated before returning.
   static Config from_env();
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).
   void validate() const;
@@ -74,6 +80,15 @@ struct Config {
   // The address this worker sends from: the job's entry for `rank`.
   Endpoint local_address() const;
 };
+
+// An epoch as text: decimal or 0x-prefixed hexadecimal, 0..2^32-1; `where` names the source.
+std::uint32_t parse_epoch(std::string_view text, std::string_view where);
+// An epoch all ranks of the current launch agree on, from the run identifier their launcher
+// sets (TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, SLURM_JOB_ID with
+// SLURM_STEP_ID): a hash of it, or nothing when no launcher says.
+std::optional<std::uint32_t> launcher_epoch();
+// A random epoch for a launcher that starts every worker itself (netagg-local, tests).
+std::uint32_t random_epoch();
 
 FloatWire parse_float_wire(std::string_view text);  // "int32-bfp" | "fp32"
 std::string_view to_string(FloatWire w);

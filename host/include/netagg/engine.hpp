@@ -41,6 +41,9 @@ struct EngineParams {
   bool adaptive_retransmit = false;
   Duration min_retransmit_timeout = std::chrono::milliseconds(1);
   Duration job_timeout = std::chrono::seconds(10);  // fail after this long without a new result
+  // The run's token: sent in every contribution, required in every result. A packet is sent
+  // `fresh` when it is the first of this engine on its (slot, set) (global index < 2W).
+  std::uint32_t epoch = 0;
 };
 
 // What an operation sends and where its results go; the communicator implements it per call.
@@ -60,12 +63,13 @@ class PacketSource {
 struct EngineStats {
   std::uint64_t packets_sent = 0;  // first transmissions
   std::uint64_t retransmissions = 0;
-  std::uint64_t results = 0;      // results accepted (one per packet)
-  std::uint64_t duplicates = 0;   // results for packets already answered or not in flight
-  std::uint64_t rejected = 0;     // undecodable, wrong job/rank/type, slot out of range, or the
-                                  // in-flight packet's slot/set/seq with another count or dtype
-  std::uint64_t operations = 0;   // operations completed
-  std::uint64_t rtt_samples = 0;  // round trips measured (packets answered without a resend)
+  std::uint64_t results = 0;        // results accepted (one per packet)
+  std::uint64_t duplicates = 0;     // results for packets already answered or not in flight
+  std::uint64_t rejected = 0;       // undecodable, wrong job/rank/type, slot out of range, or the
+                                    // in-flight packet's slot/set/seq with another count or dtype
+  std::uint64_t foreign_epoch = 0;  // results of this job with another run's epoch, dropped
+  std::uint64_t operations = 0;     // operations completed
+  std::uint64_t rtt_samples = 0;    // round trips measured (packets answered without a resend)
   // Retransmissions shown unnecessary: a result came again for a packet already answered that
   // had been retransmitted, i.e. the aggregator answered the original and the copy. Then the
   // first result answered the original, so its round trip is known after all and is measured

@@ -76,7 +76,8 @@ inline constexpr std::size_t kMaxElementSize = 4;
 
 // Bits of the flags field.
 inline constexpr std::uint8_t kFlagSet = 0x01;  // which of the slot's two copies (the shadow copy)
-inline constexpr std::uint8_t kFlagsReservedMask = 0xFE;
+inline constexpr std::uint8_t kFlagFresh = 0x02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
+inline constexpr std::uint8_t kFlagsReservedMask = 0xFC;
 
 // ---- the netagg header ----------------------------------------------------------------
 //
@@ -84,14 +85,14 @@ inline constexpr std::uint8_t kFlagsReservedMask = 0xFE;
 //  0       1     version    wire format version
 //  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
 //  2       1     dtype      data type of the payload elements
-//  3       1     flags      bit 0: set; bits 1..7 zero
+//  3       1     flags      bit 0: set; bit 1: fresh; bits 2..7 zero
 //  4       2     job_id     the job; aggregators keep a table of jobs
 //  6       2     rank       contribution: the sender's rank; result: the rank of the addressed work
 //  8       2     slot       absolute slot index in the aggregator's pool, inside the job's range
 //  10      2     count      elements in the payload; 0 carries only an exponent
 //  12      2     exponent   int16 block exponent, max-reduced by the aggregator; -32768 (exponent_n
 //  14      4     seq        the worker's packet sequence number (its global packet index mod 2^32),
-//  18      4     reserved   zero; keeps the payload at frame byte 64
+//  18      4     epoch      the run's token: the same for every worker of a run, drawn at random fo
 //  22      ...   payload    count elements, big-endian
 //
 // All multi-byte fields are big-endian (network order).
@@ -111,7 +112,7 @@ inline constexpr std::size_t kSlot = 8;
 inline constexpr std::size_t kCount = 10;
 inline constexpr std::size_t kExponent = 12;
 inline constexpr std::size_t kSeq = 14;
-inline constexpr std::size_t kReserved = 18;
+inline constexpr std::size_t kEpoch = 18;
 inline constexpr std::size_t kPayload = 22;
 }  // namespace offset
 
@@ -122,12 +123,14 @@ struct Header {
   MsgType type = MsgType::kContribution;
   DataType dtype = DataType::kInt32;
   std::uint8_t set = 0;  // 0 or 1: flags bit 0
+  std::uint8_t fresh = 0;  // 0 or 1: flags bit 1
   std::uint16_t job_id = 0;
   std::uint16_t rank = 0;
   std::uint16_t slot = 0;
   std::uint16_t count = 0;
   std::int16_t exponent = kExponentNone;
   std::uint32_t seq = 0;
+  std::uint32_t epoch = 0;
 
   std::size_t payload_size() const { return std::size_t{count} * element_size(dtype); }
   std::size_t packet_size() const { return kHeaderSize + payload_size(); }
@@ -142,17 +145,16 @@ enum class Error : std::uint8_t {
   kBadType = 3,  // type is not a msg_type
   kBadDtype = 4,  // dtype is not a dtype
   kBadFlags = 5,  // a reserved flag bit is set
-  kReservedNonzero = 6,  // the reserved word is not zero
-  kCountTooLarge = 7,  // count > max_count
-  kLengthMismatch = 8,  // bytes after the header differ from count x element size
-  kNotIpv4 = 9,  // EtherType is not IPv4
-  kBadIpHeader = 10,  // IPv4 version/IHL not 4/5, fragmented, or checksum wrong
-  kNotUdp = 11,  // IP protocol is not UDP
-  kWrongPort = 12,  // UDP destination port is not the aggregator's
-  kIpLengthMismatch = 13,  // IP total length larger than the frame or too small for UDP
-  kUdpLengthMismatch = 14,  // UDP length differs from IP total length - 20
+  kCountTooLarge = 6,  // count > max_count
+  kLengthMismatch = 7,  // bytes after the header differ from count x element size
+  kNotIpv4 = 8,  // EtherType is not IPv4
+  kBadIpHeader = 9,  // IPv4 version/IHL not 4/5, fragmented, or checksum wrong
+  kNotUdp = 10,  // IP protocol is not UDP
+  kWrongPort = 11,  // UDP destination port is not the aggregator's
+  kIpLengthMismatch = 12,  // IP total length larger than the frame or too small for UDP
+  kUdpLengthMismatch = 13,  // UDP length differs from IP total length - 20
 };
-inline constexpr std::size_t kErrorCount = 15;
+inline constexpr std::size_t kErrorCount = 14;
 struct ErrorInfo {
   std::string_view id;       // identifier: "bad_version" (vectors, counters, JSON)
   std::string_view text;     // human words: "bad version"
@@ -166,7 +168,6 @@ inline constexpr std::array<ErrorInfo, kErrorCount> kErrors = {{
     {"bad_type", "bad type", "malformed_bad_type", true},
     {"bad_dtype", "bad data type", "malformed_bad_dtype", true},
     {"bad_flags", "reserved flag bits set", "malformed_bad_flags", true},
-    {"reserved_nonzero", "reserved word not zero", "malformed_reserved_nonzero", true},
     {"count_too_large", "element count too large", "malformed_count_too_large", true},
     {"length_mismatch", "length does not match element count", "malformed_length_mismatch", true},
     {"not_ipv4", "not IPv4", "malformed_not_ipv4", false},
@@ -211,19 +212,19 @@ inline void store_header(const Header& h, std::byte* p) {
   p[offset::kVersion] = std::byte(h.version);
   p[offset::kType] = std::byte(h.type);
   p[offset::kDtype] = std::byte(h.dtype);
-  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0));
+  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0) | (h.fresh ? kFlagFresh : 0));
   store_be16(p + offset::kJobId, static_cast<std::uint16_t>(h.job_id));
   store_be16(p + offset::kRank, static_cast<std::uint16_t>(h.rank));
   store_be16(p + offset::kSlot, static_cast<std::uint16_t>(h.slot));
   store_be16(p + offset::kCount, static_cast<std::uint16_t>(h.count));
   store_be16(p + offset::kExponent, static_cast<std::uint16_t>(h.exponent));
   store_be32(p + offset::kSeq, static_cast<std::uint32_t>(h.seq));
-  store_be32(p + offset::kReserved, static_cast<std::uint32_t>(0));
+  store_be32(p + offset::kEpoch, static_cast<std::uint32_t>(h.epoch));
 }
 
 // True if every value of h fits its field.
 constexpr bool header_encodable(const Header& h) {
-  return h.set <= 1 && h.count <= kMaxCount;
+  return h.set <= 1 && h.fresh <= 1 && h.count <= kMaxCount;
 }
 
 // Reads the header's fields from p[0..kHeaderSize) into h and checks them in the order
@@ -239,23 +240,24 @@ inline Error load_header(const std::byte* p, Header& h) {
   const auto raw_count = load_be16(p + offset::kCount);
   const auto raw_exponent = load_be16(p + offset::kExponent);
   const auto raw_seq = load_be32(p + offset::kSeq);
-  const auto raw_reserved = load_be32(p + offset::kReserved);
+  const auto raw_epoch = load_be32(p + offset::kEpoch);
   if (raw_version != kVersion) return Error::kBadVersion;
   if (!is_valid(MsgType(raw_type))) return Error::kBadType;
   if (!is_valid(DataType(raw_dtype))) return Error::kBadDtype;
   if ((raw_flags & kFlagsReservedMask) != 0) return Error::kBadFlags;
-  if (raw_reserved != 0) return Error::kReservedNonzero;
   if (raw_count > kMaxCount) return Error::kCountTooLarge;
   h.version = raw_version;
   h.type = static_cast<MsgType>(raw_type);
   h.dtype = static_cast<DataType>(raw_dtype);
   h.set = (raw_flags & kFlagSet) ? 1 : 0;
+  h.fresh = (raw_flags & kFlagFresh) ? 1 : 0;
   h.job_id = raw_job_id;
   h.rank = raw_rank;
   h.slot = raw_slot;
   h.count = raw_count;
   h.exponent = static_cast<std::int16_t>(raw_exponent);
   h.seq = raw_seq;
+  h.epoch = raw_epoch;
   return Error::kOk;
 }
 
@@ -303,7 +305,7 @@ inline constexpr Field kUdp[] = {
 inline constexpr Field kNetagg[] = {
     {"version", 0, 8}, {"type", 8, 8}, {"dtype", 16, 8}, {"flags", 24, 8}, {"job_id", 32, 16},
     {"rank", 48, 16}, {"slot", 64, 16}, {"count", 80, 16}, {"exponent", 96, 16}, {"seq", 112, 32},
-    {"reserved", 144, 32},
+    {"epoch", 144, 32},
 };
 }  // namespace fields
 

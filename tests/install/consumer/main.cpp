@@ -87,6 +87,7 @@ int main() {
         netagg::Config cfg;
         cfg.job = job;
         cfg.rank = rank;
+        cfg.epoch = 7;
         netagg::Communicator comm(cfg, net.attach(job.workers[rank].address));
         comm.allreduce(std::span<std::int32_t>(data[rank]));
       } catch (...) {
