@@ -71,9 +71,10 @@ spid=$!
 wait_listening "$raw/switchd.out"
 saddr=$(sed -n 's/.*listening on //p' "$raw/switchd.out" | head -1)
 pids=()
+epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # the run's, the same on every worker
 for (( r = 0; r < workers; ++r )); do
   "$worker" --rank "$r" --job "$job" --target "$saddr" --dtype int32 --count "$count" \
-    --iterations "$iterations" --json > "$raw/worker$r.json" 2> "$raw/worker$r.log" &
+    --iterations "$iterations" --epoch "$epoch" --json > "$raw/worker$r.json" 2> "$raw/worker$r.log" &
   pids+=($!)
 done
 status=0

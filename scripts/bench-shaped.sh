@@ -83,11 +83,12 @@ run_netagg() {
     > "$raw/$name.switch.log" 2>&1 &
   sw=$!
   for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
-  local pids=()
+  local pids=() epoch
+  epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # one per run, the same on every worker
   for (( r = 0; r < n; ++r )); do
     ip netns exec "$ns-w$r" timeout --kill-after=10 600 "$netagg_bin" --rank "$r" --job "$job" \
       --dtype "$dtype" --count $(( bytes / 4 )) --iterations $(( iterations + 1 )) --timeout 30 \
-      --json > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
+      --epoch "$epoch" --json > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=$?; done

@@ -212,12 +212,13 @@ if [ "$dpdk_enabled" != 0 ]; then
         --slots 64 > "$raw/$name.switch.log" 2>&1 &
       sw=$!
       for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
-      local pids=()
+      local pids=() epoch
+      epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # one per run, the same on every worker
       for (( r = 0; r < dpdk_ranks; ++r )); do
         ip netns exec "$dpdk_ns-w$r" env NETAGG_DPDK_VDEVS="net_af_packet0,iface=dp0" \
           NETAGG_DPDK_NO_HUGE=1 NETAGG_DPDK_NO_PCI=1 timeout --kill-after=10 "$timeout_s" \
           "$netagg_bin" --rank "$r" --job "$dpdk_job" --transport "$transport" --dtype fp32 \
-          --count $((bytes / 4)) --iterations "$iterations" --timeout 10 --json \
+          --count $((bytes / 4)) --iterations "$iterations" --timeout 10 --epoch "$epoch" --json \
           > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
         pids+=($!)
       done

@@ -469,6 +469,11 @@ Config Config::from_env() {
 }
 
 std::uint32_t parse_epoch(std::string_view text, std::string_view where) {
+  // Blanks around the number are allowed: `od -An -tu4` writes them.
+  const auto first = text.find_first_not_of(" \t\n");
+  text = first == std::string_view::npos
+             ? std::string_view{}
+             : text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
   const bool hex = text.starts_with("0x") || text.starts_with("0X");
   const std::string_view digits = hex ? text.substr(2) : text;
   std::uint64_t v = 0;

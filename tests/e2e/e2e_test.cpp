@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.hpp"
+#include "daemon.hpp"
 
 namespace {
 
@@ -293,6 +296,48 @@ TEST_P(Aggregators, Fp32WithLoss) {
   }
 }
 
+// A job run twice against one running daemon, as a user re-runs a training script: the second
+// run numbers its packets from 0 again on the slots the first left full, and must get its own
+// sums (each worker verifies every element). The epochs differ, as netagg-local draws them.
+TEST_P(Aggregators, ARerunAgainstARunningDaemonGetsItsOwnSums) {
+  namespace t = netagg::testing;
+  const fs::path dir = t::make_temp_dir("netagg-e2e-rerun");
+  std::vector<netagg::Endpoint> addresses;
+  {
+    t::LoopbackUdpSocket a, b;  // two free ports, given back before the workers bind them
+    addresses = {a.local(), b.local()};
+  }
+  const fs::path job = dir / "job.json";
+  std::ofstream(job) << R"({"job_id": 5, "slots": {"base": 0, "count": 4}, )"
+                     << R"("elements_per_packet": 64, "workers": [)"
+                     << t::worker_json(0, addresses[0], 0) << ", "
+                     << t::worker_json(1, addresses[1], 1) << "]}";
+  std::vector<std::string> args{"--listen", "127.0.0.1:0", "--job", job.string()};
+  if (fpga()) args.insert(args.end(), {"--model", GetParam().fpga_model});
+  const std::string daemon = fpga() ? "netagg-fpgad" : "netagg-switchd";
+  const fs::path program =
+      fs::path(NETAGG_BINARY_DIR) / "sim" / (fpga() ? "fpga" : "switch") / daemon;
+  t::DaemonProcess d(daemon, t::command(program, args), dir, std::chrono::seconds(60));
+  const std::string target = d.wait_listening().to_string();
+  for (const auto& [epoch, seed] : {std::pair{"17", "1"}, {"0x2a", "2"}, {"99", "3"}}) {
+    std::vector<std::unique_ptr<ChildProcess>> workers;
+    for (int r = 0; r < 2; ++r)
+      workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
+          kWorker, "--rank", std::to_string(r), "--job", job.string(), "--target", target,
+          "--epoch", epoch, "--dtype", "int32", "--count", "3001", "--seed", seed, "--timeout",
+          "10", "--json"}));
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(workers[r]->wait_exit(ChildProcess::Clock::now() + std::chrono::seconds(45)));
+      EXPECT_EQ(workers[r]->exit_code(), 0)
+          << "epoch " << epoch << " rank " << r << ": " << workers[r]->output();
+      const json report = json::parse(workers[r]->output(), nullptr, false);
+      EXPECT_EQ(report.value("verification", ""), "ok") << workers[r]->output();
+    }
+  }
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, Aggregators, ::testing::ValuesIn(targets()),
                          [](const auto& info) { return info.param.label; });
 
@@ -329,7 +374,7 @@ TEST(EndToEnd, VerboseShowsTheDaemonsOutput) {
   EXPECT_THAT(run.out, HasSubstr("verification: ok"));
 }
 
-TEST(EndToEnd, OneWorkerWithABadRankSaysSo) {
+TEST(EndToEnd, AWorkerWithABadRankOrNoEpochSaysSo) {
   const auto dir = std::filesystem::path(::testing::TempDir());
   const auto job = dir / ("e2e-job-" + std::to_string(::getpid()) + ".json");
   {
@@ -343,9 +388,21 @@ TEST(EndToEnd, OneWorkerWithABadRankSaysSo) {
   }
   const ToolRun run =
       run_tool({"--rank", "5", "--job", job.string()}, std::chrono::seconds(45), kWorker);
-  std::filesystem::remove(job);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.err, HasSubstr("rank 5 is outside the job's 2 workers"));
+  // A worker started by hand without an epoch (and no launcher's run id) does not start: it
+  // could take an earlier run's sums. The environment of the test may hold a launcher's id.
+  const ToolRun no_epoch = run_tool(
+      {"-u", "NETAGG_EPOCH", "-u", "TORCHELASTIC_RUN_ID", "-u", "OMPI_MCA_ess_base_jobid", "-u",
+       "PMIX_NAMESPACE", "-u", "SLURM_JOB_ID", kWorker, "--rank", "0", "--job", job.string()},
+      std::chrono::seconds(45), "/usr/bin/env");
+  EXPECT_EQ(no_epoch.exit_code, 2) << no_epoch.err;
+  EXPECT_THAT(no_epoch.err, HasSubstr("epoch: not set"));
+  const ToolRun bad_epoch = run_tool({"--rank", "0", "--job", job.string(), "--epoch", "-1"},
+                                     std::chrono::seconds(45), kWorker);
+  EXPECT_EQ(bad_epoch.exit_code, 2);
+  EXPECT_THAT(bad_epoch.err, HasSubstr("--epoch: '-1' is not a decimal or 0x-hexadecimal"));
+  std::filesystem::remove(job);
 }
 
 }  // namespace

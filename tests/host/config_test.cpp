@@ -50,7 +50,13 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "NETAGG_MIN_RETRANSMIT_TIMEOUT_MS",
                                       "NETAGG_ADAPTIVE_RETRANSMIT",
                                       "NETAGG_LOSS",
-                                      "NETAGG_LOSS_SEED"};
+                                      "NETAGG_LOSS_SEED",
+                                      "NETAGG_EPOCH",
+                                      "TORCHELASTIC_RUN_ID",
+                                      "OMPI_MCA_ess_base_jobid",
+                                      "PMIX_NAMESPACE",
+                                      "SLURM_JOB_ID",
+                                      "SLURM_STEP_ID"};
 
 class ConfigTest : public ::testing::Test {
  protected:
@@ -236,6 +242,41 @@ TEST_F(ConfigTest, RankAndSizeFromOtherLaunchers) {
   EXPECT_EQ(Config::from_env().rank, 0);
   ::setenv("WORLD_SIZE", "8", 1);
   EXPECT_EQ(error_of([] { Config::from_env(); }), "WORLD_SIZE=8 but the job has 4 workers");
+}
+
+// The epoch: NETAGG_EPOCH, else the run id of the launcher that started every rank (the same
+// on every rank, another for the next run), else none.
+TEST_F(ConfigTest, EpochFromTheEnvironmentOrTheLaunchersRunId) {
+  ::setenv("NETAGG_JOB_FILE", write("job.json", kJob4).c_str(), 1);
+  ::setenv("NETAGG_RANK", "1", 1);
+  EXPECT_FALSE(Config::from_env().epoch);
+  ::setenv("OMPI_MCA_ess_base_jobid", "2183593985", 1);
+  const auto ompi = Config::from_env().epoch;
+  ASSERT_TRUE(ompi);
+  EXPECT_EQ(launcher_epoch(), ompi);
+  ::setenv("OMPI_MCA_ess_base_jobid", "2183593986", 1);  // the next mpirun
+  EXPECT_NE(Config::from_env().epoch, ompi);
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  ::setenv("SLURM_JOB_ID", "77", 1);
+  ::setenv("SLURM_STEP_ID", "0", 1);
+  const auto step0 = launcher_epoch();
+  ::setenv("SLURM_STEP_ID", "1", 1);
+  EXPECT_NE(launcher_epoch(), step0);
+  ::setenv("TORCHELASTIC_RUN_ID", "a1b2", 1);  // torchrun, ahead of the others
+  EXPECT_NE(launcher_epoch(), step0);
+  ::setenv("NETAGG_EPOCH", " 3735928559\n", 1);  // ours wins; blanks as od writes them
+  EXPECT_EQ(Config::from_env().epoch, 3735928559u);
+  ::setenv("NETAGG_EPOCH", "0xdeadbeef", 1);
+  EXPECT_EQ(Config::from_env().epoch, 0xdeadbeefu);
+  EXPECT_EQ(Config::from_env().engine_params().epoch, 0xdeadbeefu);
+  ::setenv("NETAGG_EPOCH", "4294967296", 1);
+  EXPECT_EQ(error_of([] { Config::from_env(); }),
+            "NETAGG_EPOCH: 4294967296 does not fit in 32 bits");
+  ::setenv("NETAGG_EPOCH", "12ab", 1);
+  EXPECT_EQ(error_of([] { Config::from_env(); }),
+            "NETAGG_EPOCH: '12ab' is not a decimal or 0x-hexadecimal integer");
+  ::setenv("NETAGG_EPOCH", "", 1);
+  EXPECT_THAT(error_of([] { Config::from_env(); }), ::testing::HasSubstr("NETAGG_EPOCH"));
 }
 
 TEST_F(ConfigTest, EnvironmentOverridesTheConfigFile) {
