@@ -15,7 +15,9 @@ sim/switch/pipeline.md (ARP, ICMP echo, L2 forwarding, the output frames' IPv4 f
 step also states the outcome its author expects, and every case may state the sums it expects:
 the generator stops if its model disagrees, so a vector is right by two independent accounts.
 Every contribution carries its run's epoch (CASE_EPOCH unless the step names another) and is
-fresh when it is its sender's first packet on that (slot, set) in the run, or a copy of it.
+fresh when it is its sender's first packet on that (slot, set) in the run, or a copy of it (a
+case that takes up a run after a restart of the switch says not fresh itself); `recovery` only
+where a step sets it. Results carry fresh and recovery clear.
     python3 scripts/gen_switch_vectors.py
 """
 import json
@@ -71,13 +73,14 @@ def checksum(data):
     return (~ones_sum(data)) & 0xFFFF
 
 
-def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, fresh=0, job_id=1, rank=0, slot=0,
-                  values=(), exponent=EXP_NONE, seq=0, epoch=0, version=wire_format.VERSION,
-                  flags=None, count=None, raw_dtype=None, extra=b""):
+def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, fresh=0, recovery=0, job_id=1, rank=0,
+                  slot=0, values=(), exponent=EXP_NONE, seq=0, epoch=0,
+                  version=wire_format.VERSION, flags=None, count=None, raw_dtype=None, extra=b""):
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
     n = len(values) if count is None else count
     hdr = wire_format.pack_header(version=version, type=type, dtype=d,
-                                  flags=(set | fresh << 1) if flags is None else flags,
+                                  flags=((set | fresh << 1 | recovery << 2) if flags is None
+                                         else flags),
                                   job_id=job_id, rank=rank, slot=slot, count=n,
                                   exponent=exponent, seq=seq & 0xFFFFFFFF, epoch=epoch)
     if dtype == "bf16":
@@ -172,7 +175,7 @@ class Switch:
 
     def result_packet(self, job_id, slot, s, rank):
         r = self.regs(slot, s)
-        # Results carry the round's epoch; fresh is 0 in results.
+        # Results carry the round's epoch; fresh and recovery are 0 in results.
         return netagg_packet(type=RESULT, set=s, job_id=job_id, rank=rank, slot=slot,
                              values=r.values[:r.count], exponent=r.exponent, seq=r.seq,
                              epoch=r.epoch)
@@ -215,7 +218,7 @@ class Switch:
             return "bad_type"
         if dtype > 2:
             return "bad_dtype"
-        if flags & 0xFC:  # bit 0 set, bit 1 fresh; bits 2..7 must be zero
+        if flags & 0xF8:  # bit 0 set, bit 1 fresh, bit 2 recovery; bits 3..7 must be zero
             return "bad_flags"
         if count > MAX_COUNT:
             return "count_too_large"
@@ -284,7 +287,7 @@ class Switch:
             return self.drop("malformed", err)
         version, type, dtype, flags, job_id, rank, slot, count, exponent, seq, epoch = (
             struct.unpack(">BBBBHHHHhII", p[:22]))
-        s, fresh = flags & 1, (flags >> 1) & 1
+        s, fresh, recovery = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1
         src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
         if type != CONTRIBUTION:
             return self.drop("not_contribution")
@@ -305,13 +308,26 @@ class Switch:
         if count > job["elements_per_packet"]:
             return self.drop("count_too_large_for_job")
 
-        r, other = self.regs(slot, s), self.regs(slot, 1 - s)
+        r = self.regs(slot, s)
         bit = 1 << rank
         first = True
         # The epoch first: a round of another run is taken over by a fresh packet (its sender's
         # first on this set in its run) and closed to every other packet of that run.
         takeover = r.has_round and epoch != r.epoch
-        if takeover and not fresh:
+        if recovery:
+            # A recovery copy (a packet whose result its sender has, sent again for workers still
+            # waiting on its round) never starts a round nor takes a set over: it is only taken
+            # by the round of its own epoch and seq, and then exactly as any packet.
+            if takeover:
+                return self.drop("stale_epoch")
+            if not r.has_round:
+                return self.drop("no_round")
+            age = serial_age(seq, r.seq)
+            if age < 0:
+                return self.drop("stale")
+            if age > 0:
+                return self.drop("no_round")
+        elif takeover and not fresh:
             return self.drop("stale_epoch")
         if r.has_round and not takeover:
             age = serial_age(seq, r.seq)
@@ -336,9 +352,13 @@ class Switch:
                     return self.drop("duplicate")
             first = age > 0
         values = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0] for i in range(count)]
-        # A takeover's bitmap holds only its own bit: the set's bits belong to the other run.
-        r.bitmap = bit if takeover else r.bitmap | bit
-        other.bitmap &= ~bit
+        # Every new round (the set holds none, complete and newer, or a takeover) starts with its
+        # starter's bit alone, never OR'ed with the stored bits: they belong to an earlier round
+        # (of this run or, on a takeover, of another). A join sets its sender's bit. The other
+        # set's bitmap is never touched (no SwitchML pair update): after a restart it can hold a
+        # round its sender still adds recovery copies to, and clearing the sender's bit there
+        # would let the next copy be added twice.
+        r.bitmap = bit if first else r.bitmap | bit
         if first:
             r.has_round = True
             r.epoch = epoch
@@ -509,13 +529,14 @@ class Case:
                              values=values, seq=seq, epoch=epoch, **kw)
 
     def send(self, job_id, rank, slot, s, seq, values, expect, exponent=EXP_NONE, sums=None,
-             note=None, sender=None, epoch=None, fresh=None, why=None, **kw):
+             note=None, sender=None, epoch=None, fresh=None, recovery=0, why=None, **kw):
         epoch, fresh = self.run_flags(job_id, rank, slot, s, seq, epoch, fresh,
                                       kw.get("type", CONTRIBUTION))
         w = self.worker(*(sender or (job_id, rank)))
         ip, port = w["address"].split(":")
-        pkt = netagg_packet(set=s, fresh=fresh, job_id=job_id, rank=rank, slot=slot,
-                            values=values, exponent=exponent, seq=seq, epoch=epoch, **kw)
+        pkt = netagg_packet(set=s, fresh=fresh, recovery=recovery, job_id=job_id, rank=rank,
+                            slot=slot, values=values, exponent=exponent, seq=seq, epoch=epoch,
+                            **kw)
         f = udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port), NETAGG_PORT, pkt)
         if note is None:
             who = f"job {job_id} rank {rank}" + (f" (from job {sender[0]} rank {sender[1]}'s "
@@ -523,11 +544,13 @@ class Case:
             note = f"{who}: slot {slot} set {s} seq {seq} values {list(values)}"
             if exponent != EXP_NONE:
                 note += f" exponent {exponent}"
-        note += f", epoch {epoch:#010x}" + (" fresh" if fresh else "")
+        note += (f", epoch {epoch:#010x}" + (" fresh" if fresh else "") +
+                 (" recovery" if recovery else ""))
         if why:
             note += f": {why}"
         out = self.frame(w["switch_port"], f, expect, note, sums)
-        # A result answers a packet of the round's own epoch: it carries that epoch, fresh clear.
+        # A result answers a packet of the round's own epoch: it carries that epoch, fresh and
+        # recovery clear (flags = the set bit only).
         for _, o in out:
             flags, got = o[45], struct.unpack(">I", o[60:64])[0]
             if got != epoch or flags != s:
@@ -681,7 +704,8 @@ def cases():
     out.append(c)
 
     c = Case("retransmission_overtaken", "A late copy of rank 0's packet 0 arrives after its "
-             "packet 1 cleared its set-0 bit: answered with round 0's result, not a new round.",
+             "packet 1 started round 1 in set 1: it has set 0's seq, so it gets round 0's stored "
+             "result, not a new round; round 2 then starts in set 0 from its starter's bit alone.",
              [J2one])
     c.send(1, 0, 8, 0, 0, [1, 2], "aggregated")
     c.send(1, 1, 8, 0, 0, [10, 20], "completed", sums=[11, 22])
@@ -776,6 +800,148 @@ def cases():
     c.send(1, 2, 11, 0, 11, [6], "completed", sums=[15])
     out.append(c)
 
+    J3one = make_job(1, 3, 8, 1, 4)  # one slot (W = 1): packet P goes to set P mod 2
+    c = Case("recovery_copies", "Recovery copies (flag bit 2: a packet whose result its sender "
+             "has, sent again for workers still waiting on its round) on a slot whose sets hold "
+             "no round, as after a restart of the switch. A recovery copy never starts a round: "
+             "to a set with no round, or with a seq newer than the set's round (complete or "
+             "not), it is dropped as no_round; older, stale; to a round of another epoch, "
+             "stale_epoch even when fresh (no takeover). A copy of the set's own round is taken "
+             "as any packet: it joins the round (and may complete it), is a duplicate or a "
+             "count_mismatch, gets the stored result. No dropped copy changes a register, which "
+             "the normal packets after each drop show.", [J3one])
+    c.send(1, 1, 8, 0, 0, [2, 2], "dropped no_round", recovery=1,
+           why="set 0 holds no round")
+    c.send(1, 2, 8, 0, 0, [3, 3], "dropped no_round", recovery=1, epoch=FOREIGN, fresh=1,
+           why="another epoch's fresh copy: set 0 holds no round to take over or be stale against")
+    c.send(1, 0, 8, 0, 0, [1, 1], "aggregated",
+           why="a normal packet starts round 0 as ever")
+    c.send(1, 1, 8, 0, 0, [2, 2], "aggregated", recovery=1,
+           why="the copy joins round 0 (the dropped one left no bit)")
+    c.send(1, 1, 8, 0, 0, [2, 2], "dropped duplicate", recovery=1, why="rank 1's bit is set")
+    c.send(1, 2, 8, 0, 0, [3, 3, 3], "dropped count_mismatch", recovery=1,
+           why="checked against the round as any packet")
+    c.send(1, 2, 8, 0, 0, [3, 3], "completed", recovery=1, sums=[6, 6],
+           why="the copy completes round 0: the result goes to every worker")
+    c.send(1, 2, 8, 0, 0, [3, 3], "result_resent", recovery=1, sums=[6, 6],
+           why="a copy to the complete round: the stored result, to rank 2 alone")
+    c.send(1, 2, 8, 0, 2, [30, 30], "dropped no_round", recovery=1,
+           why="newer than the complete round 0 (a normal packet would start round 2)")
+    c.send(1, 0, 8, 1, 1, [10, 10], "aggregated", why="round 1 starts in set 1")
+    c.send(1, 1, 8, 1, 1, [20, 20], "aggregated")
+    c.send(1, 2, 8, 1, 3, [40, 40], "dropped no_round", recovery=1, fresh=0,
+           why="newer than round 1 in progress (a normal packet would be ahead)")
+    c.send(1, 2, 8, 1, 1, [30, 30], "completed", sums=[60, 60],
+           why="rank 2's own packet 1 completes round 1")
+    c.send(1, 1, 8, 1, 1, [20, 20], "result_resent", recovery=1, sums=[60, 60],
+           why="a copy to the complete round 1: its stored result")
+    c.send(1, 0, 8, 0, 2, [100, 100], "aggregated", why="round 2 starts in set 0")
+    c.send(1, 1, 8, 0, 0, [2, 2], "dropped stale", recovery=1,
+           why="older than round 2 in progress")
+    c.send(1, 1, 8, 0, 2, [200, 200], "dropped stale_epoch", recovery=1, epoch=FOREIGN, fresh=1,
+           why="another epoch's fresh copy does not take round 2 over (a fresh normal packet "
+           "would)")
+    c.send(1, 1, 8, 0, 2, [200, 200], "aggregated",
+           why="rank 1's own packet 2 joins: the stale and stale_epoch copies left no bit")
+    c.send(1, 2, 8, 0, 2, [300, 300], "completed", sums=[600, 600],
+           why="the sum holds round 2's own contributions only")
+    c.send(1, 2, 8, 1, 3, [7, 7], "aggregated",
+           why="a normal packet newer than the complete round 1 starts round 3; rank 2's "
+           "no_round copy of packet 3 left no bit")
+    c.send(1, 0, 8, 1, 3, [8, 8], "aggregated")
+    c.send(1, 1, 8, 1, 3, [9, 9], "completed", sums=[24, 24])
+    out.append(c)
+
+    # After a restart of the switch every set is empty, as at the start of a case. Packets 6, 7
+    # and 8 of a run with W = 1 (packet P to set P mod 2) are none of them fresh: a worker marks
+    # fresh only packets below 2W. The second lane of every contribution is 1, so the second lane
+    # of a result is the number of contributions added.
+    c = Case("restart_recovery", "The switch restarts in the middle of a run on one slot (W = 1, "
+             "three workers; every set empty, as here). Ranks 1 and 2 got the result of packet 6 "
+             "(set 0) and retransmit packet 7 (set 1); rank 0 lost packet 6's result and "
+             "retransmits packet 6. Ranks 1 and 2 send their recovery copies of packet 6, which "
+             "complete round 6. No packet touches the other set's bitmap, so rank 1's "
+             "retransmission of packet 7 stays a duplicate (had its join of round 6 cleared its "
+             "bit in set 1, as SwitchML's pair update does, that copy would complete round 7 as "
+             "2000 + 4000 + 2000 = 8000, without rank 0); rank 0's packet 7 completes round 7 "
+             "with each contribution once. "
+             "The bits the recovery joins left in set 0 are not carried into its next round: "
+             "round 8 starts from its starter's bit and every rank joins it. The second lane is 1 "
+             "in every contribution, so a result's second lane counts the contributions added.",
+             [J3one])
+    c.send(1, 1, 8, 1, 7, [2000, 1], "aggregated", fresh=0,
+           why="rank 1 retransmits packet 7: set 1 holds no round, round 7 starts with bit 1")
+    c.send(1, 2, 8, 1, 7, [4000, 1], "aggregated", fresh=0,
+           why="rank 2 retransmits packet 7: joins, round 7 holds 2000 + 4000")
+    c.send(1, 1, 8, 0, 6, [10, 1], "dropped no_round", recovery=1, fresh=0,
+           why="rank 1's recovery copy of packet 6, sent with a later retransmission of packet 7: "
+           "set 0 holds no round yet and a copy never starts one")
+    c.send(1, 0, 8, 0, 6, [1, 1], "aggregated", fresh=0,
+           why="rank 0 retransmits packet 6, whose result it lost: round 6 starts in set 0 with "
+           "bit 0")
+    c.send(1, 1, 8, 0, 6, [10, 1], "aggregated", recovery=1, fresh=0,
+           why="rank 1's recovery copy joins round 6 (1 + 10); rank 1's bit in set 1 (its packet "
+           "7 in round 7) stays set")
+    c.send(1, 2, 8, 0, 6, [100, 1], "completed", recovery=1, fresh=0, sums=[111, 3],
+           why="rank 2's recovery copy completes round 6: 1 + 10 + 100 = 111 from 3 "
+           "contributions, to every worker; rank 2's bit in set 1 stays set")
+    c.send(1, 1, 8, 1, 7, [2000, 1], "dropped duplicate", fresh=0,
+           why="rank 1 retransmits packet 7 again: its bit in round 7 is still set, so 2000 is "
+           "not added a second time (added, it would complete round 7 as 2000 + 4000 + 2000 = "
+           "8000 without rank 0)")
+    c.send(1, 1, 8, 0, 6, [10, 1], "result_resent", recovery=1, fresh=0, sums=[111, 3],
+           why="the recovery copy sent with that retransmission gets round 6's stored result "
+           "and changes nothing")
+    c.send(1, 2, 8, 1, 7, [4000, 1], "dropped duplicate", fresh=0,
+           why="rank 2's bit in round 7 is still set too")
+    c.send(1, 0, 8, 1, 7, [1000, 1], "completed", fresh=0, sums=[7000, 3],
+           why="rank 0, with packet 6's result, sends packet 7: 1000 + 2000 + 4000 = 7000 from 3 "
+           "contributions, each rank's once")
+    c.send(1, 2, 8, 0, 8, [500, 1], "aggregated", fresh=0,
+           why="rank 2 sends packet 8: newer than the complete round 6, so round 8 starts in set "
+           "0 with bit 2 alone, not with the bits of ranks 1 and 2 that their recovery joins of "
+           "round 6 left there")
+    c.send(1, 1, 8, 0, 8, [50, 1], "aggregated", fresh=0,
+           why="rank 1 joins round 8: its bit of round 6 is not carried over (it would make this "
+           "a duplicate and round 8 could never complete)")
+    c.send(1, 0, 8, 0, 8, [5, 1], "completed", fresh=0, sums=[555, 3],
+           why="rank 0 completes round 8: 5 + 50 + 500 = 555 from 3 contributions")
+    out.append(c)
+
+    c = Case("restart_recovery_lost", "The switch restarts in the middle of a run on one slot "
+             "(W = 1, three workers; every set empty, as here), and rank 1's retransmission of "
+             "packet 7 (set 1) is lost while the recovery copy of packet 6 (set 0) sent with it "
+             "joins round 6, formed again by rank 0, which lost packet 6's result. Rank 1's next "
+             "retransmission of packet 7 starts round 7 in set 1 and leaves set 0's bitmap "
+             "alone, so rank 1's next recovery copy of packet 6 is a duplicate (had packet 7 "
+             "cleared rank 1's bit in set 0, as SwitchML's pair update does, that copy would be "
+             "added a second time and complete round 6 as 1 + 10 + 10 = 21, without rank 2). "
+             "Round 6 completes once rank 2's copy arrives, round 7 once rank 0 has that result. "
+             "The second lane is 1 in every contribution, so a result's second lane counts the "
+             "contributions added.", [J3one])
+    c.send(1, 0, 8, 0, 6, [1, 1], "aggregated", fresh=0,
+           why="rank 0 retransmits packet 6, whose result it lost: round 6 starts in set 0 with "
+           "bit 0")
+    c.send(1, 1, 8, 0, 6, [10, 1], "aggregated", recovery=1, fresh=0,
+           why="rank 1's recovery copy of packet 6, sent with a retransmission of packet 7 that "
+           "was lost: joins round 6 (1 + 10)")
+    c.send(1, 1, 8, 1, 7, [2000, 1], "aggregated", fresh=0,
+           why="rank 1's next retransmission of packet 7: set 1 holds no round, round 7 starts "
+           "with bit 1; rank 1's bit in round 6 (set 0) stays set")
+    c.send(1, 1, 8, 0, 6, [10, 1], "dropped duplicate", recovery=1, fresh=0,
+           why="rank 1's next recovery copy of packet 6: its bit in round 6 is set, so 10 is not "
+           "added a second time (added, it would complete round 6 as 1 + 10 + 10 = 21 without "
+           "rank 2)")
+    c.send(1, 2, 8, 1, 7, [4000, 1], "aggregated", fresh=0,
+           why="rank 2 retransmits packet 7: joins round 7 (2000 + 4000)")
+    c.send(1, 2, 8, 0, 6, [100, 1], "completed", recovery=1, fresh=0, sums=[111, 3],
+           why="rank 2's recovery copy completes round 6: 1 + 10 + 100 = 111 from 3 "
+           "contributions, each rank's once, to every worker")
+    c.send(1, 0, 8, 1, 7, [1000, 1], "completed", fresh=0, sums=[7000, 3],
+           why="rank 0, with packet 6's result, sends packet 7: 1000 + 2000 + 4000 = 7000 from 3 "
+           "contributions")
+    out.append(c)
+
     c = Case("seq_wrap", "Rounds across the 32-bit seq wrap (seq 4294967295, then 0 in the other "
              "set, then 1): serial-number arithmetic keeps them in order; 4294967295 is stale "
              "after 1.", [J2one])
@@ -824,7 +990,7 @@ def cases():
         ("version 2", to_switch(c.packet(1, 0, 8, 0, 0, version=2)), "bad_version"),
         ("type 3", to_switch(c.packet(1, 0, 8, 0, 0, type=3)), "bad_type"),
         ("dtype 3", to_switch(c.packet(1, 0, 8, 0, 0, raw_dtype=3)), "bad_dtype"),
-        ("flag bit 2", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x04)), "bad_flags"),
+        ("flag bit 3", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x08)), "bad_flags"),
         ("flag bit 7 with set and fresh", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x83)),
          "bad_flags"),
         ("count 1025", to_switch(c.packet(1, 0, 8, 0, 0, count=1025)), "count_too_large"),

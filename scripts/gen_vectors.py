@@ -20,12 +20,13 @@ DTYPES = wire_format.DTYPES
 EXP_NONE = wire_format.EXP_NONE
 
 
-def header(type="contribution", dtype="int32", set=0, fresh=0, job_id=1, rank=0, slot=0,
-           count=0, exponent=EXP_NONE, seq=0, epoch=0, version=1, flags=None, raw_type=None,
-           raw_dtype=None):
+def header(type="contribution", dtype="int32", set=0, fresh=0, recovery=0, job_id=1, rank=0,
+           slot=0, count=0, exponent=EXP_NONE, seq=0, epoch=0, version=1, flags=None,
+           raw_type=None, raw_dtype=None):
     t = TYPES[type] if raw_type is None else raw_type
     d = DTYPES[dtype] if raw_dtype is None else raw_dtype
-    f = (set | fresh << 1) if flags is None else flags
+    # flags: bit 0 set, bit 1 fresh, bit 2 recovery; bits 3..7 reserved (zero).
+    f = (set | fresh << 1 | recovery << 2) if flags is None else flags
     return wire_format.pack_header(version=version, type=t, dtype=d, flags=f, job_id=job_id,
                                    rank=rank, slot=slot, count=count, exponent=exponent, seq=seq,
                                    epoch=epoch)
@@ -94,8 +95,9 @@ def packet_vector(name, description, values=None, **h):
     dtype = h.get("dtype", "int32")
     data = header(**h) + payload(dtype, values or [])
     fields = dict(version=1, type=h.get("type", "contribution"), dtype=dtype, set=h.get("set", 0),
-                  fresh=h.get("fresh", 0), job_id=h.get("job_id", 1), rank=h.get("rank", 0),
-                  slot=h.get("slot", 0), count=h.get("count", 0),
+                  fresh=h.get("fresh", 0), recovery=h.get("recovery", 0),
+                  job_id=h.get("job_id", 1), rank=h.get("rank", 0), slot=h.get("slot", 0),
+                  count=h.get("count", 0),
                   exponent=h.get("exponent", EXP_NONE), seq=h.get("seq", 0),
                   epoch=h.get("epoch", 0))
     write(name, description, "packet", "ok", data, fields, values=values)
@@ -138,13 +140,22 @@ def main():
     packet_vector("result_epoch", "A result echoes its round's epoch 0x5eed0001 with fresh clear.",
                   values=[5, -6], type="result", job_id=1, rank=0, slot=3, set=0, count=2,
                   exponent=0, seq=3, epoch=0x5EED0001)
+    c_recovery, c_recovery_fields = packet_vector(
+        "contribution_recovery", "Rank 2 sends its packet 3 on slot 3, set 0 again, whose result "
+        "it has, for a worker still waiting on that round: recovery set (flags 0x04), epoch "
+        "0x5eed0001.", values=[-2, 40], job_id=1, rank=2, slot=3, set=0, recovery=1, count=2,
+        exponent=1, seq=3, epoch=0x5EED0001)
+    packet_vector("contribution_recovery_fresh_set1", "set, fresh and recovery all set (flags "
+                  "0x07): a recovery copy of the sender's first packet on slot 9, set 1.",
+                  values=[-7], job_id=4, rank=1, slot=9, set=1, fresh=1, recovery=1, count=1,
+                  seq=11, epoch=1)
 
     bad = [
         ("truncated", "Ten bytes: shorter than the 22-byte header.", header(count=0)[:10]),
         ("bad_version", "Version 2.", header(version=2)),
         ("bad_type", "Type 3 is neither contribution nor result.", header(raw_type=3)),
         ("bad_dtype", "Data type 3 is not defined.", header(raw_dtype=3)),
-        ("bad_flags", "A reserved flag bit (bit 2) is set.", header(flags=0x04)),
+        ("bad_flags", "The lowest reserved flag bit (bit 3) is set.", header(flags=0x08)),
         ("bad_flags_bit7", "The highest reserved flag bit (bit 7) is set, with set and fresh.",
          header(flags=0x83)),
         ("count_too_large", "count 1025 exceeds the maximum of 1024.",
@@ -171,6 +182,9 @@ def main():
     write("frame_contribution_fresh",
           "contribution_fresh in Ethernet/IPv4/UDP: the epoch sits in frame bytes 60..63.",
           "frame", "ok", frame(c_fresh, **ff), c_fresh_fields, ff, values=[5, -6])
+    write("frame_contribution_recovery",
+          "contribution_recovery in Ethernet/IPv4/UDP: the recovery flag is bit 2 of frame byte "
+          "45.", "frame", "ok", frame(c_recovery, **ff), c_recovery_fields, ff, values=[-2, 40])
     frame_bad = [
         ("frame_truncated", "truncated", "41 bytes: shorter than Ethernet+IPv4+UDP.",
          frame(c_int, **ff)[:41]),

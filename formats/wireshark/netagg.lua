@@ -28,9 +28,10 @@ local f = netagg.fields
 f.version = ProtoField.uint8("netagg.version", "version", base.DEC, nil, nil, "wire format version")
 f.type = ProtoField.uint8("netagg.type", "type", base.DEC, msg_type_names, nil, "contribution (worker to aggregator) or result (aggregator to worker)")
 f.dtype = ProtoField.uint8("netagg.dtype", "dtype", base.DEC, dtype_names, nil, "data type of the payload elements")
-f.flags = ProtoField.uint8("netagg.flags", "flags", base.HEX, nil, nil, "bit 0: set; bit 1: fresh; bits 2..7 zero")
+f.flags = ProtoField.uint8("netagg.flags", "flags", base.HEX, nil, nil, "bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero")
 f.flags_set = ProtoField.uint8("netagg.set", "set", base.DEC, nil, 0x01, "which of the slot's two copies (the shadow copy)")
 f.flags_fresh = ProtoField.uint8("netagg.fresh", "fresh", base.DEC, nil, 0x02, "contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results")
+f.flags_recovery = ProtoField.uint8("netagg.recovery", "recovery", base.DEC, nil, 0x04, "contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results")
 f.job_id = ProtoField.uint16("netagg.job_id", "job_id", base.DEC, nil, nil, "the job; aggregators keep a table of jobs")
 f.rank = ProtoField.uint16("netagg.rank", "rank", base.DEC, nil, nil, "contribution: the sender's rank; result: the rank of the addressed worker")
 f.slot = ProtoField.uint16("netagg.slot", "slot", base.DEC, nil, nil, "absolute slot index in the aggregator's pool, inside the job's range")
@@ -47,7 +48,7 @@ local checks = {
   { field = "version", error = "bad_version", ok = function(v) return v == 1 end },
   { field = "type", error = "bad_type", ok = function(v) return msg_type_names[v] ~= nil end },
   { field = "dtype", error = "bad_dtype", ok = function(v) return dtype_names[v] ~= nil end },
-  { field = "flags", error = "bad_flags", ok = function(v) return bit.band(v, bit.bnot(3)) == 0 end },
+  { field = "flags", error = "bad_flags", ok = function(v) return bit.band(v, bit.bnot(7)) == 0 end },
   { field = "count", error = "count_too_large", ok = function(v) return v <= 1024 end },
 }
 
@@ -71,6 +72,7 @@ function netagg.dissector(buffer, pinfo, tree)
   local item_flags = root:add(f.flags, buffer(3, 1))
   item_flags:add(f.flags_set, buffer(3, 1))
   item_flags:add(f.flags_fresh, buffer(3, 1))
+  item_flags:add(f.flags_recovery, buffer(3, 1))
   raw.job_id = buffer(4, 2):uint()
   local item_job_id = root:add(f.job_id, buffer(4, 2))
   raw.rank = buffer(6, 2):uint()

@@ -64,9 +64,11 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   stats_.rto = rto_.rto();
 
   slots_.resize(params.window);
-  buffers_.resize(std::size_t{params.window} * wire::kMaxPacketSize);
-  // A send, a retransmission of every slot and their replacements fit without reallocating.
-  transmits_.reserve(std::size_t{params.window} * 2);
+  buffers_.resize(2 * std::size_t{params.window} * wire::kMaxPacketSize);
+  buffer_info_.resize(2 * std::size_t{params.window});
+  // A send, a retransmission of every slot with its predecessor, and their replacements fit
+  // without reallocating.
+  transmits_.reserve(std::size_t{params.window} * 3);
 }
 
 void Engine::start(PacketSource& src, TimePoint now) {
@@ -102,13 +104,15 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   const std::uint64_t global = op_first_global_ + p;
   const auto idx = static_cast<std::uint32_t>(global % params_.window);
   InFlight& slot = slots_[idx];
-  std::span<std::byte> buf = buffer(idx);
+  const std::uint32_t b = buffer_index(global);
+  std::span<std::byte> buf = buffer(b);
 
   // The buffer is about to be overwritten: drop views of its previous packet that were not sent.
-  if (slot.queued_epoch == transmits_epoch_) {
+  if (buffer_info_[b].queued_epoch == transmits_epoch_) {
     std::erase_if(transmits_, [&](std::span<const std::byte> t) { return t.data() == buf.data(); });
-    slot.queued_epoch = 0;
+    buffer_info_[b].queued_epoch = 0;
   }
+  buffer_info_[b].global = UINT64_MAX;
 
   wire::Header h;
   h.type = wire::MsgType::kContribution;
@@ -148,14 +152,31 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   slot.dtype = h.dtype;
   slot.count = h.count;
   slot.size = static_cast<std::uint32_t>(h.packet_size());
+  buffer_info_[b] = {global, slot.size, 0};
   arm(idx, 0, now);
-  queue_transmit(idx);
+  queue_transmit(b);
   ++stats_.packets_sent;
 }
 
-void Engine::queue_transmit(std::uint32_t idx) {
-  transmits_.emplace_back(buffer(idx).data(), slots_[idx].size);
-  slots_[idx].queued_epoch = transmits_epoch_;
+void Engine::queue_transmit(std::uint32_t b) {
+  transmits_.emplace_back(buffer(b).data(), buffer_info_[b].size);
+  buffer_info_[b].queued_epoch = transmits_epoch_;
+}
+
+void Engine::send_predecessor(std::uint32_t idx) {
+  InFlight& slot = slots_[idx];
+  if (slot.global < params_.window) return;
+  const std::uint64_t previous = slot.global - params_.window;
+  const std::uint32_t b = buffer_index(previous);
+  if (buffer_info_[b].global != previous) return;  // never sent (a failed operation's)
+  // Marked a recovery copy: it must never start a round (wire-format.md, "A restarted
+  // aggregator"). The packet is answered, so its bytes are not sent as itself again.
+  std::byte& flags = buffer(b)[wire::offset::kFlags];
+  flags |= std::byte{wire::kFlagRecovery};
+  queue_transmit(b);
+  // Its result comes again as a duplicate, not because of a retransmission of it.
+  slot.answered_retransmissions = 0;
+  ++stats_.recovery_resends;
 }
 
 void Engine::arm(std::uint32_t idx, std::uint8_t level, TimePoint now) {
@@ -231,6 +252,13 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
 
   disarm(idx);
   slot.busy = false;
+  // Copies of it queued but not sent yet are obsolete now.
+  if (const std::uint32_t b = buffer_index(slot.global);
+      buffer_info_[b].queued_epoch == transmits_epoch_) {
+    const std::byte* data = buffer(b).data();
+    std::erase_if(transmits_, [&](std::span<const std::byte> t) { return t.data() == data; });
+    buffer_info_[b].queued_epoch = 0;
+  }
   // Karn's rule: only a packet sent once gives an unambiguous round trip (a retransmitted one
   // may give it later, if the result comes twice).
   if (slot.retransmissions == 0) {
@@ -269,9 +297,10 @@ void Engine::sample_rtt(Duration rtt) {
 void Engine::retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now) {
   disarm(idx);
   arm(idx, level, now);
-  queue_transmit(idx);
+  queue_transmit(buffer_index(slots_[idx].global));
   ++slots_[idx].retransmissions;
   ++stats_.retransmissions;
+  if (slots_[idx].retransmissions >= kRecoveryAfter) send_predecessor(idx);
 }
 
 void Engine::on_timer(TimePoint now) {

@@ -346,6 +346,7 @@ int run_worker(const Options& o) {
     out["packets_sent"] = s.packets_sent;
     out["duplicates"] = s.duplicates;
     out["foreign_epoch"] = s.foreign_epoch;
+    out["recovery_resends"] = s.recovery_resends;
     out["rejected"] = s.rejected;
     out["injected_drops"] = t.injected_drops;
     out["dropped_foreign"] = t.dropped_foreign;

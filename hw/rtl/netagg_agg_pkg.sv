@@ -63,6 +63,7 @@ package netagg_agg_pkg;
     logic [1:0]          dtype;
     logic                set_bit;      // flags bit 0: which of the slot's two sets
     logic                fresh;        // flags bit 1: may take the set over from another epoch
+    logic                recovery;     // flags bit 2: a copy that never starts a round
     logic [15:0]         job_id;
     logic [15:0]         rank;
     logic [15:0]         slot;
@@ -72,7 +73,7 @@ package netagg_agg_pkg;
     logic [31:0]         epoch;
   } desc_t;
   // $bits(desc_t), spelled out for yosys; Verilator's WIDTH lint catches a mismatch.
-  localparam int unsigned DESC_W = 2 * REASON_W + 217;
+  localparam int unsigned DESC_W = 2 * REASON_W + 218;
 
   // A result to send: everything the replication stage needs besides the job table's addresses
   // and the accumulators. Kept as a plain vector in queues (yosys takes no arrays of structs).

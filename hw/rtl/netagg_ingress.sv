@@ -196,6 +196,7 @@ module netagg_ingress #(
     desc_now.dtype = dtype[1:0];
     desc_now.set_bit = (flags & netagg_pkg::FLAG_SET) != 0;
     desc_now.fresh = (flags & netagg_pkg::FLAG_FRESH) != 0;
+    desc_now.recovery = (flags & netagg_pkg::FLAG_RECOVERY) != 0;
     desc_now.job_id = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_JOB_ID);
     desc_now.rank = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_RANK);
     desc_now.slot = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_SLOT);

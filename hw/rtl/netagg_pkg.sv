@@ -24,7 +24,7 @@ package netagg_pkg;
   //  0       1     version    wire format version
   //  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
   //  2       1     dtype      data type of the payload elements
-  //  3       1     flags      bit 0: set; bit 1: fresh; bits 2..7 zero
+  //  3       1     flags      bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero
   //  4       2     job_id     the job; aggregators keep a table of jobs
   //  6       2     rank       contribution: the sender's rank; result: the rank of the addressed wo
   //  8       2     slot       absolute slot index in the aggregator's pool, inside the job's range
@@ -59,7 +59,8 @@ package netagg_pkg;
   //  DTYPE_BF16   2 bytes
   localparam logic [7:0] FLAG_SET = 8'h01;  // which of the slot's two copies (the shadow copy)
   localparam logic [7:0] FLAG_FRESH = 8'h02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
-  localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hFC;
+  localparam logic [7:0] FLAG_RECOVERY = 8'h04;  // contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results
+  localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hF8;
 
   localparam int unsigned MAX_ELEMENT_SIZE = 4;
   localparam int unsigned MAX_PAYLOAD_SIZE = MAX_COUNT * MAX_ELEMENT_SIZE;

@@ -15,7 +15,8 @@
 //      other member (sequence age, count, dtype, rank, exponent), each member's class under
 //      each possible reference round, the result-queue lock, and the member that starts a new
 //      round (if one does). A state of another epoch is no round for a fresh member (it takes
-//      the set over, with an empty bitmap) and a stale_epoch drop for the others.
+//      the set over, with an empty bitmap) and a stale_epoch drop for the others. A recovery
+//      copy never starts a round: where it would, it is a no_round drop.
 //  D3  the members' decisions (computed for all at once, equal to deciding them one after the
 //      other in port order), the pops, the token to the adder pipeline (netagg_accum). D3
 //      waits while the adder pipeline or the result queue cannot take the group, or the
@@ -150,7 +151,7 @@ module netagg_round #(
   logic [KEY_W-1:0] c_key[NP];
   logic [RW-1:0] c_rank[NP];
   logic [31:0] c_seq[NP], c_epoch[NP];
-  logic [NP-1:0] c_fresh;
+  logic [NP-1:0] c_fresh, c_recovery;
   logic [15:0] c_count[NP];
   logic [1:0] c_dtype[NP];
   logic [15:0] c_exponent[NP];
@@ -168,6 +169,7 @@ module netagg_round #(
       c_seq[p] = d.seq;
       c_epoch[p] = d.epoch;
       c_fresh[p] = d.fresh;
+      c_recovery[p] = d.recovery;
       c_count[p] = d.count;
       c_dtype[p] = d.dtype;
       c_exponent[p] = d.exponent;
@@ -191,10 +193,9 @@ module netagg_round #(
   logic [BEATS_W-1:0] r1_est_q, r2_est_q;  // beats the group's token will likely take
   logic [RW-1:0] r1_rank_q[NP];  // (compared in D2)
   logic [31:0] r1_seq_q[NP], r2_seq_q[NP];
-  logic [NP-1:0] r1_fresh_q;
+  logic [NP-1:0] r1_fresh_q, r1_recovery_q;
   logic [31:0] r1_epoch_q, r2_epoch_q;  // the group's epoch (every member's)
   logic [31:0] r1_s_epoch_q;
-  logic r2_takeover_q;  // the state is another epoch's round
   logic [15:0] r1_count_q[NP], r2_count_q[NP];
   logic [1:0] r1_dtype_q[NP], r2_dtype_q[NP];
   logic [15:0] r1_exp_q[NP], r2_exp_q[NP];
@@ -202,7 +203,7 @@ module netagg_round #(
   logic [FI_W-1:0] r1_frame_q[NP], r2_frame_q[NP];
   // the (slot, set)'s state as D1 read it
   logic r1_s_has_q, r2_s_has_q;
-  logic [31:0] r1_s_seq_q, r2_s_seq_q, r1_s_bitmap_q, r2_s_bitmap_q, r1_o_bitmap_q, r2_o_bitmap_q;
+  logic [31:0] r1_s_seq_q, r2_s_seq_q, r1_s_bitmap_q, r2_s_bitmap_q;
   logic [NW-1:0] r1_s_rem_q, r2_s_rem_q;
   logic [CNT_W-1:0] r1_s_count_q, r2_s_count_q;
   logic [1:0] r1_s_dtype_q, r2_s_dtype_q, r1_s_ecn_q, r2_s_ecn_q;
@@ -242,7 +243,7 @@ module netagg_round #(
   // The state of every head's (slot, set) and the other set's bitmap, read beside the leader
   // choice (not behind it), the leader's taken.
   logic hd_has[NP];
-  logic [31:0] hd_seq[NP], hd_bitmap[NP], hd_o_bitmap[NP];
+  logic [31:0] hd_seq[NP], hd_bitmap[NP];
   logic [NW-1:0] hd_rem[NP];
   logic [CNT_W-1:0] hd_count[NP];
   logic [1:0] hd_dtype[NP], hd_ecn[NP];
@@ -252,7 +253,6 @@ module netagg_round #(
       hd_has[p] = has_round_q[c_key[p]];
       hd_seq[p] = seq_q[c_key[p]];
       hd_bitmap[p] = bitmap_q[c_key[p]];
-      hd_o_bitmap[p] = bitmap_q[c_key[p]^KEY_W'(1)];  // the slot's other set
       hd_rem[p] = remaining_q[c_key[p]];
       hd_count[p] = count_q[c_key[p]];
       hd_dtype[p] = dtype_q[c_key[p]];
@@ -299,6 +299,7 @@ module netagg_round #(
       r1_est_q <= BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
       r1_epoch_q <= c_epoch[lead];
       r1_fresh_q <= c_fresh;
+      r1_recovery_q <= c_recovery;
       r1_s_epoch_q <= epoch_q[lkey];
       for (int p = 0; p < NP; p++) begin
         r1_rank_q[p] <= c_rank[p];
@@ -312,7 +313,6 @@ module netagg_round #(
       r1_s_has_q <= hd_has[lead];
       r1_s_seq_q <= hd_seq[lead];
       r1_s_bitmap_q <= hd_bitmap[lead];
-      r1_o_bitmap_q <= hd_o_bitmap[lead];
       r1_s_rem_q <= hd_rem[lead];
       r1_s_count_q <= hd_count[lead];
       r1_s_dtype_q <= hd_dtype[lead];
@@ -333,7 +333,8 @@ module netagg_round #(
   localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
   localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
   localparam int unsigned CL_EPOCH = 6;  // another epoch's round, not fresh: stale_epoch
-  localparam int unsigned CL_W = 7;
+  localparam int unsigned CL_NOROUND = 7;  // a recovery copy that would start a round: no_round
+  localparam int unsigned CL_W = 8;
   logic [31:0] bit_r[NP];
   logic [CL_W-1:0] st_cls[NP];
   logic [CL_W-1:0] pq_cls[NP*NP];
@@ -374,7 +375,10 @@ module netagg_round #(
       cnt_eq = r1_count_q[p] == 16'(r1_s_count_q);
       dt_eq = r1_dtype_q[p] == r1_s_dtype_q;
       st_cls[p] = classify(s_has, diff[31], zero, cnt_eq, dt_eq);
-      if (r1_s_has_q && !epoch_eq && !r1_fresh_q[p]) st_cls[p] = CL_W'(1) << CL_EPOCH;
+      if (r1_recovery_q[p] && (st_cls[p][CL_START] || st_cls[p][CL_NEWER]))
+        st_cls[p] = CL_W'(1) << CL_NOROUND;
+      if (r1_s_has_q && !epoch_eq && (!r1_fresh_q[p] || r1_recovery_q[p]))
+        st_cls[p] = CL_W'(1) << CL_EPOCH;
       st_dup[p] = s_has && r1_s_bitmap_q[r1_rank_q[p]];
       st_gt[p] = $signed(r1_exp_q[p]) > $signed(r1_s_exp_q);
       st_lt[p] = $signed(r1_exp_q[p]) < $signed(r1_s_exp_q);
@@ -386,6 +390,7 @@ module netagg_round #(
         cnt_eq = r1_count_q[p] == r1_count_q[q];
         dt_eq = r1_dtype_q[p] == r1_dtype_q[q];
         pq_cls[p*NP+q] = classify(1'b1, diff[31], zero, cnt_eq, dt_eq);
+        if (r1_recovery_q[p] && pq_cls[p*NP+q][CL_NEWER]) pq_cls[p*NP+q] = CL_W'(1) << CL_NOROUND;
         pq_rank_eq[p*NP+q] = r1_rank_q[p] == r1_rank_q[q];
         pq_gt[p*NP+q] = $signed(r1_exp_q[p]) > $signed(r1_exp_q[q]);
       end
@@ -440,7 +445,6 @@ module netagg_round #(
       r2_workers_q <= r1_workers_q;
       r2_est_q <= r1_est_q;
       r2_epoch_q <= r1_epoch_q;
-      r2_takeover_q <= r1_s_has_q && !epoch_eq;
       for (int p = 0; p < NP; p++) begin
         r2_seq_q[p] <= r1_seq_q[p];
         r2_count_q[p] <= r1_count_q[p];
@@ -456,7 +460,6 @@ module netagg_round #(
       r2_s_has_q <= r1_s_has_q;
       r2_s_seq_q <= r1_s_seq_q;
       r2_s_bitmap_q <= r1_s_bitmap_q;
-      r2_o_bitmap_q <= r1_o_bitmap_q;
       r2_s_rem_q <= r1_s_rem_q;
       r2_s_count_q <= r1_s_count_q;
       r2_s_dtype_q <= r1_s_dtype_q;
@@ -513,7 +516,8 @@ module netagg_round #(
       cls[p] = r2_st_cls_q[p];
       for (int q = 0; q < p; q++) if (starter[q]) cls[p] = r2_pq_cls_q[p*NP+q];
       same[p] = r2_cand_q[p] && cls[p][CL_SAME];
-      would_join[p] = same[p] && !r2_st_dup_q[p];
+      // (after the starter, against the new round's bits: a new round starts from its starter's)
+      would_join[p] = same[p] && !(r2_st_dup_q[p] && !after_start[p]);
     end
     for (int p = 0; p < NP; p++) begin
       joiner[p] = would_join[p];
@@ -546,6 +550,10 @@ module netagg_round #(
         if (cls[p][CL_EPOCH]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE_EPOCH);
+        end
+        if (cls[p][CL_NOROUND]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
         end
         if (cls[p][CL_NEWER] && !rem_zero[p]) begin
           round_drop[p] = 1'b1;
@@ -640,9 +648,9 @@ module netagg_round #(
   logic [15:0] r3_exp_q[NP];
   logic [1:0] r3_ecn_q[NP];
   logic [31:0] r3_bit_r_q[NP];
-  logic r3_s_has_q, r3_takeover_q;
+  logic r3_s_has_q;
   logic [31:0] r3_epoch_q;
-  logic [31:0] r3_s_seq_q, r3_s_bitmap_q, r3_o_bitmap_q, r3_all_mask_q;
+  logic [31:0] r3_s_seq_q, r3_s_bitmap_q, r3_all_mask_q;
   logic [CNT_W-1:0] r3_s_count_q;
   logic [1:0] r3_s_dtype_q, r3_s_ecn_q;
   logic [NP-1:0] r3_st_gt_q, r3_st_lt_q;
@@ -675,11 +683,9 @@ module netagg_round #(
     r3_s_rem_q <= r2_s_rem_q;
     r3_s_exp_q <= r2_s_exp_q;
     r3_s_has_q <= r2_s_has_q;
-    r3_takeover_q <= r2_takeover_q;
     r3_epoch_q <= r2_epoch_q;
     r3_s_seq_q <= r2_s_seq_q;
     r3_s_bitmap_q <= r2_s_bitmap_q;
-    r3_o_bitmap_q <= r2_o_bitmap_q;
     r3_all_mask_q <= r2_all_mask_q;
     r3_s_count_q <= r2_s_count_q;
     r3_s_dtype_q <= r2_s_dtype_q;
@@ -700,7 +706,7 @@ module netagg_round #(
 
   // ---- D4: the (slot, set)'s new state, the result, the counters -----------------------------
   logic f_has, state_win;
-  logic [31:0] f_seq, f_bitmap, f_o_bitmap, added_ranks, resend_mask;
+  logic [31:0] f_seq, f_bitmap, added_ranks, resend_mask;
   logic [NW-1:0] f_rem;
   logic [CNT_W-1:0] f_count;
   logic [1:0] f_dtype, f_ecn;
@@ -731,9 +737,9 @@ module netagg_round #(
       if (r3_resent_q[p]) resend_mask = resend_mask | r3_bit_r_q[p];
     end
     f_rem = f_rem - NW'(r3_joined_q);
-    // A takeover's round starts from an empty bitmap (the bits are the other epoch's).
-    f_bitmap = ((r3_started_q && r3_takeover_q) ? '0 : r3_s_bitmap_q) | added_ranks;
-    f_o_bitmap = r3_o_bitmap_q & ~added_ranks;
+    // A new round starts from an empty bitmap (the bits are an earlier round's). The other set's
+    // bitmap is left alone: after a restart it may hold a round its members still add to.
+    f_bitmap = (r3_started_q ? '0 : r3_s_bitmap_q) | added_ranks;
     // The exponent: the signed max of the stored one (unless a round started) and the added
     // members'. Every candidate nothing beats is a max; equal maxima are equal bits.
     state_win = !r3_started_q;
@@ -798,9 +804,8 @@ module netagg_round #(
 
   // ---- state update (D4) ---------------------------------------------------------------------
   logic [NK-1:0] clear_mask;
-  logic [KEY_W-1:0] wkey, wokey;
+  logic [KEY_W-1:0] wkey;
   assign wkey = r3_key_q;
-  assign wokey = r3_key_q ^ KEY_W'(1);
   always_comb begin
     for (int k = 0; k < NK; k++)
       clear_mask[k] = clear_all_i ||
@@ -818,8 +823,6 @@ module netagg_round #(
         if (wkey == KEY_W'(k)) begin
           has_round_q[k] <= f_has;
           bitmap_q[k] <= f_bitmap;
-        end else if (wokey == KEY_W'(k)) begin
-          bitmap_q[k] <= f_o_bitmap;
         end
       end
     end

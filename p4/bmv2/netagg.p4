@@ -13,13 +13,21 @@
  * epoch, completed_seq, round_seq, round_count, bitmap, remaining, exponent) in the same order;
  * where Tofino needs a second pass to mark a round complete, BMv2 marks it in the same pass.
  * Differences: `epoch` is a register of its own (Tofino keeps it in the `has_round` pair
- * register, {epoch, state}); `bitmap` is bit<32> per (slot, set) (index slot*2+set, as in the
- * contract; the Tofino program pairs the two sets of a slot); and a duplicate leaves every
- * register alone (the model's rule; on Tofino it clears the sender's bit in the other set,
- * already clear for a correct worker group).
+ * register, {epoch, state}); and a duplicate leaves every register alone (the model's rule; on
+ * Tofino it has run the bitmap's OR action, which for it changes nothing).
+ * Bitmap (the model's rule): bit<32> per (slot, set), index slot*2+set, as on Tofino. Every new
+ * round (from no round, the next round of a complete set, a takeover) sets the set's word to
+ * the sender's bit alone, a join ORs the bit in; no packet touches the other set's word.
  * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
  * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap is
  * the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
+ * Recovery copies (flag recovery: a packet whose result its sender has, sent again for the
+ * workers still waiting on its round) never start a round: a round of another epoch drops one
+ * as stale_epoch even when it is fresh (never a takeover), a set with no round or a seq newer
+ * than the set's drops it as no_round; an older seq is stale, an equal one is decided as any
+ * packet's. Every register write is in the branch of packets that are not dropped, so a
+ * dropped recovery copy (like every dropped packet) writes no register. Results clear fresh and
+ * recovery (flags = the set bit).
  * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
  * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
  * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
@@ -45,7 +53,9 @@
 #define CLASS_EQUAL 2
 #define CLASS_STALE 3
 #define CLASS_AHEAD 4
-#define CLASS_STALE_EPOCH 5    /* a round of another epoch, and the packet is not fresh */
+#define CLASS_STALE_EPOCH 5    /* a round of another epoch, and the packet is not fresh or
+                                * is a recovery copy */
+#define CLASS_NO_ROUND 6       /* a recovery copy to no round, or newer than the set's round */
 
 struct headers_t {
     ethernet_h    ethernet;
@@ -73,13 +83,14 @@ struct metadata_t {
     bit<16> slot_offset;
     bit<16> payload_bytes;
     bit<32> at;
-    bit<32> other;
     bit<1>  checked;
     bit<8>  drop_reason;
     bit<1>  drop;
     bit<8>  has_round;        /* before this packet; NONE for a takeover */
     bit<32> round_epoch;      /* the set's epoch before this packet */
-    bit<1>  stale_epoch;      /* not fresh, and the set holds a round of another epoch */
+    bit<1>  stale_epoch;      /* not fresh or a recovery copy, and the set holds a round of
+                               * another epoch */
+    bit<1>  recovery;         /* the packet is a recovery copy: it never starts a round */
     bit<32> completed_seq;
     bit<32> round_seq;
     bit<32> seq_diff;
@@ -87,7 +98,6 @@ struct metadata_t {
     bit<8>  class;
     bit<16> round_count;
     bit<32> bitmap_s;
-    bit<32> bitmap_other;
     bit<8>  remaining;
     bit<16> exponent_biased;
     bit<16> exponent_out;
@@ -379,7 +389,6 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                 }
                 meta.exponent_biased = hdr.netagg.exponent ^ 0x8000;
                 meta.at = (bit<32>)hdr.netagg.slot * 2 + (bit<32>)hdr.netagg.flags[0:0];
-                meta.other = meta.at ^ 1;
                 /* wire::decode_frame: bad_ip_header, not_udp, ip_length_mismatch,
                  * udp_length_mismatch, wrong_port; a frame shorter than the netagg header or
                  * than its lanes is a parser error. Not UDP (TCP, ICMP other than an echo
@@ -422,14 +431,17 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
 
                 if (meta.checked == 1) {
                     meta.rank_bit = (bit<32>)1 << hdr.netagg.rank;
+                    if ((hdr.netagg.flags & NETAGG_FLAG_RECOVERY) != 0) {
+                        meta.recovery = 1;
+                    }
                     has_round.read(meta.has_round, meta.at);
                     epoch.read(meta.round_epoch, meta.at);
                     /* the epoch first: a round of another epoch is taken over by a fresh
-                     * packet (the set then counts as holding no round) and is not touched by
-                     * any other (stale_epoch) */
+                     * packet that is not a recovery copy (the set then counts as holding no
+                     * round) and is not touched by any other (stale_epoch) */
                     if (meta.has_round != NETAGG_ROUND_NONE &&
                         meta.round_epoch != hdr.netagg.epoch) {
-                        if ((hdr.netagg.flags & NETAGG_FLAG_FRESH) != 0) {
+                        if ((hdr.netagg.flags & NETAGG_FLAG_FRESH) != 0 && meta.recovery == 0) {
                             meta.has_round = NETAGG_ROUND_NONE;     /* a takeover */
                         } else {
                             meta.stale_epoch = 1;
@@ -442,14 +454,22 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.round_seq == meta.completed_seq) {
                         meta.complete = 1;
                     }
+                    /* a recovery copy never starts a round: no round, or a seq newer than
+                     * the set's (complete or not), is no_round instead of a new round / ahead */
                     if (meta.stale_epoch == 1) {
                         meta.class = CLASS_STALE_EPOCH;
                     } else if (meta.has_round == NETAGG_ROUND_NONE) {
-                        meta.class = CLASS_NEW;
+                        if (meta.recovery == 1) {
+                            meta.class = CLASS_NO_ROUND;
+                        } else {
+                            meta.class = CLASS_NEW;
+                        }
                     } else if (meta.seq_diff[31:31] == 1) {
                         meta.class = CLASS_STALE;
                     } else if (meta.seq_diff != 0) {
-                        if (meta.complete == 1) {
+                        if (meta.recovery == 1) {
+                            meta.class = CLASS_NO_ROUND;
+                        } else if (meta.complete == 1) {
                             meta.class = CLASS_NEW;
                         } else {
                             meta.class = CLASS_AHEAD;
@@ -459,10 +479,13 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                     round_count.read(meta.round_count, meta.at);
                     bitmap.read(meta.bitmap_s, meta.at);
-                    bitmap.read(meta.bitmap_other, meta.other);
 
+                    /* Every drop below writes no register: the writes are all in the last
+                     * branch (and the completion mark, for packets not dropped). */
                     if (meta.class == CLASS_STALE_EPOCH) {
                         drop_for(NETAGG_DROP_STALE_EPOCH);
+                    } else if (meta.class == CLASS_NO_ROUND) {
+                        drop_for(NETAGG_DROP_NO_ROUND);
                     } else if (meta.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
                     } else if (meta.class == CLASS_AHEAD) {
@@ -477,16 +500,18 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                                (meta.bitmap_s & meta.rank_bit) != 0) {
                         drop_for(NETAGG_DROP_DUPLICATE);
                     } else {
-                        /* a new round or a join: SwitchML's bitmap update, except that a
-                         * round started from no round or by a takeover gets the sender's bit
-                         * alone (the bits there belong to the other epoch's round; with no
-                         * round the word is 0 already, so both forms agree) */
-                        if (meta.has_round == NETAGG_ROUND_NONE) {
+                        /* a new round or a join. Every new round (from no round, the next
+                         * round of a complete set, a takeover) starts from the sender's bit
+                         * alone: the bits there belong to an earlier round. A join ORs the
+                         * sender's bit in. The other set's word is never touched (no SwitchML
+                         * pair update): each set keeps its round's seq, so its word only
+                         * needs the ranks of that round, and after a restart clearing a bit
+                         * there could undo a recovery copy's join to it. */
+                        if (meta.class == CLASS_NEW) {
                             bitmap.write(meta.at, meta.rank_bit);
                         } else {
                             bitmap.write(meta.at, meta.bitmap_s | meta.rank_bit);
                         }
-                        bitmap.write(meta.other, meta.bitmap_other & ~meta.rank_bit);
                         if (meta.class == CLASS_NEW) {
                             meta.op = OP_WRITE;
                             if (meta.has_round == NETAGG_ROUND_NONE) {
@@ -531,7 +556,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         /* a retransmission to a completed round: the stored result, to it alone */
                         results_resent.count(32w0);
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
-                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;  /* fresh := 0 */
+                        /* fresh, recovery := 0 */
+                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                         hdr.udp.checksum = 0;
                         mac_addr_t mac = hdr.ethernet.src_addr;
                         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
@@ -550,7 +576,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         has_round.write(meta.at, NETAGG_ROUND_SEEN);
                         completed_seq.write(meta.at, hdr.netagg.seq);
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
-                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;  /* fresh := 0 */
+                        /* fresh, recovery := 0 */
+                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                         hdr.udp.checksum = 0;
                         originate_ipv4();
                         hdr.ethernet.src_addr = meta.switch_mac;

@@ -22,7 +22,8 @@
 #define NETAGG_DTYPE_BF16          2  /* bfloat16, accumulated in fp32 */
 #define NETAGG_FLAG_SET            0x01  /* which of the slot's two copies (the shadow copy) */
 #define NETAGG_FLAG_FRESH          0x02  /* contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results */
-#define NETAGG_FLAGS_RESERVED_MASK 0xFC
+#define NETAGG_FLAG_RECOVERY       0x04  /* contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results */
+#define NETAGG_FLAGS_RESERVED_MASK 0xF8
 
 /* ---- framing --------------------------------------------------------------------------------- */
 #define ETHERTYPE_IPV4     0x0800
@@ -61,8 +62,9 @@
 #define NETAGG_DROP_DUPLICATE               9  /* copy of a contribution to the round in progress */
 #define NETAGG_DROP_STALE                   10  /* seq older than the set's round: a late copy of a finished packet */
 #define NETAGG_DROP_AHEAD                   11  /* seq newer than the set's round, which is not complete yet */
-#define NETAGG_DROP_STALE_EPOCH             12  /* epoch differs from the set's round and the packet is not fresh: a packet of another run */
-#define NETAGG_DROP_REASONS                 13  /* size of the drops counter */
+#define NETAGG_DROP_STALE_EPOCH             12  /* epoch differs from the set's round and the packet is not fresh (or is a recovery copy): a packet of another run */
+#define NETAGG_DROP_NO_ROUND                13  /* a recovery copy for a round the set does not hold (no round, or a seq newer than the set's): recovery copies never start one */
+#define NETAGG_DROP_REASONS                 14  /* size of the drops counter */
 
 /* ---- has_round register values (docs/switch-pipeline.md) ------------------------------------- */
 #define NETAGG_ROUND_NONE 0  /* the set holds no round (after the job is installed) */

@@ -67,7 +67,7 @@ header netagg_h {
     bit<8>      version;  /* wire format version */
     bit<8>      msg_type;
     bit<8>      dtype;  /* data type of the payload elements */
-    bit<8>      flags;  /* bit 0: set; bit 1: fresh; bits 2..7 zero */
+    bit<8>      flags;  /* bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero */
     bit<16>     job_id;  /* the job; aggregators keep a table of jobs */
     bit<16>     rank;
     bit<16>     slot;

@@ -13,31 +13,49 @@
  *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length
  *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
  *   stage 3   has_round  pair {epoch, state} bit<32> x2 [2*POOL]  SALU 1  chosen by a gateway
- *                        on the fresh flag: fresh: another epoch or NONE -> {epoch, OPEN},
- *                        returns NONE (a takeover is a new round); not fresh: NONE ->
- *                        {epoch, OPEN}, another epoch -> returns STALE_EPOCH, writes nothing;
- *                        same epoch: returns the state (2 conditions per action)
+ *                        on the recovery and fresh flags: fresh: another epoch or NONE ->
+ *                        {epoch, OPEN}, returns NONE (a takeover is a new round); not fresh:
+ *                        NONE -> {epoch, OPEN}, another epoch -> returns STALE_EPOCH, writes
+ *                        nothing; recovery (fresh or not): read only, NONE -> returns NONE,
+ *                        another epoch -> returns STALE_EPOCH; same epoch: returns the state
+ *                        (2 conditions per action)
  *             completed_seq  bit<32> [2*POOL]  SALU 2  read
  *   stage 4   seq - completed_seq (VLIW)
- *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start / advance-if-complete / read
+ *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start / advance-if-complete / read;
+ *                        read for every recovery copy
  *   stage 6   seq - round_seq (VLIW); complete = has_round==SEEN && round_seq==completed_seq
- *   stage 7   classify (gateways): stale epoch / new / stale / ahead / equal
+ *   stage 7   classify (gateways): stale epoch / new / stale / ahead / equal, and for a
+ *             recovery copy no round (NONE, or a seq newer than round_seq) instead of new/ahead
  *             round_count    bit<16> [2*POOL]  SALU 4  write (new) / read (equal)
  *   stage 8   count mismatch, resend (gateways)
- *             bitmap   pair {set0,set1} bit<32> [POOL, by slot]  SALU 5  4 RegisterActions:
- *                      start (this set's word := rank bit) for a round from NONE or a
- *                      takeover, SwitchML's OR update otherwise; x set 0/1
+ *             bitmap         bit<32> [2*POOL]  SALU 5  start (:= rank bit) for every new
+ *                      round (class new: NONE, a takeover, the next round of a complete set),
+ *                      join (|= rank bit, returns the word before) for a join and a duplicate;
+ *                      one PHV operand (rank_bit), no condition
  *   stage 9   duplicate = bitmap_before & rank_bit (VLIW)
  *   stage 10  remaining      bit<8>  [2*POOL]  SALU 6  n-1 (new) / -1 (join)
  *             exponent       bit<16> [2*POOL]  SALU 7  write / max / read (stored XOR 0x8000)
  *   stage 11  outcome, counters, bridge header, egress port = the pipe's recirculation port
- *   SRAM: has_round 2048 x 64 bit (128 Kbit), bitmap 1024 x 64 bit, the other five 2048
- *   entries of <= 32 bit (<= 64 Kbit each); well under one stage's 80 blocks.
+ *   SRAM: has_round 2048 x 64 bit (128 Kbit); the other six (completed_seq, round_seq,
+ *   round_count, bitmap, remaining, exponent) 2048 entries of <= 32 bit (<= 64 Kbit each;
+ *   the bitmap 2048 x 32 bit = 64 Kbit, the same bits as SwitchML's 1024 x 64 bit pair per
+ *   slot); well under one stage's 80 blocks.
  * INGRESS, result pass (recirculated, last): has_round's state := SEEN if its epoch is still
  *   the packet's (a takeover may have come in between), epoch kept, and completed_seq := seq
  *   (the same two ALUs of stage 3, other RegisterActions), then multicast or unicast.
- *   RegisterActions: has_round 3 (touch fresh, touch, completed), completed_seq 2, round_seq 3,
- *   round_count 2, bitmap 4, remaining 2, exponent 3.
+ *   RegisterActions: has_round 4 (touch fresh, touch, read, completed: the limit),
+ *   completed_seq 2, round_seq 3, round_count 2, bitmap 2 (start, join), remaining 2,
+ *   exponent 3.
+ *   Recovery copies (flag recovery) add no stage and no stateful ALU: a fourth has_round
+ *   RegisterAction (read only), one more flag in the gateways of stages 3 and 5, and one more
+ *   class (no_round) in the classify gateway of stage 7; the ingress is still 12 of 12 stages.
+ *   The bitmap rules (a new round from the starter's bit alone, the other set never touched)
+ *   add no stage and no stateful ALU: the bitmap stays in stage 8 with one stateful ALU, an
+ *   ordinary register indexed by at with two RegisterActions (a pair per slot, SwitchML's
+ *   form, would need a start and an OR action per set: four), chosen by a gateway on class
+ *   new alone; no PHV operand but rank_bit. Ingress: 12 of 12 stages, none spare.
+ *   Doubtful until bf-p4c places it: that the wider gateways of stages 3, 5 and 7 still fit
+ *   their stages.
  * EGRESS of every pass through the recirculation port (the value lanes; 32 stateful ALUs):
  *   stage 0       clear the pass's lanes of a resend (reads are "add 0")
  *   stages 1..8   value_0 .. value_31  bit<32> [2*POOL*2]  4 SALUs per stage, 4 RegisterActions
@@ -62,16 +80,34 @@
  * the updated value), so after the last pass the payload holds the whole sum, in place: a
  * result carries all lanes without any reassembly.
  *
- * One difference from the model, for packets no correct worker group sends (docs): the bitmap
- * update of a duplicate also clears the sender's bit in the other set (SwitchML's unconditional
- * pair update); for a correct group that bit is already clear. Registers are per pipe: all
- * workers of a job must be on one pipe.
+ * Bitmap (the model's rule): one bit<32> word per (slot, set), index at as the other decision
+ * registers. Every new round (from no round, a takeover, or the next round of a complete set)
+ * sets the set's word to the sender's bit alone; a join ORs the bit in. No packet touches the
+ * other set's word: SwitchML's pair update (clearing the sender's bit in the other set) is not
+ * needed, since each set keeps its round's seq and a new round starts from the starter's bit,
+ * and after an aggregator restart it would be wrong (it could undo a recovery copy's join to
+ * the other set's round, letting the sender's next copy be added twice).
+ * A duplicate is found by the bitmap update itself (the join action's output), so it has run
+ * that action: the OR of a bit already set, no change, as the model's "no write".
+ * Registers are per pipe: all workers of a job must be on one pipe.
  *
  * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
  * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap word
  * is the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
  * The epoch lives in the has_round register, paired with the round state, so the rule costs no
  * stage and no stateful ALU.
+ *
+ * Recovery copies (the model's rule): a contribution with the recovery flag (a packet whose
+ * result its sender has, sent again for the workers still waiting on its round) never starts a
+ * round. In stages 3 and 5 it uses read-only RegisterActions (has_round_read, round_seq_read),
+ * so it never starts or takes over a round there: a round of another epoch drops it as
+ * stale_epoch (also when fresh), a set with no round (NONE) or a seq newer than round_seq drops
+ * it as no_round, an older seq as stale; an equal seq is decided as any packet's (count
+ * mismatch, resend, duplicate, join). A recovery copy dropped as stale_epoch, no_round or stale
+ * reaches no register after round_seq, and count_mismatch only reads round_count, so these
+ * write no register. One dropped as duplicate has run the bitmap's join action, which for it
+ * changes nothing (this set's bit is already set), so a dropped recovery copy changes no
+ * register, as in the model. Results clear fresh and recovery (flags = the set bit).
  *
  * Frames (sim/switch/pipeline.cpp, as the BMv2 program): ARP and ICMP echo answered for the
  * switch's IP; every other frame to that IP counts in packets_in and goes through the frame and
@@ -114,9 +150,10 @@
 #define CLASS_STALE 3
 #define CLASS_AHEAD 4
 #define CLASS_STALE_EPOCH 5
+#define CLASS_NO_ROUND 6       /* a recovery copy to no round, or newer than the set's round */
 
-/* has_round's output for a non-fresh packet to a round of another epoch (never stored; the
- * stored states are NETAGG_ROUND_NONE, _OPEN, _SEEN) */
+/* has_round's output for a packet that does not take over a round of another epoch (not fresh,
+ * or a recovery copy; never stored: the stored states are NETAGG_ROUND_NONE, _OPEN, _SEEN) */
 #define ROUND_STALE_EPOCH 3
 
 header netagg_bridge_h {
@@ -138,11 +175,6 @@ struct headers_t {
     udp_h           udp;
     netagg_h        netagg;
     netagg_lane_h[NETAGG_LANES_PER_PACKET] lanes;   /* egress only */
-}
-
-struct bitmap_pair_t {
-    bit<32> set0;
-    bit<32> set1;
 }
 
 /* has_round: the set's round state and the epoch of its round, one pair register */
@@ -172,6 +204,7 @@ struct ig_metadata_t {
     bit<8>  drop_reason;
     bit<1>  drop;
     bit<8>  has_round;        /* before this packet; NONE for a takeover, or ROUND_STALE_EPOCH */
+    bit<1>  recovery;         /* the packet is a recovery copy: it never starts a round */
     bit<32> completed_seq;
     bit<32> seq_minus_completed;
     bit<32> round_seq;        /* before this packet */
@@ -350,8 +383,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     /* ---- registers, index at = slot * 2 + set unless said ---- */
     /* {epoch, state}: the state as before (NONE -> OPEN by the first packet, SEEN by a
      * completion) and the epoch of the set's round. Zero-initialised: {0, NETAGG_ROUND_NONE}.
-     * The touch actions have two conditions, one on each half: state == NONE and the stored
-     * epoch against the packet's; the result pass's action one. Outputs: the state before (a memory half), NONE (0: also what a
+     * The touch and read actions have two conditions, one on each half: state == NONE and the
+     * stored epoch against the packet's; the result pass's action one. Four RegisterActions,
+     * the most a register takes. Outputs: the state before (a memory half), NONE (0: also what a
      * stateful ALU returns when its output is not enabled) or ROUND_STALE_EPOCH (a constant;
      * doubtful on Tofino 1 for a pair register whose two halves the other branch writes: if
      * bf-p4c rejects it, set a metadata field to ROUND_STALE_EPOCH in stage 2 and return that
@@ -378,6 +412,20 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             if (value.state == NETAGG_ROUND_NONE) {
                 value.epoch = hdr.netagg.epoch;
                 value.state = NETAGG_ROUND_OPEN;
+                before = NETAGG_ROUND_NONE;
+            } else if (value.epoch != hdr.netagg.epoch) {
+                before = ROUND_STALE_EPOCH;
+            } else {
+                before = (bit<8>)value.state;
+            }
+        }
+    };
+    /* a recovery copy (fresh or not): writes nothing, so it never starts a round nor takes a
+     * set over. NONE returns NONE (dropped as no_round), a round of another epoch returns
+     * ROUND_STALE_EPOCH, a round of this epoch its state. */
+    RegisterAction<round_state_t, bit<16>, bit<8>>(has_round) has_round_read = {
+        void apply(inout round_state_t value, out bit<8> before) {
+            if (value.state == NETAGG_ROUND_NONE) {
                 before = NETAGG_ROUND_NONE;
             } else if (value.epoch != hdr.netagg.epoch) {
                 before = ROUND_STALE_EPOCH;
@@ -423,6 +471,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             }
         }
     };
+    /* every other packet, and every recovery copy (which never starts a round) */
     RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_read = {
         void apply(inout bit<32> value, out bit<32> before) { before = value; }
     };
@@ -438,38 +487,19 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         void apply(inout bit<16> value, out bit<16> before) { before = value; }
     };
 
-    /* SwitchML's bitmap: both sets of a slot in one pair register, indexed by slot. The OR
-     * update for a join and for the next round of a complete set (SwitchML's); the start
-     * update for a round from no round or a takeover, where the word's bits belong to another
-     * epoch's round (with no round the word is 0 already, so both forms agree there). Both clear
-     * the sender's bit in the other set. Four RegisterActions, the most a register takes. */
-    Register<bitmap_pair_t, bit<16>>(NETAGG_POOL_SLOTS) bitmap;
-    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_set0 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.set0;
-            value.set0 = value.set0 | md.rank_bit;
-            value.set1 = value.set1 & ~md.rank_bit;
-        }
+    /* The ranks that have joined the set's round, one bit each. The start action (the word :=
+     * the sender's bit) for every new round: from no round, a takeover or the next round of a
+     * complete set, whose bits belong to an earlier round. The join action (|= the sender's
+     * bit, SwitchML's OR) for a join and for a duplicate, which its output (the word before)
+     * detects. The other set's word is never touched: no SwitchML pair update. */
+    Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) bitmap;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bitmap) bitmap_start = {
+        void apply(inout bit<32> value) { value = md.rank_bit; }
     };
-    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_set1 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.set1;
-            value.set0 = value.set0 & ~md.rank_bit;
-            value.set1 = value.set1 | md.rank_bit;
-        }
-    };
-    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_start0 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.set0;
-            value.set0 = md.rank_bit;
-            value.set1 = value.set1 & ~md.rank_bit;
-        }
-    };
-    RegisterAction<bitmap_pair_t, bit<16>, bit<32>>(bitmap) bitmap_start1 = {
-        void apply(inout bitmap_pair_t value, out bit<32> before) {
-            before = value.set1;
-            value.set0 = value.set0 & ~md.rank_bit;
-            value.set1 = md.rank_bit;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(bitmap) bitmap_join = {
+        void apply(inout bit<32> value, out bit<32> before) {
+            before = value;
+            value = value | md.rank_bit;
         }
     };
 
@@ -549,7 +579,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 /* The result is the contribution rewritten. Its epoch stays in place: only a
                  * packet of the round's epoch reaches the value lanes (a new round or a
                  * takeover stored the packet's epoch in has_round, a join or a resend matched
-                 * it), so it is the round's epoch. Flags: the set bit only (fresh := 0). */
+                 * it), so it is the round's epoch. Flags: the set bit only (fresh and
+                 * recovery := 0). */
                 hdr.netagg.msg_type = NETAGG_MSG_RESULT;
                 hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                 originate_ipv4();
@@ -685,18 +716,24 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
 
                 if (md.checked == 1) {
                     /* ---- the round's epoch, then its seq, decide what the packet is ---- */
-                    if (hdr.netagg.flags[1:1] == 1) {          /* NETAGG_FLAG_FRESH */
+                    md.recovery = hdr.netagg.flags[2:2];       /* NETAGG_FLAG_RECOVERY */
+                    if (hdr.netagg.flags[2:2] == 1) {
+                        /* a recovery copy, fresh or not: read only (never a takeover) */
+                        md.has_round = has_round_read.execute(md.at);
+                    } else if (hdr.netagg.flags[1:1] == 1) {   /* NETAGG_FLAG_FRESH */
                         md.has_round = has_round_touch_fresh.execute(md.at);
                     } else {
                         md.has_round = has_round_touch.execute(md.at);
                     }
                     /* md.has_round: NONE (no round, or a takeover: has_round now holds
-                     * {packet's epoch, OPEN}), OPEN or SEEN (a round of this epoch), or
-                     * ROUND_STALE_EPOCH (dropped below; the registers after has_round are
-                     * only read) */
+                     * {packet's epoch, OPEN}; for a recovery copy no round, nothing written),
+                     * OPEN or SEEN (a round of this epoch), or ROUND_STALE_EPOCH (dropped
+                     * below; the registers after has_round are only read) */
                     md.completed_seq = completed_seq_read.execute(md.at);
                     md.seq_minus_completed = hdr.netagg.seq - md.completed_seq;
-                    if (md.has_round == NETAGG_ROUND_NONE) {
+                    if (md.recovery == 1) {
+                        md.round_seq = round_seq_read.execute(md.at);   /* never starts one */
+                    } else if (md.has_round == NETAGG_ROUND_NONE) {
                         md.round_seq = round_seq_start.execute(md.at);
                     } else if (md.has_round == NETAGG_ROUND_SEEN &&
                                md.seq_minus_completed != 0 &&
@@ -709,14 +746,22 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     if (md.has_round == NETAGG_ROUND_SEEN && md.round_seq == md.completed_seq) {
                         md.complete = 1;
                     }
+                    /* a recovery copy never starts a round: NONE, or a seq newer than the
+                     * set's (complete or not), is no_round instead of new / ahead */
                     if (md.has_round == ROUND_STALE_EPOCH) {
                         md.class = CLASS_STALE_EPOCH;
                     } else if (md.has_round == NETAGG_ROUND_NONE) {
-                        md.class = CLASS_NEW;
+                        if (md.recovery == 1) {
+                            md.class = CLASS_NO_ROUND;
+                        } else {
+                            md.class = CLASS_NEW;
+                        }
                     } else if (md.seq_diff[31:31] == 1) {
                         md.class = CLASS_STALE;
                     } else if (md.seq_diff != 0) {
-                        if (md.complete == 1) {
+                        if (md.recovery == 1) {
+                            md.class = CLASS_NO_ROUND;
+                        } else if (md.complete == 1) {
                             md.class = CLASS_NEW;
                         } else {
                             md.class = CLASS_AHEAD;
@@ -727,6 +772,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
 
                     if (md.class == CLASS_STALE_EPOCH) {
                         drop_for(NETAGG_DROP_STALE_EPOCH);
+                    } else if (md.class == CLASS_NO_ROUND) {
+                        drop_for(NETAGG_DROP_NO_ROUND);
                     } else if (md.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
                     } else if (md.class == CLASS_AHEAD) {
@@ -745,17 +792,13 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             md.exponent_out = exponent_read.execute(md.at);
                             results_resent.count(0);
                         } else {
-                            if (md.has_round == NETAGG_ROUND_NONE) {
-                                /* a round from no round or a takeover: the word := the bit */
-                                if (hdr.netagg.flags[0:0] == 0) {
-                                    md.bitmap_before = bitmap_start0.execute(hdr.netagg.slot);
-                                } else {
-                                    md.bitmap_before = bitmap_start1.execute(hdr.netagg.slot);
-                                }
-                            } else if (hdr.netagg.flags[0:0] == 0) {
-                                md.bitmap_before = bitmap_set0.execute(hdr.netagg.slot);
+                            if (md.class == CLASS_NEW) {
+                                /* every new round (no round, a takeover, the next round of
+                                 * a complete set): the word := the bit (bitmap_before stays
+                                 * 0; only an equal seq is tested for a duplicate) */
+                                bitmap_start.execute(md.at);
                             } else {
-                                md.bitmap_before = bitmap_set1.execute(hdr.netagg.slot);
+                                md.bitmap_before = bitmap_join.execute(md.at);
                             }
                             md.duplicate = md.bitmap_before & md.rank_bit;
                             if (md.class == CLASS_EQUAL && md.duplicate != 0) {

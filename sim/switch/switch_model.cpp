@@ -234,7 +234,6 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
 
   const std::size_t at = index(h.slot, h.set);
   SlotRegisters& reg = registers_[at];
-  SlotRegisters& other = registers_[index(h.slot, h.set ^ 1u)];
   const BitmapRegister bit = BitmapRegister{1} << h.rank;
   const std::size_t result_size = wire::kHeaderSize + std::size_t{h.count} * 4;
 
@@ -242,11 +241,14 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   // apart. Serial-number arithmetic: seqs within 2^31 of each other compare across the wrap.
   bool first = true;  // the set holds no round yet (of this epoch)
   const bool takeover = reg.has_round && h.epoch != reg.epoch;
-  if (takeover && !h.fresh) return drop(DropReason::kStaleEpoch);
+  if (takeover && (!h.fresh || h.recovery)) return drop(DropReason::kStaleEpoch);
+  // A recovery copy only completes a round the set holds; it never starts one.
+  if (h.recovery && !reg.has_round) return drop(DropReason::kNoRound);
   if (reg.has_round && !takeover) {
     const auto age = static_cast<std::int32_t>(h.seq - reg.seq);
     const bool complete = reg.remaining == 0;
     if (age < 0) return drop(DropReason::kStale);
+    if (age > 0 && h.recovery) return drop(DropReason::kNoRound);
     if (age > 0 && !complete) return drop(DropReason::kAhead);
     if (age == 0) {
       if (h.count != reg.count) return drop(DropReason::kCountMismatch);
@@ -261,9 +263,11 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     first = age > 0;  // complete and newer: the next round of this set
   }
 
-  // A takeover starts from an empty bitmap: the bits set belong to the other epoch's round.
-  reg.bitmap = takeover ? bit : reg.bitmap | bit;
-  other.bitmap &= ~bit;
+  // A new round starts from the starter's bit alone: the bits set belong to an earlier round (of
+  // this epoch or, on a takeover, of another). SwitchML also clears the sender's bit in the
+  // other set; with a round's seq that is not needed, and after a restart it would be wrong:
+  // that set may hold a round formed again that its sender still adds recovery copies to.
+  reg.bitmap = first ? bit : reg.bitmap | bit;
   if (first) {
     reg.has_round = true;
     reg.epoch = h.epoch;

@@ -17,7 +17,11 @@
 // A contribution from rank r to (slot, set s) that passed the job table, first by its epoch:
 //   s holds a round of another epoch and the packet is fresh (its sender's first packet on s in
 //       its run): a takeover, a new round as if s held none, with bitmap = bit r alone.
-//   s holds a round of another epoch and the packet is not fresh: dropped (kStaleEpoch).
+//   s holds a round of another epoch and the packet is not fresh, or is a recovery copy:
+//       dropped (kStaleEpoch).
+// A recovery copy (flag `recovery`: a packet whose result its sender has, sent again after an
+// aggregator restart for the workers still waiting on its round) never starts a round: to a set
+// with no round, or with a seq newer than the set's, it is dropped (kNoRound).
 // Then, with S = s's seq and "newer"/"older" in serial-number arithmetic
 // ((int32_t)(seq - S) > 0 / < 0):
 //   s holds no round, or s's round is complete and seq is newer than S:
@@ -30,13 +34,14 @@
 //   seq older than S: dropped (kStale), a late copy of a packet whose round is over.
 //   s's round is in progress and seq is newer than S: dropped (kAhead); no correct worker sends
 //       a packet to a set before every worker has the result of the set's previous round.
-// A packet that starts or joins a round sets bit r in s and clears bit r in the other set (1-s),
-// as in SwitchML: that clearing is what leaves s's bitmap empty when s's next round starts. The
-// contribution that brings `remaining` to 0 completes the round: a result goes to every worker
-// of the job (multicast). A contribution whose count differs from its round's is dropped
-// (kCountMismatch). Before touching any register a packet is checked against the job table;
-// what fails is dropped and counted by reason, and never changes slot state. sim/switch/README.md
-// explains why no packet of a correct worker group is dropped, including across the seq wrap.
+// A packet that starts a round sets s's bitmap to bit r alone; one that joins sets bit r. The
+// other set's bitmap is not touched (SwitchML clears bit r there; see sim/switch/README.md). The
+// bitmap of a complete round is never looked at. The contribution that brings `remaining` to 0
+// completes the round: a result goes to every worker of the job (multicast). A contribution whose
+// count differs from its round's is dropped (kCountMismatch). Before touching any register a packet
+// is checked against the job table; what fails is dropped and counted by reason, and never changes
+// slot state. sim/switch/README.md explains why no packet of a correct worker group is dropped,
+// including across the seq wrap.
 #pragma once
 
 #include <array>

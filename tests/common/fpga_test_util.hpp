@@ -152,6 +152,7 @@ struct Contribution {
   wire::MsgType type = wire::MsgType::kContribution;
   std::uint32_t epoch = 0;
   std::uint8_t fresh = 0;
+  std::uint8_t recovery = 0;
 };
 
 inline Bytes encode_packet(const Contribution& c) {
@@ -167,6 +168,7 @@ inline Bytes encode_packet(const Contribution& c) {
   h.seq = c.seq;
   h.epoch = c.epoch;
   h.fresh = c.fresh;
+  h.recovery = c.recovery;
   return encode_packet(h, c.values);
 }
 
@@ -218,7 +220,7 @@ std::vector<Result> decode_all(const std::vector<Frame>& frames) {
 inline TxFrame expected_result(const JobSpec& job, std::uint16_t rank, wire::Header h,
                                std::span<const std::uint32_t> values, std::uint8_t ecn = 0) {
   h.type = wire::MsgType::kResult;
-  h.fresh = 0;  // results never carry it; the epoch is the contribution's
+  h.fresh = h.recovery = 0;  // results never carry them; the epoch is the contribution's
   h.rank = rank;
   h.job_id = job.job_id;
   const WorkerSpec& w = job.workers.at(rank);

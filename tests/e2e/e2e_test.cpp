@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -296,46 +297,117 @@ TEST_P(Aggregators, Fp32WithLoss) {
   }
 }
 
+// A daemon of this target and a two- or four-worker job for it, in a scratch folder; the
+// workers are started by hand (not by netagg-local) so that a test can restart the daemon, or
+// run the job twice, under them.
+class DaemonJob {
+ public:
+  DaemonJob(const Target& target, int workers) : target_(target) {
+    dir_ = netagg::testing::make_temp_dir("netagg-e2e-daemon");
+    std::vector<netagg::Endpoint> addresses;
+    {
+      std::vector<std::unique_ptr<netagg::testing::LoopbackUdpSocket>> sockets;
+      for (int r = 0; r < workers; ++r)  // free ports, given back before the workers bind them
+        sockets.push_back(std::make_unique<netagg::testing::LoopbackUdpSocket>());
+      for (const auto& s : sockets) addresses.push_back(s->local());
+    }
+    job_ = dir_ / "job.json";
+    std::ofstream out(job_);
+    out << R"({"job_id": 5, "slots": {"base": 0, "count": 4}, "elements_per_packet": 64, )"
+        << R"("workers": [)";
+    for (int r = 0; r < workers; ++r)
+      out << (r ? ", " : "")
+          << netagg::testing::worker_json(static_cast<std::uint16_t>(r), addresses[r], r % 4);
+    out << "]}";
+  }
+  ~DaemonJob() { fs::remove_all(dir_); }
+  bool fpga() const { return !target_.fpga_model.empty(); }
+
+  // Starts the daemon on `listen` ("127.0.0.1:0": any port) and returns the address it serves.
+  std::string start_daemon(const std::string& listen = "127.0.0.1:0") {
+    std::vector<std::string> args{"--listen", listen, "--job", job_.string()};
+    if (fpga()) args.insert(args.end(), {"--model", target_.fpga_model});
+    const std::string name = fpga() ? "netagg-fpgad" : "netagg-switchd";
+    const fs::path program =
+        fs::path(NETAGG_BINARY_DIR) / "sim" / (fpga() ? "fpga" : "switch") / name;
+    daemon_ = std::make_unique<netagg::testing::DaemonProcess>(
+        name, netagg::testing::command(program, args), dir_, std::chrono::seconds(60));
+    return daemon_->wait_listening().to_string();
+  }
+  netagg::testing::DaemonProcess& daemon() { return *daemon_; }
+
+  // One worker process per rank: int32, `count` elements, `extra` options.
+  std::vector<std::unique_ptr<ChildProcess>> start_workers(
+      int workers, const std::string& target, const std::vector<std::string>& extra) const {
+    std::vector<std::unique_ptr<ChildProcess>> out;
+    for (int r = 0; r < workers; ++r) {
+      std::vector<std::string> argv{kWorker,    "--rank", std::to_string(r), "--job", job_.string(),
+                                    "--target", target,   "--dtype",         "int32", "--json"};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      out.push_back(std::make_unique<ChildProcess>(argv));
+    }
+    return out;
+  }
+  // Waits for every worker; each must exit 0 having verified its sums.
+  static void expect_verified(const std::vector<std::unique_ptr<ChildProcess>>& workers,
+                              const std::string& what) {
+    for (std::size_t r = 0; r < workers.size(); ++r) {
+      ASSERT_TRUE(workers[r]->wait_exit(ChildProcess::Clock::now() + std::chrono::seconds(60)))
+          << what << " rank " << r;
+      EXPECT_EQ(workers[r]->exit_code(), 0)
+          << what << " rank " << r << ": " << workers[r]->output();
+      const json report = json::parse(workers[r]->output(), nullptr, false);
+      EXPECT_EQ(report.value("verification", ""), "ok") << what << ": " << workers[r]->output();
+    }
+  }
+
+ private:
+  Target target_;
+  fs::path dir_, job_;
+  std::unique_ptr<netagg::testing::DaemonProcess> daemon_;
+};
+
 // A job run twice against one running daemon, as a user re-runs a training script: the second
 // run numbers its packets from 0 again on the slots the first left full, and must get its own
 // sums (each worker verifies every element). The epochs differ, as netagg-local draws them.
 TEST_P(Aggregators, ARerunAgainstARunningDaemonGetsItsOwnSums) {
-  namespace t = netagg::testing;
-  const fs::path dir = t::make_temp_dir("netagg-e2e-rerun");
-  std::vector<netagg::Endpoint> addresses;
-  {
-    t::LoopbackUdpSocket a, b;  // two free ports, given back before the workers bind them
-    addresses = {a.local(), b.local()};
-  }
-  const fs::path job = dir / "job.json";
-  std::ofstream(job) << R"({"job_id": 5, "slots": {"base": 0, "count": 4}, )"
-                     << R"("elements_per_packet": 64, "workers": [)"
-                     << t::worker_json(0, addresses[0], 0) << ", "
-                     << t::worker_json(1, addresses[1], 1) << "]}";
-  std::vector<std::string> args{"--listen", "127.0.0.1:0", "--job", job.string()};
-  if (fpga()) args.insert(args.end(), {"--model", GetParam().fpga_model});
-  const std::string daemon = fpga() ? "netagg-fpgad" : "netagg-switchd";
-  const fs::path program =
-      fs::path(NETAGG_BINARY_DIR) / "sim" / (fpga() ? "fpga" : "switch") / daemon;
-  t::DaemonProcess d(daemon, t::command(program, args), dir, std::chrono::seconds(60));
-  const std::string target = d.wait_listening().to_string();
+  DaemonJob job(GetParam(), 2);
+  const std::string target = job.start_daemon();
   for (const auto& [epoch, seed] : {std::pair{"17", "1"}, {"0x2a", "2"}, {"99", "3"}}) {
-    std::vector<std::unique_ptr<ChildProcess>> workers;
-    for (int r = 0; r < 2; ++r)
-      workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-          kWorker, "--rank", std::to_string(r), "--job", job.string(), "--target", target,
-          "--epoch", epoch, "--dtype", "int32", "--count", "3001", "--seed", seed, "--timeout",
-          "10", "--json"}));
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_TRUE(workers[r]->wait_exit(ChildProcess::Clock::now() + std::chrono::seconds(45)));
-      EXPECT_EQ(workers[r]->exit_code(), 0)
-          << "epoch " << epoch << " rank " << r << ": " << workers[r]->output();
-      const json report = json::parse(workers[r]->output(), nullptr, false);
-      EXPECT_EQ(report.value("verification", ""), "ok") << workers[r]->output();
-    }
+    DaemonJob::expect_verified(
+        job.start_workers(2, target,
+                          {"--epoch", epoch, "--count", "3001", "--seed", seed, "--timeout", "10"}),
+        std::string("epoch ") + epoch);
   }
-  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
-  fs::remove_all(dir);
+  EXPECT_EQ(job.daemon().stop(SIGTERM), 0) << job.daemon().stderr_text();
+}
+
+// The daemon is killed (SIGKILL: every round it held is gone) in the middle of an all-reduce of
+// four workers under 1 % loss and started again on the same port: the workers retransmit into
+// the empty aggregator, the ones that had a lost result's round send their copies again
+// (recovery copies), and every worker verifies its sums.
+TEST_P(Aggregators, AnAggregatorKilledAndRestartedMidRunLosesNoSum) {
+  DaemonJob job(GetParam(), 4);
+  const std::string target = job.start_daemon();
+  const std::uint64_t count = GetParam().count * (fpga() ? 2 : 8);  // the RTL is slow
+  const auto workers = job.start_workers(4, target,
+                                         {"--epoch", "5", "--count", std::to_string(count),
+                                          "--loss", "0.01", "--seed", "8", "--timeout", "30"});
+  // Mid-run: a good part of the rounds done, not all.
+  const std::uint64_t rounds = count / 64;
+  for (int i = 0; i < 2000; ++i) {
+    if (job.daemon().request_counters()["completions"] >= rounds / 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const auto mid = job.daemon().request_counters()["completions"];
+  EXPECT_LT(mid, rounds) << "the all-reduce ended before the restart";
+  job.daemon().signal(SIGKILL);
+  job.daemon().wait_exit();
+  job.start_daemon(target);
+  DaemonJob::expect_verified(workers, "restarted");
+  const auto after = job.daemon().request_counters();
+  EXPECT_GT(after.at("completions"), 0u) << "the restarted daemon completed nothing";
+  EXPECT_EQ(job.daemon().stop(SIGTERM), 0) << job.daemon().stderr_text();
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, Aggregators, ::testing::ValuesIn(targets()),

@@ -18,8 +18,8 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VECTORS = os.path.join(ROOT, "tests", "vectors", "wire")
 LUA = os.path.join(ROOT, "formats", "wireshark", "netagg.lua")
-FIELDS = ["version", "type", "dtype", "set", "fresh", "job_id", "rank", "slot", "count", "exponent",
-          "seq", "epoch"]
+FIELDS = ["version", "type", "dtype", "set", "fresh", "recovery", "job_id", "rank", "slot", "count",
+          "exponent", "seq", "epoch"]
 UDP_PORT = 20033
 SKIP = 77
 

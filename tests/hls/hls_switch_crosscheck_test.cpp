@@ -74,6 +74,7 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
     EXPECT_EQ(f(Counter::kDroppedAhead), s.drops(DropReason::kAhead));
     EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
+    EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
     // Every kind of event happened, so the agreement above means something.
@@ -83,7 +84,7 @@ class Crosscheck {
           Counter::kDroppedForeignSource, Counter::kDroppedRankOutOfRange,
           Counter::kDroppedUnknownJob, Counter::kDroppedSlotOutOfRange,
           Counter::kDroppedCountTooLargeForJob, Counter::kDroppedNotContribution,
-          Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch})
+          Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -195,6 +196,17 @@ class Crosscheck {
       const std::uint32_t p = old_next - 1 - static_cast<std::uint32_t>(rng_() % (2 * window));
       if (old_next > 2 * window + 1 && p >= 2 * window)
         return packet_of(j, rank, p, count, source, old_epoch);
+    }
+    if (kind < 95) {  // a recovery copy: of an answered packet, as a worker sends one with a
+                      // stuck retransmission, or (what none sends) of one far ahead
+      const std::uint32_t back = window + 1 + static_cast<std::uint32_t>(rng_() % window);
+      const bool ahead = rng_() % 4 == 0;
+      if (ahead || w.next >= back) {
+        const std::uint32_t p = ahead ? w.next + 2 * window : w.next - back;
+        std::vector<std::byte> copy = packet_of(j, rank, p, count, source);
+        copy[wire::offset::kFlags] |= std::byte{wire::kFlagRecovery};
+        return copy;
+      }
     }
     if (kind < 96 && w.next >= 2 * window) {  // a forged packet of an unknown epoch, not fresh
       const std::uint32_t p = w.next - 1 - static_cast<std::uint32_t>(rng_() % window);

@@ -51,6 +51,7 @@ Header header_from(const Vector& v) {
   h.dtype = dtype_from(v.at("dtype"));
   h.set = static_cast<std::uint8_t>(v.integer("set"));
   h.fresh = static_cast<std::uint8_t>(v.integer("fresh"));
+  h.recovery = static_cast<std::uint8_t>(v.integer("recovery"));
   h.job_id = static_cast<std::uint16_t>(v.integer("job_id"));
   h.rank = static_cast<std::uint16_t>(v.integer("rank"));
   h.slot = static_cast<std::uint16_t>(v.integer("slot"));

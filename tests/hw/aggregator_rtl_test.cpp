@@ -170,6 +170,8 @@ TEST_F(Rtl, GoldenVectors) {
       reason = "dropped_slot_out_of_range";
     } else if (v.integer("count") > kSlotElements) {
       reason = "dropped_count_too_large_for_job";
+    } else if (v.integer("recovery") != 0) {
+      reason = "dropped_no_round";  // a recovery copy never starts a round
     } else {
       reason = "aggregated";
       ++taken;
@@ -571,6 +573,49 @@ TEST_F(Rtl, RunsOfAJobNeverMix) {
     EXPECT_EQ(r.header.epoch, kC);
   }
   EXPECT_EQ(count(C::kDroppedDuplicate), 0u);
+  expect_balanced();
+}
+
+// Recovery copies (a worker's answered packet sent again for the workers still waiting on its
+// round, after an aggregator restart) join or complete a round the set holds, or get its stored
+// result, and never start one.
+TEST_F(Rtl, RecoveryCopiesNeverStartARound) {
+  const JobSpec job = make_job(1, 3, 8, 4);
+  install(0, job);
+  auto c = [](std::uint16_t rank, std::uint32_t seq, std::uint8_t recovery, std::int32_t v) {
+    return Contribution{.job = 1,
+                        .rank = rank,
+                        .slot = 9,
+                        .set = static_cast<std::uint8_t>((seq / 4) % 2),
+                        .seq = seq,
+                        .values = ints({v}),
+                        .epoch = 7,
+                        .recovery = recovery};
+  };
+  EXPECT_TRUE(send(job, c(0, 1, 1, 5)).empty());  // the set holds no round
+  EXPECT_EQ(count(C::kDroppedNoRound), 1u);
+  EXPECT_TRUE(send(job, c(1, 1, 0, 10)).empty());  // a retransmission starts it
+  EXPECT_TRUE(send(job, c(0, 1, 1, 20)).empty());  // the copies join ...
+  auto results = send(job, c(2, 1, 1, 30));        // ... and complete it
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.values, ints({60}));
+    EXPECT_EQ(r.header.recovery, 0);
+  }
+  results = send(job, c(2, 1, 1, 30));  // to a complete round: its result, resent
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].values, ints({60}));
+  EXPECT_TRUE(send(job, c(0, 9, 1, 1)).empty());   // newer than the complete round: no_round
+  EXPECT_TRUE(send(job, c(1, 9, 0, 1)).empty());   // a new round ...
+  EXPECT_TRUE(send(job, c(0, 17, 1, 1)).empty());  // ... and a copy newer still: no_round
+  EXPECT_EQ(count(C::kDroppedNoRound), 3u);
+  Contribution other = c(2, 9, 1, 1);
+  other.epoch = 8;
+  other.fresh = 1;
+  EXPECT_TRUE(send(job, other).empty());  // never a takeover: stale_epoch
+  EXPECT_EQ(count(C::kDroppedStaleEpoch), 1u);
+  // In one cycle: a copy that would start the round next to the packet that does.
+  results = send_together(job, {c(0, 13, 1, 100), c(1, 13, 0, 200), c(2, 13, 1, 300)});
   expect_balanced();
 }
 

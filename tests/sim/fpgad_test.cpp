@@ -173,7 +173,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
   workers[0].send_to(agg, patched(wire::offset::kVersion, 9));   // bad version
   workers[0].send_to(agg, patched(wire::offset::kType, 0));      // bad type
   workers[0].send_to(agg, patched(wire::offset::kDtype, 7));     // bad dtype
-  workers[0].send_to(agg, patched(wire::offset::kFlags, 4));     // bad flags
+  workers[0].send_to(agg, patched(wire::offset::kFlags, 8));     // bad flags
   workers[0].send_to(agg, patched(wire::offset::kFlags, 0x80));  // bad flags
   workers[0].send_to(agg, patched(wire::offset::kCount, 0x80));  // count too large
   workers[0].send_to(agg, {good.begin(), good.end() - 1});       // length
@@ -253,6 +253,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"dropped_stale", 0},
       {"dropped_ahead", 0},
       {"dropped_stale_epoch", 0},
+      {"dropped_no_round", 0},
       {"datagrams_in", sent},
       {"egress_frames", 3 * kPackets + 1},
       {"egress_undecodable", 0},

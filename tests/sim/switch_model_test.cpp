@@ -289,7 +289,8 @@ TEST_F(SwitchModelTest, RetransmissionFromThePreviousSet) {
   // Ranks 0 and 1 got theirs and move on to set 1 (seq + W, W = 4).
   EXPECT_EQ(send({kJob, 0, 8, 1, {10, 10}, 0, 44}).action, Action::kAggregated);
   EXPECT_EQ(send({kJob, 1, 8, 1, {20, 20}, 0, 44}).action, Action::kAggregated);
-  EXPECT_EQ(model.registers(8, 0).bitmap, 0b100u);  // their set-0 bits are cleared
+  // Set 0's bitmap is left alone (a complete round's bitmap is never looked at).
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0b111u);
   const Snapshot set1 = snapshot(model, 8, 1);
 
   // Rank 2 retransmits its set-0 packet: it gets the set-0 result, set 1 is left alone.
@@ -310,7 +311,9 @@ TEST_F(SwitchModelTest, RetransmissionFromThePreviousSet) {
     EXPECT_EQ(r.header.seq, 44u);
     EXPECT_THAT(r.values, ElementsAre(60, 60));
   }
-  EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
+  // Set 0's next round starts from its starter's bit alone.
+  EXPECT_EQ(send({kJob, 1, 8, 0, {7, 7}, 0, 48}).action, Action::kAggregated);
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0b10u);
   expect_balanced(model.counters());
 }
 
@@ -520,7 +523,7 @@ TEST_F(SwitchModelTest, MalformedPackets) {
   cases.push_back({"type 0", patched(wire::offset::kType, 0), wire::Error::kBadType});
   cases.push_back({"type 3", patched(wire::offset::kType, 3), wire::Error::kBadType});
   cases.push_back({"dtype 3", patched(wire::offset::kDtype, 3), wire::Error::kBadDtype});
-  cases.push_back({"flags 4", patched(wire::offset::kFlags, 4), wire::Error::kBadFlags});
+  cases.push_back({"flags 8", patched(wire::offset::kFlags, 8), wire::Error::kBadFlags});
   cases.push_back({"flags 0x81", patched(wire::offset::kFlags, 0x81), wire::Error::kBadFlags});
   {
     auto b = good;
@@ -707,16 +710,16 @@ std::vector<Snapshot> snapshot_all(const SwitchModel& m) {
 }
 
 // Two ranks, W = 1: packet P goes to slot 8, set P % 2, seq P. Rank 0's retransmission of
-// packet 0 is overtaken by its packet 1, which clears its bit in set 0. Under SwitchML's rule
-// the late copy started a round on set 0 and corrupted packet 2; here it is recognised by its
-// seq as a copy of the completed round 0.
+// packet 0 is overtaken by its packet 1 (which, in SwitchML, clears its bit in set 0: there the
+// late copy started a round on set 0 and corrupted packet 2); here it is recognised by its seq
+// as a copy of the completed round 0.
 TEST_F(SwitchModelTest, RetransmissionOvertakenByTheSendersNextPacket) {
   install(2, /*base=*/8, /*count=*/1, /*epp=*/2);
   send({kJob, 0, 8, 0, {1, 2}, 0, 0});
   EXPECT_EQ(send({kJob, 1, 8, 0, {10, 20}, 0, 0}).action, Action::kCompleted);
   ASSERT_EQ(take_results().size(), 2u);
   EXPECT_EQ(send({kJob, 0, 8, 1, {3, 4}, 0, 1}).action, Action::kAggregated);
-  EXPECT_EQ(model.registers(8, 0).bitmap, 0b10u);  // rank 0's bit in set 0 is cleared
+  EXPECT_EQ(model.registers(8, 0).bitmap, 0b11u);  // set 0's bitmap is not touched
   const auto before = snapshot_all(model);
 
   // The late copy of packet 0: answered with round 0's result, nothing else changes.

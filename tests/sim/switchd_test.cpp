@@ -169,7 +169,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
   workers[0].send_to(sw, patched(wire::offset::kVersion, 9));   // bad version
   workers[0].send_to(sw, patched(wire::offset::kType, 0));      // bad type
   workers[0].send_to(sw, patched(wire::offset::kDtype, 7));     // bad dtype
-  workers[0].send_to(sw, patched(wire::offset::kFlags, 4));     // bad flags
+  workers[0].send_to(sw, patched(wire::offset::kFlags, 8));     // bad flags
   workers[0].send_to(sw, patched(wire::offset::kFlags, 0x80));  // bad flags
   workers[0].send_to(sw, patched(wire::offset::kCount, 0x80));  // count too large
   workers[0].send_to(sw, {good.begin(), good.end() - 1});       // length
@@ -236,6 +236,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"dropped_stale", 0},
       {"dropped_ahead", 0},
       {"dropped_stale_epoch", 0},
+      {"dropped_no_round", 0},
       {"malformed_truncated", 2},
       {"malformed_bad_version", 1},
       {"malformed_bad_type", 1},

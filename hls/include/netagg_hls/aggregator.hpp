@@ -48,7 +48,7 @@ struct RoundState {
   bool has_round;     // the set holds a round (in progress or complete)
   uint32_t epoch;     // the epoch (run token) of its contributions, echoed in results
   uint32_t seq;       // seq of the round's first contribution, echoed in results
-  uint32_t bitmap;    // ranks that contributed (SwitchML: the other set's bit is cleared)
+  uint32_t bitmap;    // ranks that contributed to this round
   uint8_t remaining;  // workers still to contribute; 0 = complete
   uint16_t count;     // elements of the round
   uint8_t dtype;      // layout::kDtype*
@@ -229,7 +229,6 @@ class Aggregator {
       const Contribution& k = c[p];
       const int at = 2 * k.slot + k.set;
       RoundState& round = rounds_[at];
-      RoundState& other = rounds_[at ^ 1];
       const int decision = decide(round, k);
       if (decision >= 0) {  // a drop reason
         ++counters_[decision];
@@ -244,13 +243,14 @@ class Aggregator {
       const uint32_t bit = 1u << k.rank;
       if (decision == kTakeover) {
         // The frames of this group that went into the other epoch's round are discarded with
-        // it; its bitmap belongs to that epoch.
+        // it.
         if (r >= 0) runs[r].open = false;
         r = -1;
-        round.bitmap = 0;
       }
       if (decision == kNewRound || decision == kTakeover) {
-        // (kNewRound: no run of `at` is open, that would make this one ahead)
+        // (kNewRound: no run of `at` is open, that would make this one ahead.) A new round's
+        // bitmap is its starter's bit alone: the bits set belong to an earlier round.
+        round.bitmap = 0;
         r = free_run(runs);
         runs[r].first = true;
         round.has_round = true;
@@ -275,8 +275,7 @@ class Aggregator {
         for (int q = 0; q < kTreeLeaves; ++q) runs[r].member[q] = false;
       }
       runs[r].member[p] = true;
-      round.bitmap |= bit;
-      other.bitmap &= ~bit;
+      round.bitmap |= bit;  // (the other set's bitmap is left alone, as in sim/switch)
       --round.remaining;
       ++counters_[csr14::kAggregated];
       if (round.remaining == 0) {
@@ -327,7 +326,7 @@ class Aggregator {
   // A frame that passed the frame, header and job table checks.
   struct Contribution {
     int job;  // job table entry
-    uint8_t dtype, set, fresh, ecn;
+    uint8_t dtype, set, fresh, recovery, ecn;
     uint16_t rank, slot, count;
     int16_t exponent;
     uint32_t seq, epoch;
@@ -527,6 +526,7 @@ class Aggregator {
     c.dtype = static_cast<uint8_t>(dtype);
     c.set = static_cast<uint8_t>(flags & kFlagSet);
     c.fresh = static_cast<uint8_t>((flags & kFlagFresh) != 0);
+    c.recovery = static_cast<uint8_t>((flags & kFlagRecovery) != 0);
     c.ecn = static_cast<uint8_t>(get_byte(h, kIpv4Ecn) & kIpv4EcnMask);
     c.rank = static_cast<uint16_t>(rank);
     c.slot = static_cast<uint16_t>(slot);
@@ -540,12 +540,14 @@ class Aggregator {
   // sim/switch/README.md's table, plus dtype_mismatch next to count_mismatch. Returns a drop
   // counter index (>= 0) or a Decision.
   static int decide(const RoundState& round, const Contribution& k) {
-    if (!round.has_round) return kNewRound;
+    // A recovery copy never starts a round (and so never takes a set over).
+    if (!round.has_round) return k.recovery ? csr14::kDroppedNoRound : static_cast<int>(kNewRound);
     if (k.epoch != round.epoch)
-      return k.fresh ? static_cast<int>(kTakeover) : csr14::kDroppedStaleEpoch;
+      return k.fresh && !k.recovery ? static_cast<int>(kTakeover) : csr14::kDroppedStaleEpoch;
     const int32_t age = static_cast<int32_t>(k.seq - round.seq);  // serial-number arithmetic
     const bool complete = round.remaining == 0;
     if (age < 0) return csr14::kDroppedStale;
+    if (age > 0 && k.recovery) return csr14::kDroppedNoRound;
     if (age > 0) return complete ? static_cast<int>(kNewRound) : csr14::kDroppedAhead;
     if (k.count != round.count) return csr14::kDroppedCountMismatch;
     if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;

@@ -55,7 +55,8 @@ enum Counter {
   kMalformedBadDtype, kMalformedBadFlags, kMalformedCountTooLarge, kMalformedLengthMismatch,
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
-  kDroppedDuplicate, kDroppedStale, kDroppedAhead, kDroppedStaleEpoch, kCounterCount
+  kDroppedDuplicate, kDroppedStale, kDroppedAhead, kDroppedStaleEpoch, kDroppedNoRound,
+  kCounterCount
 };
 
 }  // namespace csr14

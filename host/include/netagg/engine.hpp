@@ -68,8 +68,11 @@ struct EngineStats {
   std::uint64_t rejected = 0;       // undecodable, wrong job/rank/type, slot out of range, or the
                                     // in-flight packet's slot/set/seq with another count or dtype
   std::uint64_t foreign_epoch = 0;  // results of this job with another run's epoch, dropped
-  std::uint64_t operations = 0;     // operations completed
-  std::uint64_t rtt_samples = 0;    // round trips measured (packets answered without a resend)
+  // Packets sent again for others: a packet's predecessor on its slot, whose result this worker
+  // has, sent along with the packet's later retransmissions (Engine::kRecoveryAfter).
+  std::uint64_t recovery_resends = 0;
+  std::uint64_t operations = 0;   // operations completed
+  std::uint64_t rtt_samples = 0;  // round trips measured (packets answered without a resend)
   // Retransmissions shown unnecessary: a result came again for a packet already answered that
   // had been retransmitted, i.e. the aggregator answered the original and the copy. Then the
   // first result answered the original, so its round trip is known after all and is measured
@@ -132,7 +135,7 @@ class Engine {
   std::optional<TimePoint> next_deadline() const;
 
   // Packets to send, in order. The views stay valid until clear_transmits(); views of a packet
-  // that became obsolete (its slot was answered and reused in the meantime) are removed.
+  // that became obsolete (it was answered in the meantime) are removed.
   std::span<const std::span<const std::byte>> transmits() const { return transmits_; }
   void clear_transmits() {
     transmits_.clear();
@@ -151,6 +154,13 @@ class Engine {
   const RtoEstimator& rto() const { return rto_; }
 
  private:
+  // From this retransmission of a packet on, each retransmission also sends the slot's previous
+  // packet again. A retransmission answers nothing only when the aggregator lost the round:
+  // it restarted, and the workers that had not yet got the previous packet's result wait for a
+  // round that the others, who had, will never join again. Their copies complete it; to a
+  // running aggregator a copy is a retransmission of a completed round, answered by unicast and
+  // counted as a duplicate here.
+  static constexpr std::uint32_t kRecoveryAfter = 2;
   static constexpr std::uint32_t kNone = UINT32_MAX;
 
   // One per slot of the window. A busy slot is linked into the timer list of its backoff level.
@@ -173,7 +183,14 @@ class Engine {
     std::uint32_t answered_retransmissions = 0;
     Duration answered_rtt{0};
     std::uint32_t prev = kNone, next = kNone;  // timer list links (slot indices)
-    std::uint64_t queued_epoch = 0;  // == transmits_epoch_ while transmits_ views the buffer
+  };
+  // The packet bytes of global index g live in buffer g mod 2W until g + 2W is sent, which is
+  // after the result of g + W: so while g is in flight its slot's previous packet g - W is
+  // still there, to be sent again for the workers that lost its result (see kRecoveryAfter).
+  struct Buffer {
+    std::uint64_t global = UINT64_MAX;  // the packet it holds (UINT64_MAX: none)
+    std::uint32_t size = 0;
+    std::uint64_t queued_epoch = 0;  // == transmits_epoch_ while transmits_ views it
   };
   // Busy slots in timer lists. Fixed timeout: one list per backoff level, in order of deadline
   // (each level's timeout is constant, so appending at `now + timeout` keeps it sorted).
@@ -202,10 +219,14 @@ class Engine {
   Duration reordering_window() const;
   std::uint32_t first_not_overtaken() const;
   void on_adaptive_timer(TimePoint now);
-  std::span<std::byte> buffer(std::uint32_t idx) {
-    return {buffers_.data() + std::size_t{idx} * wire::kMaxPacketSize, wire::kMaxPacketSize};
+  std::uint32_t buffer_index(std::uint64_t global) const {
+    return static_cast<std::uint32_t>(global % (2 * std::uint64_t{params_.window}));
   }
-  void queue_transmit(std::uint32_t idx);
+  std::span<std::byte> buffer(std::uint32_t b) {
+    return {buffers_.data() + std::size_t{b} * wire::kMaxPacketSize, wire::kMaxPacketSize};
+  }
+  void queue_transmit(std::uint32_t b);
+  void send_predecessor(std::uint32_t idx);
   void sample_rtt(Duration rtt);  // counts it; feeds the estimator if adaptive
   void fail(TimePoint now);
 
@@ -219,8 +240,10 @@ class Engine {
   std::uint64_t count_ = 0;            // packets in this operation
   std::uint64_t delivered_ = 0;
   TimePoint last_progress_{};
-  std::vector<InFlight> slots_;     // W entries, indexed by global % W
-  std::vector<std::byte> buffers_;  // W * kMaxPacketSize: the packets in flight
+  std::vector<InFlight> slots_;  // W entries, indexed by global % W
+  std::vector<std::byte>
+      buffers_;  // 2W * kMaxPacketSize: the packets in flight, their predecessors
+  std::vector<Buffer> buffer_info_;  // 2W
   RtoEstimator rto_;
   TimePoint rack_sent_{};          // latest first transmission of a packet answered
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend

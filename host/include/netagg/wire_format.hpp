@@ -77,7 +77,8 @@ inline constexpr std::size_t kMaxElementSize = 4;
 // Bits of the flags field.
 inline constexpr std::uint8_t kFlagSet = 0x01;  // which of the slot's two copies (the shadow copy)
 inline constexpr std::uint8_t kFlagFresh = 0x02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
-inline constexpr std::uint8_t kFlagsReservedMask = 0xFC;
+inline constexpr std::uint8_t kFlagRecovery = 0x04;  // contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results
+inline constexpr std::uint8_t kFlagsReservedMask = 0xF8;
 
 // ---- the netagg header ----------------------------------------------------------------
 //
@@ -85,7 +86,7 @@ inline constexpr std::uint8_t kFlagsReservedMask = 0xFC;
 //  0       1     version    wire format version
 //  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
 //  2       1     dtype      data type of the payload elements
-//  3       1     flags      bit 0: set; bit 1: fresh; bits 2..7 zero
+//  3       1     flags      bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero
 //  4       2     job_id     the job; aggregators keep a table of jobs
 //  6       2     rank       contribution: the sender's rank; result: the rank of the addressed work
 //  8       2     slot       absolute slot index in the aggregator's pool, inside the job's range
@@ -124,6 +125,7 @@ struct Header {
   DataType dtype = DataType::kInt32;
   std::uint8_t set = 0;  // 0 or 1: flags bit 0
   std::uint8_t fresh = 0;  // 0 or 1: flags bit 1
+  std::uint8_t recovery = 0;  // 0 or 1: flags bit 2
   std::uint16_t job_id = 0;
   std::uint16_t rank = 0;
   std::uint16_t slot = 0;
@@ -212,7 +214,7 @@ inline void store_header(const Header& h, std::byte* p) {
   p[offset::kVersion] = std::byte(h.version);
   p[offset::kType] = std::byte(h.type);
   p[offset::kDtype] = std::byte(h.dtype);
-  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0) | (h.fresh ? kFlagFresh : 0));
+  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0) | (h.fresh ? kFlagFresh : 0) | (h.recovery ? kFlagRecovery : 0));
   store_be16(p + offset::kJobId, static_cast<std::uint16_t>(h.job_id));
   store_be16(p + offset::kRank, static_cast<std::uint16_t>(h.rank));
   store_be16(p + offset::kSlot, static_cast<std::uint16_t>(h.slot));
@@ -224,7 +226,7 @@ inline void store_header(const Header& h, std::byte* p) {
 
 // True if every value of h fits its field.
 constexpr bool header_encodable(const Header& h) {
-  return h.set <= 1 && h.fresh <= 1 && h.count <= kMaxCount;
+  return h.set <= 1 && h.fresh <= 1 && h.recovery <= 1 && h.count <= kMaxCount;
 }
 
 // Reads the header's fields from p[0..kHeaderSize) into h and checks them in the order
@@ -251,6 +253,7 @@ inline Error load_header(const std::byte* p, Header& h) {
   h.dtype = static_cast<DataType>(raw_dtype);
   h.set = (raw_flags & kFlagSet) ? 1 : 0;
   h.fresh = (raw_flags & kFlagFresh) ? 1 : 0;
+  h.recovery = (raw_flags & kFlagRecovery) ? 1 : 0;
   h.job_id = raw_job_id;
   h.rank = raw_rank;
   h.slot = raw_slot;

@@ -144,8 +144,9 @@ enum class Counter : std::uint32_t {
   kDroppedStale = 27,
   kDroppedAhead = 28,
   kDroppedStaleEpoch = 29,
+  kDroppedNoRound = 30,
 };
-inline constexpr std::size_t kCounterCount = 30;
+inline constexpr std::size_t kCounterCount = 31;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -177,6 +178,7 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "dropped_stale",
     "dropped_ahead",
     "dropped_stale_epoch",
+    "dropped_no_round",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }
