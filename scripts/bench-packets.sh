@@ -9,6 +9,8 @@
 #   reflector: its packets in per CPU second of its own;  load: replies per CPU second
 #   switchd:   packets_in per CPU second (/proc/PID/stat); worker: packets sent (first ones and
 #              retransmissions) per CPU second of the whole process (set-up and checks included)
+# netagg runs twice: with UDP GSO/GRO (the default) and without (switchd --no-udp-offload,
+# NETAGG_UDP_OFFLOAD=0 for the workers); the reflector and its load use neither.
 #
 # Writes BUILD_DIR/bench/packets.json and prints a table.
 #
@@ -65,58 +67,85 @@ json.dump({"job_id": 1, "slots": {"base": 0, "count": 64}, "elements_per_packet"
            "workers": [{"rank": r, "address": f"127.0.0.1:{p}"} for r, p in enumerate(ports)]},
           open(sys.argv[1], "w"))
 PY
-"$switchd" --listen 127.0.0.1:0 --job "$job" --slots 64 --counters-json "$raw/switchd.json" \
-  > "$raw/switchd.out" 2>&1 &
-spid=$!
-wait_listening "$raw/switchd.out"
-saddr=$(sed -n 's/.*listening on //p' "$raw/switchd.out" | head -1)
-pids=()
-epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # the run's, the same on every worker
-for (( r = 0; r < workers; ++r )); do
-  "$worker" --rank "$r" --job "$job" --target "$saddr" --dtype int32 --count "$count" \
-    --iterations "$iterations" --epoch "$epoch" --json > "$raw/worker$r.json" 2> "$raw/worker$r.log" &
-  pids+=($!)
-done
-status=0
-for p in "${pids[@]}"; do wait "$p" || status=$?; done
-switchd_cpu=$(cpu_of "$spid")
-kill -TERM "$spid"; wait "$spid" || true
-[ "$status" -eq 0 ] || { echo "bench-packets: a worker failed, see $raw" >&2; exit 1; }
+# run_netagg LABEL OFFLOAD: switchd and the workers with UDP GSO/GRO on (1) or off (0); the
+# daemon's CPU seconds go to $raw/LABEL/switchd.cpu.
+run_netagg() {
+  local label=$1 offload=$2 dir="$raw/$1" spid saddr epoch status=0 flags=()
+  mkdir -p "$dir"
+  [ "$offload" = 1 ] || flags=(--no-udp-offload)
+  "$switchd" --listen 127.0.0.1:0 --job "$job" --slots 64 --counters-json "$dir/switchd.json" \
+    "${flags[@]}" > "$dir/switchd.out" 2>&1 &
+  spid=$!
+  wait_listening "$dir/switchd.out"
+  saddr=$(sed -n 's/.*listening on //p' "$dir/switchd.out" | head -1)
+  local pids=()
+  epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # the run's, the same on every worker
+  for (( r = 0; r < workers; ++r )); do
+    NETAGG_UDP_OFFLOAD=$offload "$worker" --rank "$r" --job "$job" --target "$saddr" \
+      --dtype int32 --count "$count" --iterations "$iterations" --epoch "$epoch" --json \
+      > "$dir/worker$r.json" 2> "$dir/worker$r.log" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || status=$?; done
+  cpu_of "$spid" > "$dir/switchd.cpu"
+  kill -TERM "$spid"; wait "$spid" || true
+  [ "$status" -eq 0 ] || { echo "bench-packets: a worker failed, see $dir" >&2; exit 1; }
+}
+run_netagg offload 1
+run_netagg plain 0
 
-RAW="$raw" OUT="$out/packets.json" SWITCHD_CPU="$switchd_cpu" WORKERS="$workers" \
+RAW="$raw" OUT="$out/packets.json" WORKERS="$workers" \
   /usr/bin/python3 - <<'PY'
 import json, os
 raw, n = os.environ["RAW"], int(os.environ["WORKERS"])
 last = lambda f: json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
 refl = last(f"{raw}/reflector.out")
 loads = [last(f"{raw}/load{r}.json") for r in range(n)]
-workers = [last(f"{raw}/worker{r}.json") for r in range(n)]
-sw = json.load(open(f"{raw}/switchd.json"))
-sw_cpu = float(os.environ["SWITCHD_CPU"])
 reflector_pps = refl["packets_in"] / refl["cpu_seconds"]
-switchd_pps = sw["packets_in"] / sw_cpu
 load_pps = sum(l["packets"] for l in loads) / sum(l["cpu_seconds"] for l in loads)
-worker_pps = (sum(w["packets_sent"] + w["retransmissions"] for w in workers)
-              / sum(w["cpu_seconds"] for w in workers))
+
+def netagg(label):
+    workers = [last(f"{raw}/{label}/worker{r}.json") for r in range(n)]
+    sw = json.load(open(f"{raw}/{label}/switchd.json"))
+    sw_cpu = float(open(f"{raw}/{label}/switchd.cpu").read())
+    switchd_pps = sw["packets_in"] / sw_cpu
+    worker_pps = (sum(w["packets_sent"] + w["retransmissions"] for w in workers)
+                  / sum(w["cpu_seconds"] for w in workers))
+    return {
+        "switchd_packets_per_cpu_second": switchd_pps,
+        "ratio_switchd_over_reflector": switchd_pps / reflector_pps,
+        "worker_packets_per_cpu_second": worker_pps,
+        "ratio_worker_over_load": worker_pps / load_pps,
+        "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu},
+        "workers": [{k: w.get(k) for k in ("packets_sent", "retransmissions", "cpu_seconds",
+                                           "seconds", "verification")} for w in workers],
+    }
+
+offload, plain = netagg("offload"), netagg("plain")
 result = {
     "reflector_packets_per_cpu_second": reflector_pps,
-    "switchd_packets_per_cpu_second": switchd_pps,
-    "ratio_switchd_over_reflector": switchd_pps / reflector_pps,
     "load_packets_per_cpu_second": load_pps,
-    "worker_packets_per_cpu_second": worker_pps,
-    "ratio_worker_over_load": worker_pps / load_pps,
-    "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu},
+    # UDP GSO/GRO on (the default) ...
+    "switchd_packets_per_cpu_second": offload["switchd_packets_per_cpu_second"],
+    "ratio_switchd_over_reflector": offload["ratio_switchd_over_reflector"],
+    "worker_packets_per_cpu_second": offload["worker_packets_per_cpu_second"],
+    "ratio_worker_over_load": offload["ratio_worker_over_load"],
+    "offload": offload,
+    # ... and off (switchd --no-udp-offload, NETAGG_UDP_OFFLOAD=0)
+    "no_offload": plain,
     "reflector": refl, "loads": loads,
-    "workers": [{k: w.get(k) for k in ("packets_sent", "retransmissions", "cpu_seconds",
-                                       "seconds", "verification")} for w in workers],
     "command": "bash scripts/bench-packets.sh BUILD_DIR",
 }
 json.dump(result, open(os.environ["OUT"], "w"), indent=1)
 print("The cost of a packet on loopback, 4 senders with 64 packets of 1046 bytes in flight each:")
-print(f"{'':28}{'packets per CPU second':>24}{'ratio':>8}")
-print(f"{'reflector (plain UDP)':28}{reflector_pps:>24,.0f}")
-print(f"{'netagg-switchd':28}{switchd_pps:>24,.0f}{switchd_pps / reflector_pps:>8.2f}")
-print(f"{'reflector load (sender)':28}{load_pps:>24,.0f}")
-print(f"{'netagg-allreduce worker':28}{worker_pps:>24,.0f}{worker_pps / load_pps:>8.2f}")
+print(f"{'':36}{'packets per CPU second':>24}{'ratio':>8}")
+print(f"{'reflector (plain UDP)':36}{reflector_pps:>24,.0f}")
+for label, r in (("UDP GSO/GRO", offload), ("no offload", plain)):
+    print(f"{'netagg-switchd, ' + label:36}{r['switchd_packets_per_cpu_second']:>24,.0f}"
+          f"{r['ratio_switchd_over_reflector']:>8.2f}")
+print(f"{'reflector load (sender)':36}{load_pps:>24,.0f}")
+for label, r in (("UDP GSO/GRO", offload), ("no offload", plain)):
+    print(f"{'netagg-allreduce worker, ' + label:36}{r['worker_packets_per_cpu_second']:>24,.0f}"
+          f"{r['ratio_worker_over_load']:>8.2f}")
 print(f"JSON: {os.environ['OUT']}")
 PY

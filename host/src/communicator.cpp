@@ -343,7 +343,7 @@ Config validated(Config cfg) {
 
 std::unique_ptr<Transport> make_transport(const Config& cfg) {
   if (cfg.transport == "udp")
-    return make_udp_transport(cfg.local_address(), cfg.aggregator_address());
+    return make_udp_transport(cfg.local_address(), cfg.aggregator_address(), cfg.udp_offload);
   if (cfg.transport == "dpdk") {
 #ifdef NETAGG_HAVE_DPDK
     const auto& worker = cfg.job.workers.at(static_cast<std::size_t>(cfg.rank));

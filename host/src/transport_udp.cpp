@@ -2,8 +2,14 @@
 // Kernel UDP transport: one non-blocking socket bound to the worker's address, batched
 // sendmmsg/recvmmsg. The socket stays unconnected so that datagrams from anyone other than the
 // aggregator reach us and can be counted as foreign instead of vanishing in the kernel.
+//
+// With offload (the default), runs of packets of one size leave as one UDP GSO message each
+// (UDP_SEGMENT: the kernel cuts it into datagrams, one pass through the stack for up to 64),
+// and the socket takes results coalesced by UDP GRO (UDP_GRO), split here by the segment size
+// the kernel reports. The datagrams on the wire are the same either way.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +29,13 @@ namespace netagg {
 namespace {
 
 constexpr std::size_t kBatch = 64;
+// GSO: at most 64 segments a message (the kernel's UDP_MAX_SEGMENTS) and the message within one
+// IPv4 datagram's payload. GRO: a coalesced datagram is at most 64 KiB.
+constexpr std::size_t kMaxSegments = 64;
+constexpr std::size_t kMaxGsoBytes = 65507;
+constexpr std::size_t kGroBufferSize = 65536;
+constexpr std::size_t kRxControl = CMSG_SPACE(sizeof(int));
+constexpr std::size_t kTxControl = CMSG_SPACE(sizeof(std::uint16_t));
 constexpr int kSocketBufferBytes = 4 << 20;
 // Room for one byte more than the largest netagg packet, so an oversized datagram shows up as
 // such (MSG_TRUNC) instead of being cut to a plausible length.
@@ -45,8 +58,8 @@ sockaddr_in to_sockaddr(const Endpoint& e) {
 
 class UdpTransport final : public Transport {
  public:
-  UdpTransport(const Endpoint& local, const Endpoint& aggregator)
-      : local_(local), aggregator_(aggregator), peer_(to_sockaddr(aggregator)) {
+  UdpTransport(const Endpoint& local, const Endpoint& aggregator, bool offload)
+      : local_(local), aggregator_(aggregator), peer_(to_sockaddr(aggregator)), gso_(offload) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) socket_error("socket", errno);
     // Best effort: bursts of a whole window must not overflow the default buffers, but an
@@ -59,12 +72,20 @@ class UdpTransport final : public Transport {
       ::close(fd_);
       socket_error(fmt::format("bind {}", local.to_string()), err);
     }
-    rx_buffers_.resize(kBatch * kReceiveBufferSize);
+    if (offload) {
+      const int on = 1;
+      gro_ = ::setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof on) == 0;
+    }
+    rx_size_ = gro_ ? kGroBufferSize : kReceiveBufferSize;
+    rx_buffers_.resize(kBatch * rx_size_);
     rx_iov_.resize(kBatch);
     rx_msgs_.resize(kBatch);
     rx_from_.resize(kBatch);
-    tx_iov_.resize(kBatch);
+    rx_control_.resize(kBatch * kRxControl);
+    tx_iov_.resize(kBatch * kMaxSegments);
     tx_msgs_.resize(kBatch);
+    tx_control_.resize(kBatch * kTxControl);
+    tx_packets_.resize(kBatch);
   }
 
   ~UdpTransport() override { ::close(fd_); }
@@ -72,25 +93,21 @@ class UdpTransport final : public Transport {
   void send(std::span<const std::span<const std::byte>> packets) override {
     std::size_t done = 0;
     while (done < packets.size()) {
-      const std::size_t n = std::min(kBatch, packets.size() - done);
-      for (std::size_t i = 0; i < n; ++i) {
-        auto p = packets[done + i];
-        tx_iov_[i].iov_base = const_cast<std::byte*>(p.data());
-        tx_iov_[i].iov_len = p.size();
-        tx_msgs_[i] = {};
-        tx_msgs_[i].msg_hdr.msg_name = &peer_;
-        tx_msgs_[i].msg_hdr.msg_namelen = sizeof peer_;
-        tx_msgs_[i].msg_hdr.msg_iov = &tx_iov_[i];
-        tx_msgs_[i].msg_hdr.msg_iovlen = 1;
-      }
-      const int sent = ::sendmmsg(fd_, tx_msgs_.data(), static_cast<unsigned>(n), 0);
+      const std::size_t messages = build_messages(packets.subspan(done));
+      const int sent = ::sendmmsg(fd_, tx_msgs_.data(), static_cast<unsigned>(messages), 0);
       if (sent > 0) {
-        done += static_cast<std::size_t>(sent);
-        counters_.sent += static_cast<std::uint64_t>(sent);
+        std::size_t n = 0;
+        for (int m = 0; m < sent; ++m) n += tx_packets_[static_cast<std::size_t>(m)];
+        done += n;
+        counters_.sent += n;
         continue;
       }
       const int err = errno;
       if (sent < 0 && err == EINTR) continue;
+      if (sent < 0 && gso_ && (err == EIO || err == EINVAL || err == ENOPROTOOPT)) {
+        gso_ = false;  // the kernel or the device cannot segment: one datagram a message
+        continue;
+      }
       if (sent == 0 || err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) {
         pollfd pfd{fd_, POLLOUT, 0};
         const int r = ::poll(&pfd, 1, kSendStallMs);
@@ -123,20 +140,34 @@ class UdpTransport final : public Transport {
     }
     std::size_t handed = 0;
     for (int i = 0; i < got; ++i) {
-      const mmsghdr& m = rx_msgs_[i];
+      mmsghdr& m = rx_msgs_[i];
       const sockaddr_in& from = rx_from_[i];
+      // Coalesced by GRO: datagrams of `segment` bytes each, the last one possibly shorter.
+      std::size_t segment = m.msg_len;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr); c != nullptr; c = CMSG_NXTHDR(&m.msg_hdr, c)) {
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+          int size = 0;
+          std::memcpy(&size, CMSG_DATA(c), sizeof size);
+          if (size > 0) segment = static_cast<std::size_t>(size);
+        }
+      }
+      const std::size_t datagrams = segment == 0 ? 1 : (m.msg_len + segment - 1) / segment;
       if (m.msg_hdr.msg_namelen != sizeof(sockaddr_in) || from.sin_family != AF_INET ||
           from.sin_addr.s_addr != peer_.sin_addr.s_addr || from.sin_port != peer_.sin_port) {
-        ++counters_.dropped_foreign;
+        counters_.dropped_foreign += datagrams;
         continue;
       }
-      if ((m.msg_hdr.msg_flags & MSG_TRUNC) || m.msg_len > wire::kMaxPacketSize) {
-        ++counters_.dropped_malformed;
+      if ((m.msg_hdr.msg_flags & MSG_TRUNC) || segment > wire::kMaxPacketSize) {
+        counters_.dropped_malformed += datagrams;
         continue;
       }
-      ++counters_.received;
-      ++handed;
-      on_packet(std::span<const std::byte>(&rx_buffers_[i * kReceiveBufferSize], m.msg_len));
+      const std::byte* data = &rx_buffers_[i * rx_size_];
+      for (std::size_t at = 0; at < m.msg_len || at == 0; at += segment) {
+        ++counters_.received;
+        ++handed;
+        on_packet(std::span<const std::byte>(data + at, std::min(segment, m.msg_len - at)));
+        if (segment == 0) break;
+      }
     }
     return handed;
   }
@@ -148,16 +179,59 @@ class UdpTransport final : public Transport {
   TransportCounters counters() const override { return counters_; }
 
  private:
+  // Fills tx_msgs_ with up to kBatch messages for the first packets: with GSO, a run of packets
+  // of one size (the last may be shorter) in one message; without, one packet a message.
+  // tx_packets_[m] is how many packets message m carries. Returns the number of messages.
+  std::size_t build_messages(std::span<const std::span<const std::byte>> packets) {
+    std::size_t m = 0, p = 0, iov = 0;
+    while (m < kBatch && p < packets.size()) {
+      const std::size_t first = p, size = packets[p].size();
+      std::size_t bytes = size;
+      tx_iov_[iov + p - first] = {const_cast<std::byte*>(packets[p].data()), size};
+      ++p;
+      while (gso_ && size > 0 && p < packets.size() && p - first < kMaxSegments &&
+             packets[p].size() <= size && packets[p].size() > 0 &&
+             bytes + packets[p].size() <= kMaxGsoBytes) {
+        tx_iov_[iov + p - first] = {const_cast<std::byte*>(packets[p].data()), packets[p].size()};
+        bytes += packets[p].size();
+        ++p;
+        if (packets[p - 1].size() < size) break;  // only the last segment may be shorter
+      }
+      msghdr& h = tx_msgs_[m].msg_hdr;
+      tx_msgs_[m] = {};
+      h.msg_name = &peer_;
+      h.msg_namelen = sizeof peer_;
+      h.msg_iov = &tx_iov_[iov];
+      h.msg_iovlen = p - first;
+      if (p - first > 1) {
+        h.msg_control = &tx_control_[m * kTxControl];
+        h.msg_controllen = kTxControl;
+        cmsghdr* c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+        const auto segment = static_cast<std::uint16_t>(size);
+        std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+      }
+      tx_packets_[m] = p - first;
+      iov += p - first;
+      ++m;
+    }
+    return m;
+  }
+
   // Takes whatever is queued (up to a batch) without blocking; 0 if nothing is.
   int receive_batch() {
     for (std::size_t i = 0; i < kBatch; ++i) {
-      rx_iov_[i].iov_base = &rx_buffers_[i * kReceiveBufferSize];
-      rx_iov_[i].iov_len = kReceiveBufferSize;
+      rx_iov_[i].iov_base = &rx_buffers_[i * rx_size_];
+      rx_iov_[i].iov_len = rx_size_;
       rx_msgs_[i] = {};
       rx_msgs_[i].msg_hdr.msg_name = &rx_from_[i];
       rx_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
       rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
       rx_msgs_[i].msg_hdr.msg_iovlen = 1;
+      rx_msgs_[i].msg_hdr.msg_control = &rx_control_[i * kRxControl];
+      rx_msgs_[i].msg_hdr.msg_controllen = kRxControl;
     }
     for (;;) {
       const int n = ::recvmmsg(fd_, rx_msgs_.data(), kBatch, MSG_DONTWAIT, nullptr);
@@ -174,22 +248,28 @@ class UdpTransport final : public Transport {
   Endpoint local_, aggregator_;
   sockaddr_in peer_;
   int fd_ = -1;
+  bool gso_ = false, gro_ = false;
+  std::size_t rx_size_ = kReceiveBufferSize;  // bytes per receive buffer
   TransportCounters counters_;
   std::vector<std::byte> rx_buffers_;
   std::vector<iovec> rx_iov_;
   std::vector<mmsghdr> rx_msgs_;
   std::vector<sockaddr_in> rx_from_;
-  std::vector<iovec> tx_iov_;
+  std::vector<std::byte> rx_control_;
+  std::vector<iovec> tx_iov_;  // kBatch messages of up to kMaxSegments packets
   std::vector<mmsghdr> tx_msgs_;
+  std::vector<std::byte> tx_control_;
+  std::vector<std::size_t> tx_packets_;  // packets in each message
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator) {
+std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
+                                              bool offload) {
   if (aggregator.port == 0 || aggregator.ip == 0)
     throw Error(Errc::kConfig, fmt::format("udp: aggregator address {} is not a destination",
                                            aggregator.to_string()));
-  return std::make_unique<UdpTransport>(local, aggregator);
+  return std::make_unique<UdpTransport>(local, aggregator, offload);
 }
 
 }  // namespace netagg

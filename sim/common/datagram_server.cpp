@@ -2,6 +2,7 @@
 #include "datagram_server.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include <fmt/format.h>
@@ -25,7 +27,9 @@ namespace {
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr std::size_t kBatchesPerPoll = 16;       // then look at signals again
 constexpr std::size_t kMaxDrainAtExit = 1 << 20;  // datagrams processed after SIGTERM
-constexpr std::size_t kControlSize = CMSG_SPACE(sizeof(in_pktinfo));
+constexpr std::size_t kControlSize = CMSG_SPACE(sizeof(in_pktinfo)) + CMSG_SPACE(sizeof(int));
+constexpr std::size_t kMaxSegments = 64;     // the kernel's UDP_MAX_SEGMENTS
+constexpr std::size_t kMaxGsoBytes = 65507;  // one IPv4 datagram's payload
 
 sockaddr_in to_sockaddr(const Endpoint& e) {
   sockaddr_in sa{};
@@ -69,16 +73,20 @@ void block_daemon_signals() {
   sigprocmask(SIG_BLOCK, &signals, nullptr);
 }
 
-DatagramServer::DatagramServer(const Endpoint& listen)
-    : recv_buffers_(kRecvBatch * kRecvBufferSize),
-      recv_iov_(kRecvBatch),
+DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
+    : recv_iov_(kRecvBatch),
       recv_addrs_(kRecvBatch),
       recv_msgs_(kRecvBatch),
       recv_control_(kRecvBatch * kControlSize),
+      gso_(offload),
       send_buffers_(kSendBatch * kMaxSendSize),
-      send_iov_(kSendBatch),
+      send_sizes_(kSendBatch),
       send_addrs_(kSendBatch),
+      send_sources_(kSendBatch),
+      send_order_(kSendBatch),
+      send_iov_(kSendBatch),
       send_msgs_(kSendBatch),
+      send_counts_(kSendBatch),
       send_control_(kSendBatch * kControlSize) {
   block_daemon_signals();
   const sigset_t signals = daemon_signals();
@@ -96,6 +104,9 @@ DatagramServer::DatagramServer(const Endpoint& listen)
   setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
   const int on = 1;
   setsockopt(fd_, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+  if (offload) gro_ = setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+  recv_size_ = gro_ ? kGroBufferSize : kRecvBufferSize;
+  recv_buffers_.resize(kRecvBatch * recv_size_);
   const sockaddr_in sa = to_sockaddr(listen);
   if (bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
     const int err = errno;
@@ -110,20 +121,13 @@ DatagramServer::DatagramServer(const Endpoint& listen)
   bound_ = Endpoint{ntohl(actual.sin_addr.s_addr), ntohs(actual.sin_port)};
 
   for (std::size_t i = 0; i < kRecvBatch; ++i) {
-    recv_iov_[i].iov_base = recv_buffers_.data() + i * kRecvBufferSize;
-    recv_iov_[i].iov_len = kRecvBufferSize;
+    recv_iov_[i].iov_base = recv_buffers_.data() + i * recv_size_;
+    recv_iov_[i].iov_len = recv_size_;
     recv_msgs_[i].msg_hdr.msg_iov = &recv_iov_[i];
     recv_msgs_[i].msg_hdr.msg_iovlen = 1;
     recv_msgs_[i].msg_hdr.msg_name = &recv_addrs_[i];
   }
-  for (std::size_t i = 0; i < kSendBatch; ++i) {
-    send_iov_[i].iov_base = send_buffers_.data() + i * kMaxSendSize;
-    send_msgs_[i].msg_hdr.msg_iov = &send_iov_[i];
-    send_msgs_[i].msg_hdr.msg_iovlen = 1;
-    send_msgs_[i].msg_hdr.msg_name = &send_addrs_[i];
-    send_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
-  }
-  batch_.reserve(kRecvBatch);
+  batch_.reserve(kRecvBatch * (gro_ ? kMaxSegments : 1));
 }
 
 DatagramServer::~DatagramServer() {
@@ -143,41 +147,110 @@ void DatagramServer::send(const Endpoint& to, std::span<const std::byte> bytes,
     throw Error(Errc::kInvalidArgument,
                 fmt::format("datagram of {} bytes exceeds {}", bytes.size(), kMaxSendSize));
   if (pending_ == kSendBatch) flush();
-  std::memcpy(send_iov_[pending_].iov_base, bytes.data(), bytes.size());
-  send_iov_[pending_].iov_len = bytes.size();
+  std::memcpy(send_buffers_.data() + pending_ * kMaxSendSize, bytes.data(), bytes.size());
+  send_sizes_[pending_] = bytes.size();
   send_addrs_[pending_] = to_sockaddr(to);
-  msghdr& h = send_msgs_[pending_].msg_hdr;
-  if (source_ip == 0) {
-    h.msg_control = nullptr;
-    h.msg_controllen = 0;
-  } else {
-    h.msg_control = send_control_.data() + pending_ * kControlSize;
-    h.msg_controllen = kControlSize;
-    cmsghdr* c = CMSG_FIRSTHDR(&h);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
-    in_pktinfo info{};
-    info.ipi_spec_dst.s_addr = htonl(source_ip);
-    std::memcpy(CMSG_DATA(c), &info, sizeof(info));
-  }
+  send_sources_[pending_] = source_ip;
   ++pending_;
 }
 
+// Messages for the queued datagrams send_order_[from..pending_): with GSO, a run of datagrams to
+// one destination from one source address, of one size (the last may be shorter), per message.
+std::size_t DatagramServer::build_messages(std::size_t from) {
+  std::size_t m = 0;
+  for (std::size_t i = from; i < pending_; ++m) {
+    const std::uint32_t first = send_order_[i];
+    const sockaddr_in& to = send_addrs_[first];
+    const std::size_t size = send_sizes_[first];
+    std::size_t k = i, bytes = 0;
+    do {
+      const std::uint32_t d = send_order_[k];
+      send_iov_[k].iov_base = send_buffers_.data() + std::size_t{d} * kMaxSendSize;
+      send_iov_[k].iov_len = send_sizes_[d];
+      bytes += send_sizes_[d];
+      ++k;
+      if (send_sizes_[d] < size) break;  // only the last segment may be shorter
+    } while (gso_ && size > 0 && k < pending_ && k - i < kMaxSegments &&
+             send_addrs_[send_order_[k]].sin_addr.s_addr == to.sin_addr.s_addr &&
+             send_addrs_[send_order_[k]].sin_port == to.sin_port &&
+             send_sources_[send_order_[k]] == send_sources_[first] &&
+             send_sizes_[send_order_[k]] <= size && send_sizes_[send_order_[k]] > 0 &&
+             bytes + send_sizes_[send_order_[k]] <= kMaxGsoBytes);
+    msghdr& h = send_msgs_[m].msg_hdr;
+    send_msgs_[m] = {};
+    h.msg_name = &send_addrs_[first];
+    h.msg_namelen = sizeof(sockaddr_in);
+    h.msg_iov = &send_iov_[i];
+    h.msg_iovlen = k - i;
+    std::byte* control = send_control_.data() + m * kControlSize;
+    std::size_t used = 0;
+    h.msg_control = control;
+    h.msg_controllen = kControlSize;
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    if (send_sources_[first] != 0) {  // the local address it leaves from
+      c->cmsg_level = IPPROTO_IP;
+      c->cmsg_type = IP_PKTINFO;
+      c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+      in_pktinfo info{};
+      info.ipi_spec_dst.s_addr = htonl(send_sources_[first]);
+      std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+      used += CMSG_SPACE(sizeof(in_pktinfo));
+      c = CMSG_NXTHDR(&h, c);
+    }
+    if (k - i > 1) {  // GSO: the kernel cuts it into datagrams of `size` bytes
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+      const auto segment = static_cast<std::uint16_t>(size);
+      std::memcpy(CMSG_DATA(c), &segment, sizeof(segment));
+      used += CMSG_SPACE(sizeof(std::uint16_t));
+    }
+    h.msg_controllen = used;
+    if (used == 0) h.msg_control = nullptr;
+    send_counts_[m] = k - i;
+    i = k;
+  }
+  return m;
+}
+
 void DatagramServer::flush() {
-  std::size_t done = 0;
-  while (done < pending_) {
+  if (pending_ == 0) return;
+  // Each destination's datagrams together, in the order they were queued.
+  std::iota(send_order_.begin(), send_order_.begin() + static_cast<std::ptrdiff_t>(pending_), 0u);
+  if (gso_)
+    std::stable_sort(send_order_.begin(),
+                     send_order_.begin() + static_cast<std::ptrdiff_t>(pending_),
+                     [&](std::uint32_t a, std::uint32_t b) {
+                       const sockaddr_in &x = send_addrs_[a], &y = send_addrs_[b];
+                       if (x.sin_addr.s_addr != y.sin_addr.s_addr)
+                         return x.sin_addr.s_addr < y.sin_addr.s_addr;
+                       return x.sin_port < y.sin_port;
+                     });
+  std::size_t sent_datagrams = 0;  // of send_order_
+  std::size_t messages = build_messages(0), done = 0;
+  while (done < messages) {
     const int n =
-        sendmmsg(fd_, send_msgs_.data() + done, static_cast<unsigned>(pending_ - done), 0);
+        sendmmsg(fd_, send_msgs_.data() + done, static_cast<unsigned>(messages - done), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      // The first unsent datagram failed (e.g. unreachable destination): skip it, keep going.
-      ++counters_.send_errors;
+      if (gso_ && send_counts_[done] > 1 && (errno == EIO || errno == EINVAL)) {
+        gso_ = false;  // the kernel or the device cannot segment: one datagram a message
+        messages = build_messages(sent_datagrams);
+        done = 0;
+        continue;
+      }
+      // The first unsent message failed (e.g. unreachable destination): skip it, keep going.
+      counters_.send_errors += send_counts_[done];
+      sent_datagrams += send_counts_[done];
       ++done;
       continue;
     }
-    done += static_cast<std::size_t>(n);
-    counters_.datagrams_sent += static_cast<std::uint64_t>(n);
+    for (int i = 0; i < n; ++i) {
+      counters_.datagrams_sent += send_counts_[done];
+      if (send_counts_[done] > 1) ++counters_.gso_messages;
+      sent_datagrams += send_counts_[done];
+      ++done;
+    }
   }
   pending_ = 0;
 }
@@ -201,18 +274,31 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
     Datagram d;
     d.source = Endpoint{ntohl(recv_addrs_[i].sin_addr.s_addr), ntohs(recv_addrs_[i].sin_port)};
     d.destination = bound_;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c))
+    std::size_t length = recv_msgs_[i].msg_len, segment = length;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
         in_pktinfo info;
         std::memcpy(&info, CMSG_DATA(c), sizeof(info));
         d.destination.ip = ntohl(info.ipi_addr.s_addr);
+      } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+        int size = 0;  // coalesced by GRO: datagrams of this size, the last may be shorter
+        std::memcpy(&size, CMSG_DATA(c), sizeof(size));
+        if (size > 0) segment = static_cast<std::size_t>(size);
       }
-    d.bytes = {recv_buffers_.data() + i * kRecvBufferSize, recv_msgs_[i].msg_len};
-    batch_.push_back(d);
+    }
+    const std::byte* data = recv_buffers_.data() + i * recv_size_;
+    std::size_t at = 0;
+    do {
+      // A datagram longer than any packet is cut one byte beyond the largest, as a socket
+      // without GRO buffers would.
+      d.bytes = {data + at, std::min({segment, length - at, kRecvBufferSize})};
+      batch_.push_back(d);
+      at += segment;
+    } while (segment > 0 && at < length);
   }
   handler(batch_);
   flush();
-  return static_cast<std::size_t>(n);
+  return batch_.size();
 }
 
 void DatagramServer::serve(const Hooks& hooks) {

@@ -8,6 +8,11 @@
 // goes to the daemon whole, so a daemon that runs a model per batch (netagg-fpgad) can first take
 // every datagram and then run; whatever it send()s during a batch leaves in sendmmsg batches
 // when the handler returns.
+//
+// With offload (the default) the socket takes UDP GRO-coalesced datagrams (split here, so a
+// handler sees single datagrams), and a flush sends each destination's queued datagrams as UDP
+// GSO messages (one pass through the kernel for up to 64). Datagrams to one destination keep
+// their order; those to different destinations may leave in another order than queued.
 #pragma once
 
 #include <netinet/in.h>
@@ -43,7 +48,8 @@ struct Datagram {
 
 struct ServerCounters {
   std::uint64_t datagrams_sent = 0;
-  std::uint64_t send_errors = 0;  // datagrams sendmmsg refused (e.g. unreachable destination)
+  std::uint64_t send_errors = 0;   // datagrams sendmmsg refused (e.g. unreachable destination)
+  std::uint64_t gso_messages = 0;  // messages that carried more than one datagram
 };
 
 class DatagramServer {
@@ -53,6 +59,7 @@ class DatagramServer {
   // Room for one byte more than the largest valid netagg packet: a larger datagram arrives cut to
   // this size and fails decoding as a length mismatch instead of passing as a shorter one.
   static constexpr std::size_t kRecvBufferSize = wire::kMaxPacketSize + 1;
+  static constexpr std::size_t kGroBufferSize = 65536;  // a GRO-coalesced datagram
   static constexpr std::size_t kMaxSendSize = wire::kMaxPacketSize;
 
   using BatchHandler = std::function<void(std::span<const Datagram>)>;
@@ -75,7 +82,7 @@ class DatagramServer {
   // so a launcher that signals right after the "listening" line is served), then binds the
   // socket.
   // Throws Error(kConfig) naming the problem, e.g. "cannot listen on 127.0.0.1:20033: ...".
-  explicit DatagramServer(const Endpoint& listen);
+  explicit DatagramServer(const Endpoint& listen, bool offload = true);
   ~DatagramServer();
   DatagramServer(const DatagramServer&) = delete;
   DatagramServer& operator=(const DatagramServer&) = delete;
@@ -114,12 +121,23 @@ class DatagramServer {
   std::vector<std::byte> recv_control_;
   std::vector<Datagram> batch_;
 
+  std::size_t build_messages(std::size_t from);
+
+  bool gro_ = false, gso_ = false;
+  std::size_t recv_size_ = kRecvBufferSize;  // bytes per receive buffer
+
+  // Queued datagrams (pending_ of kSendBatch): bytes, size, destination, source address.
   std::vector<std::byte> send_buffers_;
-  std::vector<iovec> send_iov_;
+  std::vector<std::size_t> send_sizes_;
   std::vector<sockaddr_in> send_addrs_;
-  std::vector<mmsghdr> send_msgs_;
-  std::vector<std::byte> send_control_;
+  std::vector<std::uint32_t> send_sources_;
   std::size_t pending_ = 0;
+  // A flush: the queued datagrams in sending order, and the messages that carry them.
+  std::vector<std::uint32_t> send_order_;
+  std::vector<iovec> send_iov_;
+  std::vector<mmsghdr> send_msgs_;
+  std::vector<std::size_t> send_counts_;  // datagrams per message
+  std::vector<std::byte> send_control_;
 };
 
 }  // namespace netagg::sim

@@ -77,6 +77,7 @@ struct Options {
   std::uint64_t idle_cycles = 0;  // 0: the model's default
   double stats_interval = 0;
   bool quiet = false;
+  bool no_udp_offload = false;
 };
 
 // What the daemon itself counts; the device's counters come from its CSRs.
@@ -408,7 +409,7 @@ int run(const Options& opt) {
   // Configuration first: every error here exits 2 before the "listening" line.
   Daemon daemon(opt, sim::make_fpga_model(opt.model, opt.trace));
   daemon.load_jobs();
-  sim::DatagramServer server(sim::parse_listen_address(opt.listen));
+  sim::DatagramServer server(sim::parse_listen_address(opt.listen), !opt.no_udp_offload);
   std::unique_ptr<ControlSocket> control;
   if (!opt.control.empty()) control = std::make_unique<ControlSocket>(opt.control);
   daemon.program(server.address());
@@ -481,6 +482,8 @@ int main(int argc, char** argv) {
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
+  app.add_flag("--no-udp-offload", opt.no_udp_offload,
+               "send and receive one datagram per system call's message (no UDP GSO/GRO)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

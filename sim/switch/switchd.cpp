@@ -47,6 +47,7 @@ struct Options {
   std::size_t max_elements = sim::kMaxLanes;
   double stats_interval = 0;
   bool quiet = false;
+  bool no_udp_offload = false;
   std::string counters_json;
 };
 
@@ -179,7 +180,7 @@ int run(const Options& opt) {
     }
   if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, model, DaemonCounters{});
 
-  sim::DatagramServer server(sim::parse_listen_address(opt.listen));
+  sim::DatagramServer server(sim::parse_listen_address(opt.listen), !opt.no_udp_offload);
   ServerSink sink(server);
   server.announce("netagg-switchd");
 
@@ -239,6 +240,8 @@ int main(int argc, char** argv) {
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
+  app.add_flag("--no-udp-offload", opt.no_udp_offload,
+               "send and receive one datagram per system call's message (no UDP GSO/GRO)");
   app.add_option("--counters-json", opt.counters_json,
                  "write the counters as JSON to FILE at start, on SIGUSR1 and at exit");
   try {

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ class RawSocket {
   }
   ~RawSocket() { ::close(fd_); }
   Endpoint endpoint() const { return {0x7F000001, port_}; }
+  int fd() const { return fd_; }
   void send_to(const Endpoint& to, const Bytes& b) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -90,6 +92,80 @@ TEST(UdpTransportTest, SendsBatchesLargerThanOneSyscall) {
   t->send(views);
   for (int i = 0; i < 150; ++i) ASSERT_EQ(aggregator.receive(), packets[i]) << i;
   EXPECT_EQ(t->counters().sent, 150u);
+}
+
+// Sends `packets` from `fd` to `to` as one UDP GSO message (the kernel cuts it at `segment`).
+void send_gso(int fd, const Endpoint& to, const std::vector<Bytes>& packets,
+              std::uint16_t segment) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(to.ip);
+  a.sin_port = htons(to.port);
+  std::vector<iovec> iov;
+  for (const Bytes& b : packets) iov.push_back({const_cast<std::byte*>(b.data()), b.size()});
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(std::uint16_t))] = {};
+  msghdr h{};
+  h.msg_name = &a;
+  h.msg_namelen = sizeof a;
+  h.msg_iov = iov.data();
+  h.msg_iovlen = iov.size();
+  h.msg_control = control;
+  h.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&h);
+  c->cmsg_level = SOL_UDP;
+  c->cmsg_type = UDP_SEGMENT;
+  c->cmsg_len = CMSG_LEN(sizeof segment);
+  std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+  ASSERT_GT(::sendmsg(fd, &h, 0), 0) << std::strerror(errno);
+}
+
+// Runs of equal sizes leave as GSO messages (with offload): what arrives is every packet, in
+// order, byte for byte, as without offload; sizes change within a run and across message limits.
+TEST(UdpTransportTest, OffloadOrNotTheWireCarriesEachPacketInOrder) {
+  for (const bool offload : {true, false}) {
+    SCOPED_TRACE(offload ? "offload" : "no offload");
+    RawSocket aggregator;
+    auto t = make_udp_transport(free_endpoint(), aggregator.endpoint(), offload);
+    // Bursts that each fit the receiver's socket buffer, received before the next is sent.
+    std::vector<std::vector<Bytes>> bursts(3);
+    int tag = 0;
+    for (int i = 0; i < 70; ++i) bursts[0].push_back(packet(1046, tag++));  // > 64 segments
+    bursts[1].push_back(packet(500, tag++));  // a shorter last one ends a run
+    for (int i = 0; i < 5; ++i) bursts[1].push_back(packet(1046, tag++));
+    for (int i = 0; i < 3; ++i) bursts[1].push_back(packet(20, tag++));
+    bursts[1].push_back(packet(0, tag++));  // an empty datagram
+    bursts[1].push_back(packet(20, tag++));
+    for (int i = 0; i < 20; ++i) bursts[2].push_back(packet(wire::kMaxPacketSize, tag++));
+    std::size_t total = 0;
+    for (const auto& burst : bursts) {  // (the last: more than 64 KiB, more than one message)
+      std::vector<std::span<const std::byte>> views(burst.begin(), burst.end());
+      t->send(views);
+      for (std::size_t i = 0; i < burst.size(); ++i) ASSERT_EQ(aggregator.receive(), burst[i]) << i;
+      total += burst.size();
+    }
+    EXPECT_EQ(t->counters().sent, total);
+  }
+}
+
+// Results the kernel coalesced (GRO) are handed over one packet at a time; coalesced datagrams
+// from a stranger are all counted foreign.
+TEST(UdpTransportTest, CoalescedResultsAreSplitIntoTheirPackets) {
+  for (const bool offload : {true, false}) {
+    SCOPED_TRACE(offload ? "offload" : "no offload");
+    RawSocket aggregator, stranger;
+    const Endpoint local = free_endpoint();
+    auto t = make_udp_transport(local, aggregator.endpoint(), offload);
+    std::vector<Bytes> results;
+    for (int i = 0; i < 10; ++i) results.push_back(packet(1046, i));
+    results.push_back(packet(300, 10));
+    send_gso(stranger.fd(), local, results, 1046);
+    send_gso(aggregator.fd(), local, results, 1046);
+    const auto got = receive_n(*t, results.size());
+    ASSERT_EQ(got.size(), results.size());
+    for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(got[i], results[i]) << i;
+    EXPECT_EQ(t->counters().received, results.size());
+    EXPECT_EQ(t->counters().dropped_foreign, results.size());
+  }
 }
 
 TEST(UdpTransportTest, ReceivesOnlyFromTheAggregator) {

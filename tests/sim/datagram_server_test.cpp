@@ -5,6 +5,7 @@
 // the kernel. 127.0.0.2 is a local address on Linux (all of 127/8 is loopback).
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -42,6 +43,7 @@ class Client {
   }
   ~Client() { close(fd_); }
   const Endpoint& local() const { return local_; }
+  int fd() const { return fd_; }
 
   void send_to(const Endpoint& to, std::vector<std::byte> bytes) {
     sockaddr_in sa{};
@@ -177,6 +179,65 @@ TEST(DatagramServer, SendsMoreThanABatchAndCountsWhatTheKernelRefuses) {
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, bytes_of({2}));
   EXPECT_THROW(server.send(a.local(), std::vector<std::byte>(wire::kMaxPacketSize + 1)), Error);
+}
+
+// With offload, a flush sends each destination's datagrams as GSO messages: every client gets
+// its own, in the order queued, byte for byte; without, the same datagrams one per message.
+// Datagrams a client coalesced with GSO reach the handler one by one.
+TEST(DatagramServer, OffloadOrNotEachDestinationGetsItsDatagramsInOrder) {
+  for (const bool offload : {true, false}) {
+    SCOPED_TRACE(offload ? "offload" : "no offload");
+    DatagramServer server(Endpoint{0x7F000001, 0}, offload);
+    Client clients[3];
+    auto datagram = [](int c, int i) {
+      return std::vector<std::byte>(i % 7 == 6 ? 300 : 1046, std::byte(c * 64 + i));
+    };
+    for (int i = 0; i < 40; ++i)
+      for (int c = 0; c < 3; ++c) server.send(clients[c].local(), datagram(c, i));
+    server.flush();
+    EXPECT_EQ(server.counters().datagrams_sent, 120u);
+    EXPECT_EQ(server.counters().gso_messages > 0, offload);
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 40; ++i) {
+        Endpoint from;
+        const auto r = clients[c].receive(&from);
+        ASSERT_TRUE(r) << c << " " << i;
+        EXPECT_EQ(*r, datagram(c, i)) << c << " " << i;
+      }
+
+    // Five datagrams in one GSO message from a client.
+    const int fd = clients[0].fd();
+    std::vector<std::vector<std::byte>> sent;
+    std::vector<iovec> iov;
+    for (int i = 0; i < 5; ++i)
+      sent.push_back(std::vector<std::byte>(i == 4 ? 10 : 200, std::byte(i)));
+    for (auto& b : sent) iov.push_back({b.data(), b.size()});
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(server.address().ip);
+    to.sin_port = htons(server.address().port);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(std::uint16_t))] = {};
+    msghdr h{};
+    h.msg_name = &to;
+    h.msg_namelen = sizeof(to);
+    h.msg_iov = iov.data();
+    h.msg_iovlen = iov.size();
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+    const std::uint16_t segment = 200;
+    std::memcpy(CMSG_DATA(c), &segment, sizeof(segment));
+    ASSERT_GT(sendmsg(fd, &h, 0), 0) << std::strerror(errno);
+    const std::vector<Seen> seen = receive_n(server, 5);
+    ASSERT_EQ(seen.size(), 5u);
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(seen[i].bytes, sent[i]) << i;
+      EXPECT_EQ(seen[i].source, clients[0].local());
+    }
+  }
 }
 
 // serve(): SIGUSR1 goes to the hook, SIGTERM stops it after the queued datagrams are handled,

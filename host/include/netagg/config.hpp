@@ -54,7 +54,8 @@ struct Config {
   bool adaptive_retransmit = true;  // the timeout from measured round trips (netagg/rto.hpp)
   Duration min_retransmit_timeout = std::chrono::milliseconds(1);  // its floor
   Duration job_timeout = std::chrono::seconds(10);
-  double loss = 0.0;  // injected loss per packet and direction, 0..1
+  bool udp_offload = true;  // UDP GSO/GRO in the udp transport (make_udp_transport)
+  double loss = 0.0;        // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;
   // The run's token on the wire (docs/wire-format.md, "Runs and epochs"): every worker of a run
   // must use the same value, and each run a new one, so that a run never receives another
@@ -68,8 +69,8 @@ struct Config {
   // NETAGG_JOB_ID to pick from a multi-job file), NETAGG_RANK (else OMPI_COMM_WORLD_RANK,
   // PMI_RANK, RANK), NETAGG_WORLD_SIZE (else OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must
   // match the job), NETAGG_AGGREGATOR, NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS,
-  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, NETAGG_EPOCH (else
-  // launcher_epoch()), and NETAGG_DPDK_* for the fields of `dpdk` (docs/configuration.md).
+  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, NETAGG_UDP_OFFLOAD, NETAGG_EPOCH
+  // (else launcher_epoch()), and NETAGG_DPDK_* for the fields of `dpdk` (docs/configuration.md).
   // Validated before returning.
   static Config from_env();
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).

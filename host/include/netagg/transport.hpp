@@ -36,8 +36,11 @@ class Transport {
   virtual TransportCounters counters() const { return {}; }
 };
 
-// Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`.
-std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator);
+// Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`. With `offload`,
+// runs of equal-sized packets leave as UDP GSO messages and results arrive GRO-coalesced (where
+// the kernel does neither, it falls back by itself); the datagrams on the wire are the same.
+std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
+                                              bool offload = true);
 
 // The transport cfg.transport names for cfg.rank: "udp" (make_udp_transport) or "dpdk"
 // (netagg/dpdk.hpp; Error(kUnsupported) if this libnetagg was built without DPDK).
