@@ -292,7 +292,7 @@ struct Communicator::Impl {
   void drive(PacketSource& src) {
     engine.start(src, Clock::now());
     const auto handle_packet = [&](std::span<const std::byte> packet) {
-      engine.on_packet(packet, Clock::now());
+      engine.on_packet(packet, Clock::now(), transport->last_ecn());
     };
     for (;;) {
       if (!engine.transmits().empty()) {
@@ -343,7 +343,8 @@ Config validated(Config cfg) {
 
 std::unique_ptr<Transport> make_transport(const Config& cfg) {
   if (cfg.transport == "udp")
-    return make_udp_transport(cfg.local_address(), cfg.aggregator_address(), cfg.udp_offload);
+    return make_udp_transport(cfg.local_address(), cfg.aggregator_address(), cfg.udp_offload,
+                              cfg.congestion_control);
   if (cfg.transport == "dpdk") {
 #ifdef NETAGG_HAVE_DPDK
     const auto& worker = cfg.job.workers.at(static_cast<std::size_t>(cfg.rank));

@@ -31,7 +31,8 @@ namespace {
 constexpr std::string_view kFileKeys[] = {
     "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
     "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
-    "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload", "dpdk"};
+    "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload",
+    "congestion_control", "dpdk"};
 constexpr std::string_view kDpdkKeys[] = {
     "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
     "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
@@ -349,6 +350,11 @@ FileConfig parse_file(const std::filesystem::path& file) {
   timeout("max_retransmit_timeout_ms", cfg.max_retransmit_timeout);
   timeout("min_retransmit_timeout_ms", cfg.min_retransmit_timeout);
   timeout("job_timeout_ms", cfg.job_timeout);
+  if (j.contains("congestion_control")) {
+    if (!j["congestion_control"].is_boolean())
+      config_error(field("congestion_control"), "must be true or false");
+    cfg.congestion_control = j["congestion_control"].get<bool>();
+  }
   if (j.contains("udp_offload")) {
     if (!j["udp_offload"].is_boolean()) config_error(field("udp_offload"), "must be true or false");
     cfg.udp_offload = j["udp_offload"].get<bool>();
@@ -464,6 +470,11 @@ Config Config::from_env() {
   }
   if (auto v = getenv_string("NETAGG_LOSS_SEED"))
     cfg.loss_seed = parse_env_u64("NETAGG_LOSS_SEED", *v);
+  if (auto v = getenv_string("NETAGG_CONGESTION_CONTROL")) {
+    if (*v != "0" && *v != "1")
+      config_error("NETAGG_CONGESTION_CONTROL", fmt::format("'{}' is not 0 or 1", *v));
+    cfg.congestion_control = *v == "1";
+  }
   if (auto v = getenv_string("NETAGG_UDP_OFFLOAD")) {
     if (*v != "0" && *v != "1")
       config_error("NETAGG_UDP_OFFLOAD", fmt::format("'{}' is not 0 or 1", *v));
@@ -590,6 +601,7 @@ EngineParams Config::engine_params() const {
   p.min_retransmit_timeout = min_retransmit_timeout;
   p.job_timeout = job_timeout;
   p.epoch = epoch.value_or(0);
+  p.congestion_control = congestion_control;
   return p;
 }
 

@@ -64,6 +64,8 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   stats_.rto = rto_.rto();
 
   slots_.resize(params.window);
+  cwnd_ = ssthresh_ = params.window;
+  stats_.cwnd = cwnd_;
   buffers_.resize(2 * std::size_t{params.window} * wire::kMaxPacketSize);
   buffer_info_.resize(2 * std::size_t{params.window});
   // A send, a retransmission of every slot with its predecessor, and their replacements fit
@@ -96,8 +98,11 @@ void Engine::start(PacketSource& src, TimePoint now) {
     return;
   }
   state_ = State::kRunning;
+  ready_ = {};
+  in_flight_ = 0;
   const std::uint64_t first = std::min<std::uint64_t>(count_, params_.window);
-  for (std::uint64_t p = 0; p < first; ++p) send_packet(p, now);
+  for (std::uint64_t p = 0; p < first; ++p) ready_.push(p);
+  pump(now);
 }
 
 void Engine::send_packet(std::uint64_t p, TimePoint now) {
@@ -156,6 +161,56 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   arm(idx, 0, now);
   queue_transmit(b);
   ++stats_.packets_sent;
+  ++in_flight_;
+}
+
+void Engine::pump(TimePoint now) {
+  const auto limit = static_cast<std::uint32_t>(std::max(1.0, cwnd_));
+  while (!ready_.empty() && in_flight_ < limit && state_ == State::kRunning) {
+    const std::uint64_t p = ready_.top();
+    ready_.pop();
+    send_packet(p, now);
+  }
+}
+
+// DCTCP (RFC 8257) in slots: every result is an acknowledgement, CE-marked when a queue on the
+// way of any contribution of its round or of the result was above its marking threshold (the
+// aggregator ORs the contributions' marks into the result). Once per observation window (one
+// window's worth of results), alpha = (1 - g) alpha + g F with F the marked fraction, and a
+// window with marks cuts cwnd by alpha / 2. Without marks cwnd grows: by one per result below
+// ssthresh (slow start), by 1 / cwnd per result above it (one slot per round trip).
+void Engine::on_congestion_feedback(bool marked, TimePoint now) {
+  constexpr double kGain = 1.0 / 16;
+  ++observed_;
+  if (marked) {
+    ++observed_marked_;
+    ++stats_.ce_results;
+  }
+  if (static_cast<double>(observed_) >= observe_until_) {
+    const double fraction = static_cast<double>(observed_marked_) / static_cast<double>(observed_);
+    alpha_ = (1 - kGain) * alpha_ + kGain * fraction;
+    stats_.alpha = alpha_;
+    if (observed_marked_ > 0) cut_window(1 - alpha_ / 2, now);
+    observed_ = observed_marked_ = 0;
+    observe_until_ = std::max(1.0, cwnd_);
+  }
+  if (!marked) {
+    cwnd_ += cwnd_ < ssthresh_ ? 1.0 : 1.0 / std::max(1.0, cwnd_);
+    cwnd_ = std::min(cwnd_, static_cast<double>(params_.window));
+  }
+  stats_.cwnd = cwnd_;
+}
+
+// At most once per round trip: the marks or losses of one window of packets are one event.
+void Engine::cut_window(double factor, TimePoint now) {
+  const Duration rtt = rto_.srtt() > Duration::zero() ? rto_.srtt() : rto_.rto();
+  if (cut_once_ && now - last_cut_ < rtt) return;
+  cwnd_ = std::max(1.0, cwnd_ * factor);
+  ssthresh_ = cwnd_;
+  last_cut_ = now;
+  cut_once_ = true;
+  ++stats_.window_cuts;
+  stats_.cwnd = cwnd_;
 }
 
 void Engine::queue_transmit(std::uint32_t b) {
@@ -214,7 +269,7 @@ void Engine::disarm(std::uint32_t idx) {
   slot.prev = slot.next = kNone;
 }
 
-void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
+void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::uint8_t ecn) {
   const wire::Decoded d = wire::decode(packet);
   if (!d) {
     ++stats_.rejected;
@@ -275,9 +330,12 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now) {
   ++stats_.results;
   last_progress_ = now;
   const std::uint64_t p = slot.p;
+  --in_flight_;
   src_->deliver(p, h, d.payload);
 
-  if (p + params_.window < count_) send_packet(p + params_.window, now);
+  if (params_.congestion_control) on_congestion_feedback(ecn == 3, now);
+  if (p + params_.window < count_) ready_.push(p + params_.window);
+  pump(now);
   if (delivered_ == count_) {
     state_ = State::kDone;
     ++stats_.operations;
@@ -295,6 +353,7 @@ void Engine::sample_rtt(Duration rtt) {
 }
 
 void Engine::retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now) {
+  if (params_.congestion_control) cut_window(0.5, now);  // a loss (or a late result)
   disarm(idx);
   arm(idx, level, now);
   queue_transmit(buffer_index(slots_[idx].global));

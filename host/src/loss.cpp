@@ -62,6 +62,8 @@ class LossyTransport final : public Transport {
     return handed;
   }
 
+  std::uint8_t last_ecn() const override { return inner_->last_ecn(); }
+
   std::string name() const override { return fmt::format("{} (lossy)", inner_->name()); }
 
   TransportCounters counters() const override {

@@ -34,7 +34,7 @@ constexpr std::size_t kBatch = 64;
 constexpr std::size_t kMaxSegments = 64;
 constexpr std::size_t kMaxGsoBytes = 65507;
 constexpr std::size_t kGroBufferSize = 65536;
-constexpr std::size_t kRxControl = CMSG_SPACE(sizeof(int));
+constexpr std::size_t kRxControl = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(int));
 constexpr std::size_t kTxControl = CMSG_SPACE(sizeof(std::uint16_t));
 constexpr int kSocketBufferBytes = 4 << 20;
 // Room for one byte more than the largest netagg packet, so an oversized datagram shows up as
@@ -58,7 +58,7 @@ sockaddr_in to_sockaddr(const Endpoint& e) {
 
 class UdpTransport final : public Transport {
  public:
-  UdpTransport(const Endpoint& local, const Endpoint& aggregator, bool offload)
+  UdpTransport(const Endpoint& local, const Endpoint& aggregator, bool offload, bool ecn_capable)
       : local_(local), aggregator_(aggregator), peer_(to_sockaddr(aggregator)), gso_(offload) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) socket_error("socket", errno);
@@ -75,6 +75,11 @@ class UdpTransport final : public Transport {
     if (offload) {
       const int on = 1;
       gro_ = ::setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof on) == 0;
+    }
+    if (ecn_capable) {  // ECT(0) on every packet, and the ECN bits of what arrives
+      const int tos = 0x02, on = 1;
+      ::setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+      ::setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
     }
     rx_size_ = gro_ ? kGroBufferSize : kReceiveBufferSize;
     rx_buffers_.resize(kBatch * rx_size_);
@@ -144,11 +149,16 @@ class UdpTransport final : public Transport {
       const sockaddr_in& from = rx_from_[i];
       // Coalesced by GRO: datagrams of `segment` bytes each, the last one possibly shorter.
       std::size_t segment = m.msg_len;
+      last_ecn_ = 0;
       for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr); c != nullptr; c = CMSG_NXTHDR(&m.msg_hdr, c)) {
         if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
           int size = 0;
           std::memcpy(&size, CMSG_DATA(c), sizeof size);
           if (size > 0) segment = static_cast<std::size_t>(size);
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+          std::uint8_t tos = 0;  // (GRO coalesces only datagrams with equal TOS)
+          std::memcpy(&tos, CMSG_DATA(c), sizeof tos);
+          last_ecn_ = tos & 3;
         }
       }
       const std::size_t datagrams = segment == 0 ? 1 : (m.msg_len + segment - 1) / segment;
@@ -177,6 +187,7 @@ class UdpTransport final : public Transport {
   }
 
   TransportCounters counters() const override { return counters_; }
+  std::uint8_t last_ecn() const override { return last_ecn_; }
 
  private:
   // Fills tx_msgs_ with up to kBatch messages for the first packets: with GSO, a run of packets
@@ -249,6 +260,7 @@ class UdpTransport final : public Transport {
   sockaddr_in peer_;
   int fd_ = -1;
   bool gso_ = false, gro_ = false;
+  std::uint8_t last_ecn_ = 0;
   std::size_t rx_size_ = kReceiveBufferSize;  // bytes per receive buffer
   TransportCounters counters_;
   std::vector<std::byte> rx_buffers_;
@@ -265,11 +277,11 @@ class UdpTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
-                                              bool offload) {
+                                              bool offload, bool ecn_capable) {
   if (aggregator.port == 0 || aggregator.ip == 0)
     throw Error(Errc::kConfig, fmt::format("udp: aggregator address {} is not a destination",
                                            aggregator.to_string()));
-  return std::make_unique<UdpTransport>(local, aggregator, offload);
+  return std::make_unique<UdpTransport>(local, aggregator, offload, ecn_capable);
 }
 
 }  // namespace netagg

@@ -27,7 +27,8 @@ namespace {
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr std::size_t kBatchesPerPoll = 16;       // then look at signals again
 constexpr std::size_t kMaxDrainAtExit = 1 << 20;  // datagrams processed after SIGTERM
-constexpr std::size_t kControlSize = CMSG_SPACE(sizeof(in_pktinfo)) + CMSG_SPACE(sizeof(int));
+constexpr std::size_t kControlSize =
+    CMSG_SPACE(sizeof(in_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(int));
 constexpr std::size_t kMaxSegments = 64;     // the kernel's UDP_MAX_SEGMENTS
 constexpr std::size_t kMaxGsoBytes = 65507;  // one IPv4 datagram's payload
 
@@ -83,6 +84,7 @@ DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
       send_sizes_(kSendBatch),
       send_addrs_(kSendBatch),
       send_sources_(kSendBatch),
+      send_ecn_(kSendBatch),
       send_order_(kSendBatch),
       send_iov_(kSendBatch),
       send_msgs_(kSendBatch),
@@ -104,6 +106,7 @@ DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
   setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
   const int on = 1;
   setsockopt(fd_, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+  setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));  // the ECN bits of what arrives
   if (offload) gro_ = setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof(on)) == 0;
   recv_size_ = gro_ ? kGroBufferSize : kRecvBufferSize;
   recv_buffers_.resize(kRecvBatch * recv_size_);
@@ -142,7 +145,7 @@ void DatagramServer::announce(std::string_view daemon) const {
 }
 
 void DatagramServer::send(const Endpoint& to, std::span<const std::byte> bytes,
-                          std::uint32_t source_ip) {
+                          std::uint32_t source_ip, std::uint8_t ecn) {
   if (bytes.size() > kMaxSendSize)
     throw Error(Errc::kInvalidArgument,
                 fmt::format("datagram of {} bytes exceeds {}", bytes.size(), kMaxSendSize));
@@ -151,6 +154,7 @@ void DatagramServer::send(const Endpoint& to, std::span<const std::byte> bytes,
   send_sizes_[pending_] = bytes.size();
   send_addrs_[pending_] = to_sockaddr(to);
   send_sources_[pending_] = source_ip;
+  send_ecn_[pending_] = ecn & 3;
   ++pending_;
 }
 
@@ -174,7 +178,8 @@ std::size_t DatagramServer::build_messages(std::size_t from) {
              send_addrs_[send_order_[k]].sin_addr.s_addr == to.sin_addr.s_addr &&
              send_addrs_[send_order_[k]].sin_port == to.sin_port &&
              send_sources_[send_order_[k]] == send_sources_[first] &&
-             send_sizes_[send_order_[k]] <= size && send_sizes_[send_order_[k]] > 0 &&
+             send_ecn_[send_order_[k]] == send_ecn_[first] && send_sizes_[send_order_[k]] <= size &&
+             send_sizes_[send_order_[k]] > 0 &&
              bytes + send_sizes_[send_order_[k]] <= kMaxGsoBytes);
     msghdr& h = send_msgs_[m].msg_hdr;
     send_msgs_[m] = {};
@@ -184,6 +189,7 @@ std::size_t DatagramServer::build_messages(std::size_t from) {
     h.msg_iovlen = k - i;
     std::byte* control = send_control_.data() + m * kControlSize;
     std::size_t used = 0;
+    std::memset(control, 0, kControlSize);  // CMSG_NXTHDR reads the next header's length
     h.msg_control = control;
     h.msg_controllen = kControlSize;
     cmsghdr* c = CMSG_FIRSTHDR(&h);
@@ -195,6 +201,15 @@ std::size_t DatagramServer::build_messages(std::size_t from) {
       info.ipi_spec_dst.s_addr = htonl(send_sources_[first]);
       std::memcpy(CMSG_DATA(c), &info, sizeof(info));
       used += CMSG_SPACE(sizeof(in_pktinfo));
+      c = CMSG_NXTHDR(&h, c);
+    }
+    if (send_ecn_[first] != 0) {  // the ECN bits of the IPv4 header
+      c->cmsg_level = IPPROTO_IP;
+      c->cmsg_type = IP_TOS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      const int tos = send_ecn_[first];
+      std::memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+      used += CMSG_SPACE(sizeof(int));
       c = CMSG_NXTHDR(&h, c);
     }
     if (k - i > 1) {  // GSO: the kernel cuts it into datagrams of `size` bytes
@@ -280,6 +295,10 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
         in_pktinfo info;
         std::memcpy(&info, CMSG_DATA(c), sizeof(info));
         d.destination.ip = ntohl(info.ipi_addr.s_addr);
+      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        std::uint8_t tos = 0;  // (GRO coalesces only datagrams with equal TOS)
+        std::memcpy(&tos, CMSG_DATA(c), sizeof(tos));
+        d.ecn = tos & 3;
       } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
         int size = 0;  // coalesced by GRO: datagrams of this size, the last may be shorter
         std::memcpy(&size, CMSG_DATA(c), sizeof(size));

@@ -44,6 +44,7 @@ struct Datagram {
   Endpoint source;       // the sender
   Endpoint destination;  // the local address it was sent to (from IP_PKTINFO)
   std::span<const std::byte> bytes;
+  std::uint8_t ecn = 0;  // the IPv4 ECN bits it arrived with (IP_RECVTOS)
 };
 
 struct ServerCounters {
@@ -95,7 +96,9 @@ class DatagramServer {
   // Queues a datagram (at most kMaxSendSize bytes); a full queue is sent at once. source_ip != 0
   // chooses the local address it leaves from (for a server listening on 0.0.0.0); 0 lets the
   // kernel choose.
-  void send(const Endpoint& to, std::span<const std::byte> bytes, std::uint32_t source_ip = 0);
+  // `ecn`: the IPv4 ECN bits it leaves with (IP_TOS).
+  void send(const Endpoint& to, std::span<const std::byte> bytes, std::uint32_t source_ip = 0,
+            std::uint8_t ecn = 0);
   void flush();
   const ServerCounters& counters() const { return counters_; }
 
@@ -131,6 +134,7 @@ class DatagramServer {
   std::vector<std::size_t> send_sizes_;
   std::vector<sockaddr_in> send_addrs_;
   std::vector<std::uint32_t> send_sources_;
+  std::vector<std::uint8_t> send_ecn_;
   std::size_t pending_ = 0;
   // A flush: the queued datagrams in sending order, and the messages that carry them.
   std::vector<std::uint32_t> send_order_;

@@ -172,6 +172,7 @@ class Daemon {
       a.src_port = d.source.port;
       a.dst_ip = d.destination.ip;
       a.dst_port = d.destination.port;
+      a.ecn = d.ecn;  // the device ORs a round's marks into its results
       const std::size_t n = wire::encode_frame(a, d.bytes, frame_);
       if (n == 0)  // cannot happen: the buffer holds the largest datagram the server takes
         throw Error(Errc::kTransport, "a datagram does not fit a frame");
@@ -198,7 +199,8 @@ class Daemon {
       }
       const std::span<const std::byte> packet(f.bytes.data() + wire::kFrameOverhead,
                                               d.packet.header.packet_size());
-      server.send(Endpoint{d.address.dst_ip, d.address.dst_port}, packet, reply_from_);
+      server.send(Endpoint{d.address.dst_ip, d.address.dst_port}, packet, reply_from_,
+                  d.address.ecn);
     }
   }
 

@@ -514,7 +514,7 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
   const std::byte* udp = ip + wire::kIpv4HeaderSize;
   const Endpoint source{wire::load_be32(ip + 12), wire::load_be16(udp)};
   sink_.packets.clear();
-  const Outcome o = model_.process(source, payload, sink_);
+  const Outcome o = model_.process(source, payload, sink_, decoded.address.ecn);
   outcome_.reason = o.reason;
   outcome_.malformed = o.malformed;
   switch (o.action) {
@@ -533,6 +533,7 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
       a.src_ip = wire::load_be32(ip + 16);
       a.dst_port = wire::load_be16(udp);
       a.src_port = wire::load_be16(udp + 2);
+      a.ecn = sink_.packets.at(0).ecn;
       emit(port, a, sink_.packets.at(0).bytes);
       return;
     }
@@ -555,6 +556,7 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
     a.dst_mac = dest.mac;
     a.dst_ip = dest.ip;
     a.dst_port = dest.udp_port;
+    a.ecn = sink_.packets.at(0).ecn;
     for (const std::uint16_t out_port : node.ports) emit(out_port, a, result);
   }
 }

@@ -210,7 +210,7 @@ void SwitchModel::build_result(const Job& job, const wire::Header& request, std:
 }
 
 Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> packet,
-                             PacketSink& out) {
+                             PacketSink& out, std::uint8_t ecn) {
   ++counters_.packets_in;
   const wire::Decoded decoded = wire::decode(packet);
   if (!decoded) {
@@ -255,7 +255,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
       if (complete) {  // the sender lost the result, or this is a late copy: answer it alone
         build_result(*job, h, at);
         ++counters_.results_resent;
-        out.send(source, {result_.data(), result_size});
+        out.send(source, {result_.data(), result_size}, reg.ecn);
         return Outcome{Action::kResultResent};
       }
       if (reg.bitmap & bit) return drop(DropReason::kDuplicate);
@@ -271,6 +271,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   if (first) {
     reg.has_round = true;
     reg.epoch = h.epoch;
+    reg.ecn = 0;
     reg.remaining = static_cast<CountdownRegister>(spec.workers.size());
     reg.count = h.count;
     reg.exponent = h.exponent;
@@ -281,6 +282,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   // The value lanes, one pass of the pipeline at a time: pass p adds lanes [p*L, p*L + L) with
   // the value registers value_0..value_{L-1} (L = limits::kLanesPerPass); on Tofino each pass
   // after the first is a recirculation (docs/switch-pipeline.md).
+  reg.ecn = static_cast<std::uint8_t>(reg.ecn | (ecn & 3));
   ValueRegister* lanes = values_.data() + at * lanes_;
   const std::byte* payload = decoded.payload.data();
   for (std::size_t pass_begin = 0; pass_begin < h.count; pass_begin += limits::kLanesPerPass) {
@@ -299,7 +301,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   build_result(*job, h, at);
   for (const WorkerSpec& worker : spec.workers) {
     wire::store_be16(result_.data() + wire::offset::kRank, worker.rank);
-    out.send(worker.address, {result_.data(), result_size});
+    out.send(worker.address, {result_.data(), result_size}, reg.ecn);
   }
   counters_.results_multicast += spec.workers.size();
   return Outcome{Action::kCompleted};

@@ -91,6 +91,7 @@ struct SlotRegisters {
   SeqRegister seq = 0;
   bool has_round = false;  // P4: a round state per (slot, set), paired with the epoch on Tofino
   EpochRegister epoch = 0;
+  std::uint8_t ecn = 0;  // OR of the contributions' IPv4 ECN bits (not in the P4 programs yet)
 };
 
 // Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's
@@ -138,7 +139,9 @@ struct Outcome {
 class PacketSink {
  public:
   virtual ~PacketSink() = default;
-  virtual void send(const Endpoint& destination, std::span<const std::byte> packet) = 0;
+  // `ecn`: the IPv4 ECN bits the packet should leave with (a result: its round's OR).
+  virtual void send(const Endpoint& destination, std::span<const std::byte> packet,
+                    std::uint8_t ecn) = 0;
 };
 
 // A sink that keeps copies, for tests and in-process networks (allocates; not for hot paths).
@@ -147,9 +150,11 @@ class CollectingSink : public PacketSink {
   struct Packet {
     Endpoint destination;
     std::vector<std::byte> bytes;
+    std::uint8_t ecn = 0;
   };
-  void send(const Endpoint& destination, std::span<const std::byte> packet) override {
-    packets.push_back({destination, {packet.begin(), packet.end()}});
+  void send(const Endpoint& destination, std::span<const std::byte> packet,
+            std::uint8_t ecn) override {
+    packets.push_back({destination, {packet.begin(), packet.end()}, ecn});
   }
   std::vector<Packet> packets;
 };
@@ -190,7 +195,10 @@ class SwitchModel {
 
   // One packet (a UDP payload) from `source`. Results go to `out` (0, 1 or n packets). Does not
   // allocate.
-  Outcome process(const Endpoint& source, std::span<const std::byte> packet, PacketSink& out);
+  // `ecn`: the IPv4 ECN bits the packet arrived with; a round ORs its contributions' and its
+  // results carry the OR (PANAMA: every worker of the job sees the same marks).
+  Outcome process(const Endpoint& source, std::span<const std::byte> packet, PacketSink& out,
+                  std::uint8_t ecn = 0);
 
   const SwitchCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

@@ -57,8 +57,9 @@ using DaemonCounters = sim::ServerCounters;
 class ServerSink : public sim::PacketSink {
  public:
   explicit ServerSink(sim::DatagramServer& server) : server_(server) {}
-  void send(const Endpoint& destination, std::span<const std::byte> packet) override {
-    server_.send(destination, packet);
+  void send(const Endpoint& destination, std::span<const std::byte> packet,
+            std::uint8_t ecn) override {
+    server_.send(destination, packet, 0, ecn);
   }
 
  private:
@@ -186,7 +187,7 @@ int run(const Options& opt) {
 
   sim::DatagramServer::Hooks hooks;
   hooks.on_batch = [&](std::span<const sim::Datagram> batch) {
-    for (const sim::Datagram& d : batch) model.process(d.source, d.bytes, sink);
+    for (const sim::Datagram& d : batch) model.process(d.source, d.bytes, sink, d.ecn);
   };
   hooks.on_signal = [&](int signo) {
     if (signo == SIGUSR1) {

@@ -55,7 +55,7 @@ Config test_config(const JobSpec& job, int rank) {
 class NetworkSink final : public sim::PacketSink {
  public:
   explicit NetworkSink(const InprocNetwork::SendFn& send) : send_(send) {}
-  void send(const Endpoint& destination, std::span<const std::byte> packet) override {
+  void send(const Endpoint& destination, std::span<const std::byte> packet, std::uint8_t) override {
     send_(destination, packet);
   }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1032,6 +1033,99 @@ TEST(EngineTest, ThreadsThroughTheInprocNetworkWithLoss) {
   EXPECT_GT(c.dropped, 0u);
   EXPECT_GT(c.duplicated, 0u);
   EXPECT_GT(c.reordered, 0u);
+}
+
+}  // namespace
+}  // namespace netagg
+
+namespace netagg {
+namespace {
+
+// A single worker with congestion control against a loop that answers every packet sent, oldest
+// first, each answer CE-marked or not as `mark(result index)` says; returns the packets in
+// flight before each answer, and the engine's final stats.
+struct ControlledRun {
+  std::vector<std::uint32_t> in_flight;  // packets in flight before each answer
+  EngineStats stats;
+};
+ControlledRun run_controlled(std::uint16_t window, std::size_t packets,
+                             const std::function<bool(std::size_t)>& mark) {
+  EngineParams params = sim_params(0, window);
+  params.congestion_control = true;
+  Engine engine(params);
+  Int32Source src(0, packets, window, /*per_packet=*/1);
+  TimePoint now{};
+  engine.start(src, now);
+  std::deque<std::uint64_t> outstanding;  // seqs sent, in order
+  ControlledRun run;
+  std::size_t answered = 0;
+  for (int steps = 0; engine.state() == Engine::State::kRunning && steps < 100000; ++steps) {
+    for (auto t : engine.transmits()) outstanding.push_back(wire::decode(t).header.seq);
+    engine.clear_transmits();
+    if (outstanding.empty()) break;
+    run.in_flight.push_back(static_cast<std::uint32_t>(outstanding.size()));
+    const std::uint64_t seq = outstanding.front();
+    outstanding.pop_front();
+    now += 100us;
+    engine.on_packet(result_packet(seq, window, 1, 1), now, mark(answered++) ? 3 : 0);
+  }
+  EXPECT_EQ(engine.state(), Engine::State::kDone);
+  run.stats = engine.stats();
+  return run;
+}
+
+TEST(EngineCongestionTest, WithoutMarksTheWholeWindowIsInFlight) {
+  const ControlledRun run = run_controlled(16, 400, [](std::size_t) { return false; });
+  EXPECT_EQ(run.stats.window_cuts, 0u);
+  EXPECT_DOUBLE_EQ(run.stats.cwnd, 16.0);
+  EXPECT_EQ(*std::max_element(run.in_flight.begin(), run.in_flight.end()), 16u);
+  EXPECT_EQ(run.stats.retransmissions, 0u);
+}
+
+// Every result marked: alpha climbs towards 1 and the window is cut by alpha / 2 per window of
+// results, down to one packet in flight; never more in flight than the window allows.
+TEST(EngineCongestionTest, MarkedResultsShrinkTheWindowToOne) {
+  const ControlledRun run = run_controlled(16, 2000, [](std::size_t) { return true; });
+  EXPECT_GT(run.stats.window_cuts, 5u);
+  EXPECT_GT(run.stats.alpha, 0.9);
+  EXPECT_DOUBLE_EQ(run.stats.cwnd, 1.0);
+  EXPECT_EQ(run.stats.ce_results, 2000u);
+  // At the end one packet at a time.
+  const std::vector<std::uint32_t> tail(run.in_flight.end() - 20, run.in_flight.end());
+  EXPECT_EQ(*std::max_element(tail.begin(), tail.end()), 1u);
+}
+
+// Marks for a while, then none: the window comes back (additive increase) but never above W.
+TEST(EngineCongestionTest, TheWindowGrowsBackButNeverAboveTheJobsSlots) {
+  const ControlledRun run = run_controlled(8, 3000, [](std::size_t i) { return i < 300; });
+  EXPECT_GT(run.stats.window_cuts, 0u);
+  EXPECT_DOUBLE_EQ(run.stats.cwnd, 8.0);
+  EXPECT_EQ(*std::max_element(run.in_flight.begin(), run.in_flight.end()), 8u);
+  EXPECT_LE(*std::max_element(run.in_flight.begin() + 200, run.in_flight.begin() + 310), 4u);
+}
+
+// A loss (a retransmission on timeout) halves the window, once per round trip.
+TEST(EngineCongestionTest, ALossHalvesTheWindowOncePerRoundTrip) {
+  EngineParams params = sim_params(0, 16);
+  params.congestion_control = true;
+  Engine engine(params);
+  Int32Source src(0, 64, 16, /*per_packet=*/1);
+  engine.start(src, TimePoint{});
+  EXPECT_EQ(engine.transmits().size(), 16u);
+  engine.clear_transmits();
+  engine.on_timer(*engine.next_deadline());  // all 16 time out together: one cut
+  EXPECT_EQ(engine.stats().window_cuts, 1u);
+  EXPECT_DOUBLE_EQ(engine.stats().cwnd, 8.0);
+}
+
+TEST(EngineCongestionTest, OffMeansNoWindowAndNoCuts) {
+  Engine engine(sim_params(0, 16));
+  Int32Source src(0, 64, 16, /*per_packet=*/1);
+  engine.start(src, TimePoint{});
+  engine.on_packet(result_packet(0, 16, 1, 1), TimePoint{} + 1ms, 3);
+  EXPECT_EQ(engine.stats().window_cuts, 0u);
+  EXPECT_EQ(engine.stats().ce_results, 0u);
+  EXPECT_DOUBLE_EQ(engine.stats().cwnd, 16.0);
 }
 
 }  // namespace

@@ -279,6 +279,29 @@ TEST_F(SwitchModelTest, ReductionInTheOtherSet) {
   EXPECT_EQ(model.registers(11, 1).bitmap, 0b11u);
 }
 
+// A round ORs its contributions' ECN bits into every result (PANAMA): one CE mark on one
+// worker's path reaches every worker, the resend of a completed round carries it too, and the
+// set's next round starts clean.
+TEST_F(SwitchModelTest, ResultsCarryTheOrOfTheContributionsEcn) {
+  install();
+  model.process(addr(kPort + 0), encode({kJob, 0, 8, 0, {1}, 0, 40}), sink, 2);  // ECT(0)
+  model.process(addr(kPort + 1), encode({kJob, 1, 8, 0, {2}, 0, 40}), sink, 3);  // CE
+  EXPECT_EQ(model.process(addr(kPort + 2), encode({kJob, 2, 8, 0, {3}, 0, 40}), sink, 2).action,
+            Action::kCompleted);
+  ASSERT_EQ(sink.packets.size(), 3u);
+  for (const auto& p : sink.packets) EXPECT_EQ(p.ecn, 3);
+  sink.packets.clear();
+  EXPECT_EQ(model.process(addr(kPort + 2), encode({kJob, 2, 8, 0, {3}, 0, 40}), sink, 0).action,
+            Action::kResultResent);
+  ASSERT_EQ(sink.packets.size(), 1u);
+  EXPECT_EQ(sink.packets[0].ecn, 3);
+  sink.packets.clear();
+  for (std::uint16_t r = 0; r < 3; ++r)
+    model.process(addr(kPort + r), encode({kJob, r, 8, 0, {1}, 0, 48}), sink, 2);
+  ASSERT_EQ(sink.packets.size(), 3u);
+  for (const auto& p : sink.packets) EXPECT_EQ(p.ecn, 2);
+}
+
 TEST_F(SwitchModelTest, RetransmissionFromThePreviousSet) {
   install();
   // Round of set 0 completes; rank 2's result is lost in the network.

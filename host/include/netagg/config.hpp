@@ -55,7 +55,9 @@ struct Config {
   Duration min_retransmit_timeout = std::chrono::milliseconds(1);  // its floor
   Duration job_timeout = std::chrono::seconds(10);
   bool udp_offload = true;  // UDP GSO/GRO in the udp transport (make_udp_transport)
-  double loss = 0.0;        // injected loss per packet and direction, 0..1
+  // The congestion window (EngineParams::congestion_control; packets sent ECN-capable).
+  bool congestion_control = false;
+  double loss = 0.0;  // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;
   // The run's token on the wire (docs/wire-format.md, "Runs and epochs"): every worker of a run
   // must use the same value, and each run a new one, so that a run never receives another

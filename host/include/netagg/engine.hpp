@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <queue>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct EngineParams {
   // The run's token: sent in every contribution, required in every result. A packet is sent
   // `fresh` when it is the first of this engine on its (slot, set) (global index < 2W).
   std::uint32_t epoch = 0;
+  // A congestion window in slots (docs/congestion-control.md): cut by the fraction of results
+  // that carry ECN's CE mark (DCTCP) and halved on a loss, at most once per round trip; slow
+  // start below the threshold, one slot per round trip above it; never above `window`.
+  bool congestion_control = false;
 };
 
 // What an operation sends and where its results go; the communicator implements it per call.
@@ -71,6 +76,10 @@ struct EngineStats {
   // Packets sent again for others: a packet's predecessor on its slot, whose result this worker
   // has, sent along with the packet's later retransmissions (Engine::kRecoveryAfter).
   std::uint64_t recovery_resends = 0;
+  std::uint64_t ce_results = 0;   // results that carried ECN's CE mark (congestion experienced)
+  std::uint64_t window_cuts = 0;  // congestion window reductions (marks or loss)
+  double cwnd = 0;   // the congestion window now, in slots (the window W when not controlled)
+  double alpha = 0;  // the EWMA of the marked fraction
   std::uint64_t operations = 0;   // operations completed
   std::uint64_t rtt_samples = 0;  // round trips measured (packets answered without a resend)
   // Retransmissions shown unnecessary: a result came again for a packet already answered that
@@ -127,7 +136,8 @@ class Engine {
   void start(PacketSource& src, TimePoint now);
   // A datagram from the network. Accepts the result of the packet in flight on its slot and
   // sends that slot's next packet; counts everything else as duplicate or rejected.
-  void on_packet(std::span<const std::byte> packet, TimePoint now);
+  // `ecn`: the IPv4 ECN bits the datagram carried (3 = CE), when the transport can tell.
+  void on_packet(std::span<const std::byte> packet, TimePoint now, std::uint8_t ecn = 0);
   // Call when now >= *next_deadline(): retransmits what is due and checks the job timeout.
   // Calling it early is harmless.
   void on_timer(TimePoint now);
@@ -202,6 +212,11 @@ class Engine {
   };
 
   void send_packet(std::uint64_t p, TimePoint now);
+  // Sends ready packets (their slot's previous packet answered), oldest first, while the
+  // congestion window has room.
+  void pump(TimePoint now);
+  void on_congestion_feedback(bool marked, TimePoint now);
+  void cut_window(double factor, TimePoint now);
   void arm(std::uint32_t idx, std::uint8_t level, TimePoint now);
   void disarm(std::uint32_t idx);
   void retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now);
@@ -250,6 +265,15 @@ class Engine {
   std::vector<TimerList> timers_;  // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;
   std::uint64_t transmits_epoch_ = 1;
+
+  // Congestion control. ready_: packets of the operation whose slot is free, not yet sent.
+  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> ready_;
+  std::uint32_t in_flight_ = 0;
+  double cwnd_ = 0, ssthresh_ = 0, alpha_ = 0;
+  std::uint64_t observed_ = 0, observed_marked_ = 0;  // results in the current observation
+  double observe_until_ = 0;                          // results that end it (one window's worth)
+  TimePoint last_cut_{};                              // cuts at most once per round trip
+  bool cut_once_ = false;
 };
 
 }  // namespace netagg

@@ -32,6 +32,9 @@ class Transport {
   // is valid during the call). Returns how many were handed over. Throws Error(kTransport).
   virtual std::size_t receive(Duration timeout, const PacketHandler& on_packet) = 0;
   virtual std::string name() const = 0;
+  // The IPv4 ECN bits (TOS & 3; 3 = CE) of the packet being handed to on_packet right now; 0
+  // when the transport cannot tell.
+  virtual std::uint8_t last_ecn() const { return 0; }
   // What the transport saw; decorators add their own counts to the inner transport's.
   virtual TransportCounters counters() const { return {}; }
 };
@@ -39,8 +42,10 @@ class Transport {
 // Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`. With `offload`,
 // runs of equal-sized packets leave as UDP GSO messages and results arrive GRO-coalesced (where
 // the kernel does neither, it falls back by itself); the datagrams on the wire are the same.
+// With `ecn_capable`, packets leave marked ECT(0) and the ECN bits of received ones are read
+// (last_ecn()).
 std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
-                                              bool offload = true);
+                                              bool offload = true, bool ecn_capable = false);
 
 // The transport cfg.transport names for cfg.rank: "udp" (make_udp_transport) or "dpdk"
 // (netagg/dpdk.hpp; Error(kUnsupported) if this libnetagg was built without DPDK).
