@@ -334,8 +334,11 @@ class Switch:
             complete = r.remaining == 0
             if age < 0:
                 return self.drop("stale")
-            if age > 0 and not complete:
-                return self.drop("ahead")
+            # Newer: a new round, whether the set's round is complete or not. Every worker has had
+            # that round's result when any sends a newer packet to the set (its packet P + 2W
+            # follows the result of P + W, which needed every worker's P + W, each sent after
+            # P's result), so an unfinished round there (formed again after a restart by a
+            # worker whose old result then arrived) is over.
             if age == 0:
                 if count != r.count:
                     return self.drop("count_mismatch")
@@ -352,7 +355,7 @@ class Switch:
                     return self.drop("duplicate")
             first = age > 0
         values = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0] for i in range(count)]
-        # Every new round (the set holds none, complete and newer, or a takeover) starts with its
+        # Every new round (the set holds none, a newer seq, or a takeover) starts with its
         # starter's bit alone, never OR'ed with the stored bits: they belong to an earlier round
         # (of this run or, on a takeover, of another). A join sets its sender's bit. The other
         # set's bitmap is never touched (no SwitchML pair update): after a restart it can hold a
@@ -686,9 +689,11 @@ def cases():
 
     J2one = make_job(1, 2, 8, 1, 2)
     c = Case("stale_and_ahead", "Rounds 0 (set 0), 1 (set 1), 2 (set 0) complete. Copies of "
-             "round 0 are stale; with round 4 in progress on set 0, an older copy is stale and a "
-             "newer packet ahead; none of them touches a register, and round 4 completes right.",
-             [J2one])
+             "round 0 are stale; with round 4 in progress on set 0, an older copy is stale, "
+             "touches no register, and round 4 completes right. A packet newer than the set's "
+             "round starts a new round, whether that round is complete (round 6 after round 4) or "
+             "not (round 8 replaces round 6 before it completes): its registers are the new "
+             "round's alone, and the replaced round's packets are stale from then on.", [J2one])
     for p in range(3):
         c.send(1, 0, 8, p % 2, p, [1, 1], "aggregated")
         c.send(1, 1, 8, p % 2, p, [2, 2], "completed", sums=[3, 3])
@@ -697,10 +702,18 @@ def cases():
     c.send(1, 0, 8, 1, 3, [1, 1], "aggregated")
     c.send(1, 1, 8, 1, 3, [2, 2], "completed", sums=[3, 3])
     c.send(1, 0, 8, 0, 4, [4, 4], "aggregated")
-    c.send(1, 1, 8, 0, 2, [9, 9], "dropped stale")
-    c.send(1, 1, 8, 0, 6, [9, 9], "dropped ahead")
-    c.send(1, 0, 8, 0, 6, [9, 9], "dropped ahead")
-    c.send(1, 1, 8, 0, 4, [40, 40], "completed", sums=[44, 44])
+    c.send(1, 1, 8, 0, 2, [9, 9], "dropped stale", why="older than round 4 in progress")
+    c.send(1, 1, 8, 0, 4, [40, 40], "completed", sums=[44, 44],
+           why="the stale copy added nothing")
+    c.send(1, 0, 8, 0, 6, [6, 6], "aggregated",
+           why="newer than the complete round 4: round 6 starts")
+    c.send(1, 1, 8, 0, 8, [8, 8], "aggregated",
+           why="newer than round 6 in progress: round 8 starts with bit 1 alone and rank 1's "
+           "values, round 6 is over")
+    c.send(1, 1, 8, 0, 6, [60, 60], "dropped stale", why="older than round 8")
+    c.send(1, 0, 8, 0, 8, [80, 80], "completed", sums=[88, 88],
+           why="rank 0's bit of round 6 is not carried over (no duplicate), nor its 6 in the sum")
+    c.send(1, 0, 8, 0, 6, [6, 6], "dropped stale", why="a late copy of rank 0's packet 6")
     out.append(c)
 
     c = Case("retransmission_overtaken", "A late copy of rank 0's packet 0 arrives after its "
@@ -760,14 +773,14 @@ def cases():
     FOREIGN = 0x0BADCAFE
     c = Case("foreign_epoch", "While a round of epoch 0x5eed0001 is open, packets of another "
              "epoch that are not fresh are dropped as stale_epoch before the seq, count and "
-             "bitmap decide (they would join, be ahead, mismatch the count, be duplicates, get "
-             "the result); job table checks still come first. The round completes with its own "
-             "contributions.", [J1])
+             "bitmap decide (they would join, start a new round, mismatch the count, be "
+             "duplicates, get the result); job table checks still come first. The round "
+             "completes with its own contributions.", [J1])
     c.send(1, 0, 10, 1, 6, [1, 2], "aggregated")
     c.send(1, 1, 10, 1, 6, [50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
            why="by seq it would join")
     c.send(1, 1, 10, 1, 14, [50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
-           why="by seq it would be ahead")
+           why="by seq it would start a new round")
     c.send(1, 2, 10, 1, 6, [50, 50, 50], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
            why="by count it would be a count_mismatch")
     c.send(1, 0, 10, 1, 6, [1, 2], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
@@ -782,19 +795,20 @@ def cases():
     out.append(c)
 
     c = Case("fresh_same_epoch", "fresh on a packet of the round's own epoch changes nothing: it "
-             "joins, is a duplicate, gets the stored result, is ahead or stale exactly as the seq "
-             "and the bitmap say.", [J1])
+             "joins, is a duplicate, gets the stored result, starts a new round or is stale "
+             "exactly as the seq and the bitmap say.", [J1])
     c.send(1, 0, 11, 0, 3, [1], "aggregated")
     c.send(1, 0, 11, 0, 3, [1], "dropped duplicate")
     c.send(1, 1, 11, 0, 3, [2], "aggregated")
-    c.send(1, 2, 11, 0, 11, [9], "dropped ahead", fresh=1, why="fresh takes over no round of "
-           "its own epoch")
+    c.send(1, 2, 11, 0, 1, [9], "dropped stale", fresh=1, why="fresh takes over no round of "
+           "its own epoch: older than round 3 in progress")
     c.send(1, 2, 11, 0, 3, [3], "completed", sums=[6])
     c.send(1, 1, 11, 0, 3, [2], "result_resent", sums=[6])
     for r in range(3):
         c.send(1, r, 11, 1, 7, [10 * (r + 1)], "completed" if r == 2 else "aggregated",
                sums=[60] if r == 2 else None)
-    c.send(1, 0, 11, 0, 11, [4], "aggregated")
+    c.send(1, 0, 11, 0, 11, [4], "aggregated", fresh=1,
+           why="newer than the complete round 3: a new round, as without fresh")
     c.send(1, 1, 11, 0, 3, [2], "dropped stale", why="a late copy of its first packet")
     c.send(1, 1, 11, 0, 11, [5], "aggregated")
     c.send(1, 2, 11, 0, 11, [6], "completed", sums=[15])
@@ -830,7 +844,8 @@ def cases():
     c.send(1, 0, 8, 1, 1, [10, 10], "aggregated", why="round 1 starts in set 1")
     c.send(1, 1, 8, 1, 1, [20, 20], "aggregated")
     c.send(1, 2, 8, 1, 3, [40, 40], "dropped no_round", recovery=1, fresh=0,
-           why="newer than round 1 in progress (a normal packet would be ahead)")
+           why="newer than round 1 in progress (a normal packet would start round 3 and end "
+           "round 1)")
     c.send(1, 2, 8, 1, 1, [30, 30], "completed", sums=[60, 60],
            why="rank 2's own packet 1 completes round 1")
     c.send(1, 1, 8, 1, 1, [20, 20], "result_resent", recovery=1, sums=[60, 60],
@@ -940,6 +955,43 @@ def cases():
     c.send(1, 0, 8, 1, 7, [1000, 1], "completed", fresh=0, sums=[7000, 3],
            why="rank 0, with packet 6's result, sends packet 7: 1000 + 2000 + 4000 = 7000 from 3 "
            "contributions")
+    out.append(c)
+
+    c = Case("restart_orphan_round", "The switch restarts in the middle of a run on one slot "
+             "(W = 1, three workers; every set empty, as here) just after it completed round 6 "
+             "(set 0) and sent its result. Rank 0's copy of that result is still in flight when "
+             "rank 0 retransmits packet 6: the retransmission starts round 6 again, then the old "
+             "result arrives and rank 0 moves on. Nobody needs the round formed again and nobody "
+             "joins it. Every worker has had round 6's result when any sends packet 8 to set 0, "
+             "so packet 8 starts a new round there although round 6 never completed: the round "
+             "formed again is replaced (had packets newer than an unfinished round been dropped, "
+             "set 0 would hold round 6 forever and the run would stall). Round 8 holds its own "
+             "contributions alone, with its own count (it is the last packet of a tensor, 2 "
+             "lanes). The second lane is 1 in every contribution, so a result's second lane "
+             "counts the contributions added.", [J3one])
+    c.send(1, 0, 8, 0, 6, [1, 1, 1, 1], "aggregated", fresh=0,
+           why="rank 0 retransmits packet 6 while its result from before the restart is still in "
+           "flight: set 0 holds no round, round 6 starts with bit 0; then that result reaches "
+           "rank 0, and no worker sends packet 6 again")
+    c.send(1, 1, 8, 1, 7, [2000, 1, 2, 2], "aggregated", fresh=0,
+           why="rank 1, with packet 6's result from before the restart, sends packet 7: set 1 "
+           "holds no round, round 7 starts")
+    c.send(1, 2, 8, 1, 7, [4000, 1, 4, 4], "aggregated", fresh=0)
+    c.send(1, 0, 8, 1, 7, [1000, 1, 1, 1], "completed", fresh=0, sums=[7000, 3, 7, 7],
+           why="rank 0, with packet 6's result, sends packet 7: 1000 + 2000 + 4000 = 7000 from 3 "
+           "contributions")
+    c.send(1, 2, 8, 0, 8, [500, 1], "aggregated", fresh=0,
+           why="rank 2 sends packet 8: newer than round 6, which is not complete (it holds rank "
+           "0's retransmission alone), so round 8 starts in set 0 with bit 2 alone, count 2, "
+           "and round 6 is over")
+    c.send(1, 0, 8, 0, 8, [5, 1], "aggregated", fresh=0,
+           why="rank 0 joins round 8: its bit of round 6 is not carried over (it would make this "
+           "a duplicate and round 8 could never complete)")
+    c.send(1, 1, 8, 0, 8, [50, 1], "completed", fresh=0, sums=[555, 3],
+           why="rank 1 completes round 8: 5 + 50 + 500 = 555 from 3 contributions, without rank "
+           "0's 1 of round 6")
+    c.send(1, 0, 8, 0, 6, [1, 1, 1, 1], "dropped stale", fresh=0,
+           why="a late copy of rank 0's retransmission of packet 6: older than round 8")
     out.append(c)
 
     c = Case("seq_wrap", "Rounds across the 32-bit seq wrap (seq 4294967295, then 0 in the other "

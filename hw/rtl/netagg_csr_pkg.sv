@@ -102,7 +102,7 @@ package netagg_csr_pkg;
   localparam logic [31:0] STATUS_BUSY = 32'h00000001;  // STATUS
 
   // Counter indices (COUNTER_INDEX), 64-bit counters.
-  localparam int unsigned NUM_COUNTERS = 31;
+  localparam int unsigned NUM_COUNTERS = 30;
   localparam int unsigned COUNTER_INDEX_BITS = 5;
   localparam int unsigned CNT_FRAMES_IN                       = 0;
   localparam int unsigned CNT_FRAMES_OUT                      = 1;
@@ -132,9 +132,8 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_DROPPED_DTYPE_MISMATCH          = 25;
   localparam int unsigned CNT_DROPPED_DUPLICATE               = 26;
   localparam int unsigned CNT_DROPPED_STALE                   = 27;
-  localparam int unsigned CNT_DROPPED_AHEAD                   = 28;
-  localparam int unsigned CNT_DROPPED_STALE_EPOCH             = 29;
-  localparam int unsigned CNT_DROPPED_NO_ROUND                = 30;
+  localparam int unsigned CNT_DROPPED_STALE_EPOCH             = 28;
+  localparam int unsigned CNT_DROPPED_NO_ROUND                = 29;
 
   /* verilator lint_on UNUSEDPARAM */
 

@@ -328,7 +328,7 @@ module netagg_round #(
   // which the members before it change, are looked at.
   localparam int unsigned CL_START = 0;  // no round: start one
   localparam int unsigned CL_STALE = 1;  // older sequence number: stale
-  localparam int unsigned CL_NEWER = 2;  // newer: ahead, or start if the round is complete
+  localparam int unsigned CL_NEWER = 2;  // newer: start (the stored round is over)
   localparam int unsigned CL_COUNT = 3;  // count_mismatch
   localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
   localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
@@ -410,7 +410,7 @@ module netagg_round #(
     blocked = locked;
     starter_d2 = '0;
     for (int p = 0; p < NP; p++) begin
-      want_start[p] = st_cls[p][CL_START] || (st_cls[p][CL_NEWER] && rem_eq[0]);
+      want_start[p] = st_cls[p][CL_START] || st_cls[p][CL_NEWER];
       if (r1_cand_q[p]) begin
         if (want_start[p] && !blocked) starter_d2[p] = 1'b1;
         if (want_start[p] || (st_cls[p][CL_SAME] && (rem_eq[0] || !st_dup[p]))) blocked = 1'b1;
@@ -554,10 +554,6 @@ module netagg_round #(
         if (cls[p][CL_NOROUND]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
-        end
-        if (cls[p][CL_NEWER] && !rem_zero[p]) begin
-          round_drop[p] = 1'b1;
-          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_AHEAD);
         end
         if (cls[p][CL_COUNT]) begin
           round_drop[p] = 1'b1;

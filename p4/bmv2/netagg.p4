@@ -15,9 +15,14 @@
  * Differences: `epoch` is a register of its own (Tofino keeps it in the `has_round` pair
  * register, {epoch, state}); and a duplicate leaves every register alone (the model's rule; on
  * Tofino it has run the bitmap's OR action, which for it changes nothing).
+ * Seq (the model's rule): a packet whose seq is older than the set's round is stale; one whose
+ * seq is newer starts the set's next round, whether the round it holds is complete or not: no
+ * correct worker sends a newer packet to a set before every worker has had the result of the
+ * round it holds, so that round is over for everybody (after a restart a round formed again
+ * may never complete).
  * Bitmap (the model's rule): bit<32> per (slot, set), index slot*2+set, as on Tofino. Every new
- * round (from no round, the next round of a complete set, a takeover) sets the set's word to
- * the sender's bit alone, a join ORs the bit in; no packet touches the other set's word.
+ * round (from no round, a newer seq, a takeover) sets the set's word to the sender's bit alone,
+ * a join ORs the bit in; no packet touches the other set's word.
  * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
  * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap is
  * the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
@@ -49,13 +54,13 @@
 #define OP_ADD 1
 #define OP_READ 2
 
-#define CLASS_NEW 1
+#define CLASS_NEW 1            /* no round, a takeover, or a seq newer than the set's round
+                                * (complete or not) */
 #define CLASS_EQUAL 2
 #define CLASS_STALE 3
-#define CLASS_AHEAD 4
-#define CLASS_STALE_EPOCH 5    /* a round of another epoch, and the packet is not fresh or
+#define CLASS_STALE_EPOCH 4    /* a round of another epoch, and the packet is not fresh or
                                 * is a recovery copy */
-#define CLASS_NO_ROUND 6       /* a recovery copy to no round, or newer than the set's round */
+#define CLASS_NO_ROUND 5       /* a recovery copy to no round, or newer than the set's round */
 
 struct headers_t {
     ethernet_h    ethernet;
@@ -454,8 +459,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.round_seq == meta.completed_seq) {
                         meta.complete = 1;
                     }
-                    /* a recovery copy never starts a round: no round, or a seq newer than
-                     * the set's (complete or not), is no_round instead of a new round / ahead */
+                    /* a seq newer than the set's round starts the next round, complete or
+                     * not (the round it holds is over for every worker); a recovery copy never
+                     * starts a round: no round, or a seq newer than the set's, is no_round */
                     if (meta.stale_epoch == 1) {
                         meta.class = CLASS_STALE_EPOCH;
                     } else if (meta.has_round == NETAGG_ROUND_NONE) {
@@ -469,10 +475,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     } else if (meta.seq_diff != 0) {
                         if (meta.recovery == 1) {
                             meta.class = CLASS_NO_ROUND;
-                        } else if (meta.complete == 1) {
-                            meta.class = CLASS_NEW;
                         } else {
-                            meta.class = CLASS_AHEAD;
+                            meta.class = CLASS_NEW;
                         }
                     } else {
                         meta.class = CLASS_EQUAL;
@@ -488,8 +492,6 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         drop_for(NETAGG_DROP_NO_ROUND);
                     } else if (meta.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
-                    } else if (meta.class == CLASS_AHEAD) {
-                        drop_for(NETAGG_DROP_AHEAD);
                     } else if (meta.class == CLASS_EQUAL &&
                                meta.round_count != hdr.netagg.count) {
                         drop_for(NETAGG_DROP_COUNT_MISMATCH);
@@ -500,10 +502,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                                (meta.bitmap_s & meta.rank_bit) != 0) {
                         drop_for(NETAGG_DROP_DUPLICATE);
                     } else {
-                        /* a new round or a join. Every new round (from no round, the next
-                         * round of a complete set, a takeover) starts from the sender's bit
-                         * alone: the bits there belong to an earlier round. A join ORs the
-                         * sender's bit in. The other set's word is never touched (no SwitchML
+                        /* a new round or a join. Every new round (from no round, a newer
+                         * seq, a takeover) starts from the sender's bit alone: the bits there
+                         * belong to an earlier round. A join ORs the sender's bit in. The other set's word is never touched (no SwitchML
                          * pair update): each set keeps its round's seq, so its word only
                          * needs the ranks of that round, and after a restart clearing a bit
                          * there could undo a recovery copy's join to it. */

@@ -61,10 +61,9 @@
 #define NETAGG_DROP_COUNT_MISMATCH          8  /* count differs from the count of the round in progress */
 #define NETAGG_DROP_DUPLICATE               9  /* copy of a contribution to the round in progress */
 #define NETAGG_DROP_STALE                   10  /* seq older than the set's round: a late copy of a finished packet */
-#define NETAGG_DROP_AHEAD                   11  /* seq newer than the set's round, which is not complete yet */
-#define NETAGG_DROP_STALE_EPOCH             12  /* epoch differs from the set's round and the packet is not fresh (or is a recovery copy): a packet of another run */
-#define NETAGG_DROP_NO_ROUND                13  /* a recovery copy for a round the set does not hold (no round, or a seq newer than the set's): recovery copies never start one */
-#define NETAGG_DROP_REASONS                 14  /* size of the drops counter */
+#define NETAGG_DROP_STALE_EPOCH             11  /* epoch differs from the set's round and the packet is not fresh (or is a recovery copy): a packet of another run */
+#define NETAGG_DROP_NO_ROUND                12  /* a recovery copy for a round the set does not hold (no round, or a seq newer than the set's): recovery copies never start one */
+#define NETAGG_DROP_REASONS                 13  /* size of the drops counter */
 
 /* ---- has_round register values (docs/switch-pipeline.md) ------------------------------------- */
 #define NETAGG_ROUND_NONE 0  /* the set holds no round (after the job is installed) */

@@ -44,11 +44,10 @@ enum class DropReason : std::uint8_t {
   kCountMismatch = 8,  // count differs from the count of the round in progress
   kDuplicate = 9,  // copy of a contribution to the round in progress
   kStale = 10,  // seq older than the set's round: a late copy of a finished packet
-  kAhead = 11,  // seq newer than the set's round, which is not complete yet
-  kStaleEpoch = 12,  // epoch differs from the set's round and the packet is not fresh (or is a recovery copy): a packet of another run
-  kNoRound = 13,  // a recovery copy for a round the set does not hold (no round, or a seq newer than the set's): recovery copies never start one
+  kStaleEpoch = 11,  // epoch differs from the set's round and the packet is not fresh (or is a recovery copy): a packet of another run
+  kNoRound = 12,  // a recovery copy for a round the set does not hold (no round, or a seq newer than the set's): recovery copies never start one
 };
-inline constexpr std::size_t kDropReasonCount = 14;
+inline constexpr std::size_t kDropReasonCount = 13;
 struct DropInfo {
   std::string_view id;       // "unknown_job"
   std::string_view counter;  // "dropped_unknown_job"
@@ -65,7 +64,6 @@ inline constexpr std::array<DropInfo, kDropReasonCount> kDrops = {{
     {"count_mismatch", "dropped_count_mismatch"},
     {"duplicate", "dropped_duplicate"},
     {"stale", "dropped_stale"},
-    {"ahead", "dropped_ahead"},
     {"stale_epoch", "dropped_stale_epoch"},
     {"no_round", "dropped_no_round"},
 }};

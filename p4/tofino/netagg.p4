@@ -7,8 +7,8 @@
  *
  * ---- Stage and register budget (Tofino 1: 12 MAU stages per gress, 4 stateful ALUs each) ----
  *
- * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, all 12 stages 0..11
- * planned, none spare):
+ * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, stages 0..11 planned,
+ * stage 4 empty: one stage spare):
  *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward   (SRAM/TCAM)
  *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length
  *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
@@ -20,16 +20,22 @@
  *                        another epoch -> returns STALE_EPOCH; same epoch: returns the state
  *                        (2 conditions per action)
  *             completed_seq  bit<32> [2*POOL]  SALU 2  read
- *   stage 4   seq - completed_seq (VLIW)
- *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start / advance-if-complete / read;
- *                        read for every recovery copy
+ *   stage 4   (empty: it held seq - completed_seq for the gateway that let round_seq advance
+ *             only past a completed round; round_seq's own condition decides "newer" now, so
+ *             bf-p4c may pull stages 5..11 up by one)
+ *   stage 5   round_seq      bit<32> [2*POOL]  SALU 3  start (NONE, a takeover) / advance if
+ *                        newer (a round of this epoch: value := seq if (int32)(seq - value)
+ *                        > 0, one condition) / read (every recovery copy, STALE_EPOCH);
+ *                        returns the value before
  *   stage 6   seq - round_seq (VLIW); complete = has_round==SEEN && round_seq==completed_seq
- *   stage 7   classify (gateways): stale epoch / new / stale / ahead / equal, and for a
- *             recovery copy no round (NONE, or a seq newer than round_seq) instead of new/ahead
+ *             (needed only for an equal seq: resend or join)
+ *   stage 7   classify (gateways): stale epoch / new (NONE, a takeover, or newer, complete or
+ *             not) / stale / equal, and for a recovery copy no round (NONE, or a seq newer than
+ *             round_seq) instead of new
  *             round_count    bit<16> [2*POOL]  SALU 4  write (new) / read (equal)
  *   stage 8   count mismatch, resend (gateways)
  *             bitmap         bit<32> [2*POOL]  SALU 5  start (:= rank bit) for every new
- *                      round (class new: NONE, a takeover, the next round of a complete set),
+ *                      round (class new: NONE, a takeover, a newer seq),
  *                      join (|= rank bit, returns the word before) for a join and a duplicate;
  *                      one PHV operand (rank_bit), no condition
  *   stage 9   duplicate = bitmap_before & rank_bit (VLIW)
@@ -48,14 +54,21 @@
  *   exponent 3.
  *   Recovery copies (flag recovery) add no stage and no stateful ALU: a fourth has_round
  *   RegisterAction (read only), one more flag in the gateways of stages 3 and 5, and one more
- *   class (no_round) in the classify gateway of stage 7; the ingress is still 12 of 12 stages.
+ *   class (no_round) in the classify gateway of stage 7.
  *   The bitmap rules (a new round from the starter's bit alone, the other set never touched)
  *   add no stage and no stateful ALU: the bitmap stays in stage 8 with one stateful ALU, an
  *   ordinary register indexed by at with two RegisterActions (a pair per slot, SwitchML's
  *   form, would need a start and an OR action per set: four), chosen by a gateway on class
- *   new alone; no PHV operand but rank_bit. Ingress: 12 of 12 stages, none spare.
+ *   new alone; no PHV operand but rank_bit.
+ *   The newer rule (a newer seq starts the next round, complete or not) adds no stage, no
+ *   stateful ALU and no RegisterAction: round_seq_advance's one condition compares the packet's
+ *   seq with the stored one instead of the stored one with completed_seq, and the VLIW step of
+ *   stage 4 is gone. Ingress: 12 stages planned, 11 used, stage 4 spare.
  *   Doubtful until bf-p4c places it: that the wider gateways of stages 3, 5 and 7 still fit
- *   their stages.
+ *   their stages (the spare stage is the slack if one does not); that round_seq_advance's
+ *   condition compiles to the sign of the 32-bit wrapped difference seq - value (P4's int<32>
+ *   arithmetic; bf-p4c selects its "uus" compare for a signed full-width difference), since
+ *   an unwrapped compare would disagree with the classification of stage 7 near the wrap.
  * EGRESS of every pass through the recirculation port (the value lanes; 32 stateful ALUs):
  *   stage 0       clear the pass's lanes of a resend (reads are "add 0")
  *   stages 1..8   value_0 .. value_31  bit<32> [2*POOL*2]  4 SALUs per stage, 4 RegisterActions
@@ -80,13 +93,21 @@
  * the updated value), so after the last pass the payload holds the whole sum, in place: a
  * result carries all lanes without any reassembly.
  *
+ * Seq (the model's rule): a packet whose seq is older than the set's round (serial
+ * arithmetic) is stale; one whose seq is newer starts the set's next round, whether the round
+ * it holds is complete or not: no correct worker sends a newer packet to a set before every
+ * worker has had the result of the round it holds, so that round is over for everybody (after a
+ * restart a round formed again may never complete). round_seq_advance writes the newer seq in
+ * the same stateful ALU that returns the old one, so a packet sees the round of every packet
+ * decided before it.
+ *
  * Bitmap (the model's rule): one bit<32> word per (slot, set), index at as the other decision
- * registers. Every new round (from no round, a takeover, or the next round of a complete set)
- * sets the set's word to the sender's bit alone; a join ORs the bit in. No packet touches the
- * other set's word: SwitchML's pair update (clearing the sender's bit in the other set) is not
- * needed, since each set keeps its round's seq and a new round starts from the starter's bit,
- * and after an aggregator restart it would be wrong (it could undo a recovery copy's join to
- * the other set's round, letting the sender's next copy be added twice).
+ * registers. Every new round (from no round, a takeover, or a newer seq) sets the set's word to
+ * the sender's bit alone; a join ORs the bit in. No packet touches the other set's word:
+ * SwitchML's pair update (clearing the sender's bit in the other set) is not needed, since each
+ * set keeps its round's seq and a new round starts from the starter's bit, and after an
+ * aggregator restart it would be wrong (it could undo a recovery copy's join to the other
+ * set's round, letting the sender's next copy be added twice).
  * A duplicate is found by the bitmap update itself (the join action's output), so it has run
  * that action: the OR of a bit already set, no change, as the model's "no write".
  * Registers are per pipe: all workers of a job must be on one pipe.
@@ -145,12 +166,12 @@
 #define OUTCOME_RESENT 2
 
 /* classification of a contribution in the first pass */
-#define CLASS_NEW 1
+#define CLASS_NEW 1            /* no round, a takeover, or a seq newer than the set's round
+                                * (complete or not) */
 #define CLASS_EQUAL 2
 #define CLASS_STALE 3
-#define CLASS_AHEAD 4
-#define CLASS_STALE_EPOCH 5
-#define CLASS_NO_ROUND 6       /* a recovery copy to no round, or newer than the set's round */
+#define CLASS_STALE_EPOCH 4
+#define CLASS_NO_ROUND 5       /* a recovery copy to no round, or newer than the set's round */
 
 /* has_round's output for a packet that does not take over a round of another epoch (not fresh,
  * or a recovery copy; never stored: the stored states are NETAGG_ROUND_NONE, _OPEN, _SEEN) */
@@ -206,7 +227,6 @@ struct ig_metadata_t {
     bit<8>  has_round;        /* before this packet; NONE for a takeover, or ROUND_STALE_EPOCH */
     bit<1>  recovery;         /* the packet is a recovery copy: it never starts a round */
     bit<32> completed_seq;
-    bit<32> seq_minus_completed;
     bit<32> round_seq;        /* before this packet */
     bit<32> seq_diff;
     bit<1>  complete;
@@ -461,17 +481,22 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             value = hdr.netagg.seq;
         }
     };
-    /* Chosen only when the packet's seq is newer than completed_seq: if the set's round is the
-     * completed one, the packet starts the next round. One condition (register == PHV). */
+    /* A packet that is not a recovery copy, to a set holding a round of its epoch (OPEN or
+     * SEEN): a seq newer than the stored one starts the next round, whether that round is
+     * complete or not, so it is written; an equal or older one leaves it. "Newer" is serial
+     * arithmetic, (int32)(seq - value) > 0: one condition, on the difference of the PHV operand
+     * and the register (int<32> arithmetic wraps, so the difference's sign is the serial order,
+     * as the gateways of stage 7 read it from seq_diff). Returns the value before. */
     RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_advance = {
         void apply(inout bit<32> value, out bit<32> before) {
             before = value;
-            if (value == md.completed_seq) {
+            if ((int<32>)hdr.netagg.seq - (int<32>)value > 0) {
                 value = hdr.netagg.seq;
             }
         }
     };
-    /* every other packet, and every recovery copy (which never starts a round) */
+    /* every recovery copy (which never starts a round), and a packet of another epoch that
+     * does not take the set over (ROUND_STALE_EPOCH, dropped: it writes nothing) */
     RegisterAction<bit<32>, bit<16>, bit<32>>(round_seq) round_seq_read = {
         void apply(inout bit<32> value, out bit<32> before) { before = value; }
     };
@@ -488,10 +513,10 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     };
 
     /* The ranks that have joined the set's round, one bit each. The start action (the word :=
-     * the sender's bit) for every new round: from no round, a takeover or the next round of a
-     * complete set, whose bits belong to an earlier round. The join action (|= the sender's
-     * bit, SwitchML's OR) for a join and for a duplicate, which its output (the word before)
-     * detects. The other set's word is never touched: no SwitchML pair update. */
+     * the sender's bit) for every new round: from no round, a takeover or a newer seq, whose
+     * bits belong to an earlier round. The join action (|= the sender's bit, SwitchML's OR) for
+     * a join and for a duplicate, which its output (the word before) detects. The other set's
+     * word is never touched: no SwitchML pair update. */
     Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) bitmap;
     RegisterAction<bit<32>, bit<16>, bit<32>>(bitmap) bitmap_start = {
         void apply(inout bit<32> value) { value = md.rank_bit; }
@@ -588,8 +613,10 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
                     /* the round is complete from now on (the model: remaining == 0), unless a
                      * takeover came in between (has_round_completed checks the epoch).
-                     * completed_seq is written regardless: an OPEN round ignores it. Not
-                     * covered: a new epoch's round on this set that completed before this
+                     * completed_seq is written regardless: an OPEN round ignores it, and a
+                     * newer round of this epoch started in between has another round_seq, so
+                     * it still reads as incomplete. Not covered: a round started in between
+                     * (a new epoch's, or a newer one of this epoch) that completed before this
                      * (longer, 2-pass) packet's result pass (docs/switch-pipeline.md). */
                     has_round_completed.execute(hdr.bridge.at);
                     completed_seq_write.execute(hdr.bridge.at);
@@ -730,24 +757,25 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                      * OPEN or SEEN (a round of this epoch), or ROUND_STALE_EPOCH (dropped
                      * below; the registers after has_round are only read) */
                     md.completed_seq = completed_seq_read.execute(md.at);
-                    md.seq_minus_completed = hdr.netagg.seq - md.completed_seq;
                     if (md.recovery == 1) {
                         md.round_seq = round_seq_read.execute(md.at);   /* never starts one */
                     } else if (md.has_round == NETAGG_ROUND_NONE) {
                         md.round_seq = round_seq_start.execute(md.at);
-                    } else if (md.has_round == NETAGG_ROUND_SEEN &&
-                               md.seq_minus_completed != 0 &&
-                               md.seq_minus_completed[31:31] == 0) {
+                    } else if (md.has_round == NETAGG_ROUND_OPEN ||
+                               md.has_round == NETAGG_ROUND_SEEN) {
+                        /* writes the seq if it is newer, complete or not */
                         md.round_seq = round_seq_advance.execute(md.at);
                     } else {
-                        md.round_seq = round_seq_read.execute(md.at);
+                        md.round_seq = round_seq_read.execute(md.at);   /* stale epoch */
                     }
                     md.seq_diff = hdr.netagg.seq - md.round_seq;
+                    /* for an equal seq only: a resend (complete) or a join */
                     if (md.has_round == NETAGG_ROUND_SEEN && md.round_seq == md.completed_seq) {
                         md.complete = 1;
                     }
-                    /* a recovery copy never starts a round: NONE, or a seq newer than the
-                     * set's (complete or not), is no_round instead of new / ahead */
+                    /* a seq newer than the set's round starts the next round, complete or not
+                     * (round_seq_advance has written it); a recovery copy never starts a round:
+                     * NONE, or a seq newer than the set's, is no_round instead of new */
                     if (md.has_round == ROUND_STALE_EPOCH) {
                         md.class = CLASS_STALE_EPOCH;
                     } else if (md.has_round == NETAGG_ROUND_NONE) {
@@ -761,10 +789,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     } else if (md.seq_diff != 0) {
                         if (md.recovery == 1) {
                             md.class = CLASS_NO_ROUND;
-                        } else if (md.complete == 1) {
-                            md.class = CLASS_NEW;
                         } else {
-                            md.class = CLASS_AHEAD;
+                            md.class = CLASS_NEW;
                         }
                     } else {
                         md.class = CLASS_EQUAL;
@@ -776,8 +802,6 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                         drop_for(NETAGG_DROP_NO_ROUND);
                     } else if (md.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
-                    } else if (md.class == CLASS_AHEAD) {
-                        drop_for(NETAGG_DROP_AHEAD);
                     } else {
                         if (md.class == CLASS_NEW) {
                             round_count_write.execute(md.at);
@@ -793,9 +817,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             results_resent.count(0);
                         } else {
                             if (md.class == CLASS_NEW) {
-                                /* every new round (no round, a takeover, the next round of
-                                 * a complete set): the word := the bit (bitmap_before stays
-                                 * 0; only an equal seq is tested for a duplicate) */
+                                /* every new round (no round, a takeover, a newer seq): the
+                                 * word := the bit (bitmap_before stays 0; only an equal seq
+                                 * is tested for a duplicate) */
                                 bitmap_start.execute(md.at);
                             } else {
                                 md.bitmap_before = bitmap_join.execute(md.at);

@@ -249,7 +249,9 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     const bool complete = reg.remaining == 0;
     if (age < 0) return drop(DropReason::kStale);
     if (age > 0 && h.recovery) return drop(DropReason::kNoRound);
-    if (age > 0 && !complete) return drop(DropReason::kAhead);
+    // A newer packet: every worker has had this round's result (the sender has the result of
+    // the round between them, which needed everybody's packet of it), so the round is over,
+    // complete or not (after a restart one can be left unfinished).
     if (age == 0) {
       if (h.count != reg.count) return drop(DropReason::kCountMismatch);
       if (complete) {  // the sender lost the result, or this is a late copy: answer it alone
@@ -260,7 +262,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
       }
       if (reg.bitmap & bit) return drop(DropReason::kDuplicate);
     }
-    first = age > 0;  // complete and newer: the next round of this set
+    first = age > 0;  // newer: the next round of this set
   }
 
   // A new round starts from the starter's bit alone: the bits set belong to an earlier round (of

@@ -24,16 +24,17 @@
 // with no round, or with a seq newer than the set's, it is dropped (kNoRound).
 // Then, with S = s's seq and "newer"/"older" in serial-number arithmetic
 // ((int32_t)(seq - S) > 0 / < 0):
-//   s holds no round, or s's round is complete and seq is newer than S:
+//   s holds no round, or seq is newer than S:
 //       a new round: the registers are overwritten with the packet, seq and epoch = the
-//       packet's.
+//       packet's. A newer packet ends s's round even if it is in progress: no correct worker
+//       sends one before every worker has had that round's result, so the round is over (after
+//       a restart a round can be left unfinished, re-formed by a worker whose old result then
+//       arrived).
 //   s's round is in progress and seq == S:
 //       bit r clear: the packet is added. bit r set: dropped (kDuplicate).
 //   s's round is complete and seq == S:
 //       a retransmission: the stored result is sent to r alone (unicast), whatever bit r says.
 //   seq older than S: dropped (kStale), a late copy of a packet whose round is over.
-//   s's round is in progress and seq is newer than S: dropped (kAhead); no correct worker sends
-//       a packet to a set before every worker has the result of the set's previous round.
 // A packet that starts a round sets s's bitmap to bit r alone; one that joins sets bit r. The
 // other set's bitmap is not touched (SwitchML clears bit r there; see sim/switch/README.md). The
 // bitmap of a complete round is never looked at. The contribution that brings `remaining` to 0

@@ -242,8 +242,8 @@ class Aggregators : public ::testing::TestWithParam<Target> {
     EXPECT_EQ(c["egress_protocol_errors"], 0);
     for (const auto& [name, value] : c.items()) {
       if (name.rfind("malformed_", 0) == 0 || name == "dropped_foreign_source" ||
-          name == "dropped_unknown_job" || name == "dropped_ahead" ||
-          name == "dropped_count_mismatch" || name == "dropped_dtype_mismatch") {
+          name == "dropped_unknown_job" || name == "dropped_count_mismatch" ||
+          name == "dropped_dtype_mismatch") {
         EXPECT_EQ(value, 0) << name;
       }
     }

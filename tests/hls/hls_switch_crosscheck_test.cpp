@@ -72,7 +72,6 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
     EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
     EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
-    EXPECT_EQ(f(Counter::kDroppedAhead), s.drops(DropReason::kAhead));
     EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
     EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
@@ -80,11 +79,11 @@ class Crosscheck {
     // Every kind of event happened, so the agreement above means something.
     for (Counter c :
          {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
-          Counter::kDroppedStale, Counter::kDroppedAhead, Counter::kDroppedCountMismatch,
-          Counter::kDroppedForeignSource, Counter::kDroppedRankOutOfRange,
-          Counter::kDroppedUnknownJob, Counter::kDroppedSlotOutOfRange,
-          Counter::kDroppedCountTooLargeForJob, Counter::kDroppedNotContribution,
-          Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound})
+          Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
+          Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
+          Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
+          Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
+          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -179,13 +178,6 @@ class Crosscheck {
     if (kind < 86 && last_.packet.size()) {  // the network duplicates
       source = last_.destination;
       return last_.packet;
-    }
-    if (kind < 89) {  // ahead of a round in progress (never anywhere else: that would start a
-                      // round no correct worker joins, and the job would stall)
-      const std::uint32_t p = w.next + window + static_cast<std::uint32_t>(rng_() % window);
-      const auto& regs = switch_.registers(job.slot_base + p % window, (p / window) % 2);
-      if (regs.has_round && regs.remaining != 0 && static_cast<std::int32_t>(p - regs.seq) > 0)
-        return packet_of(j, rank, p, count, source);
     }
     if (kind < 91 && w.next > 0)  // a count that differs from the round's
       return packet_of(j, rank, w.next - 1, static_cast<std::uint16_t>(count - 1), source);

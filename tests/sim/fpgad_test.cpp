@@ -251,7 +251,6 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"dropped_dtype_mismatch", 1},
       {"dropped_duplicate", 1},
       {"dropped_stale", 0},
-      {"dropped_ahead", 0},
       {"dropped_stale_epoch", 0},
       {"dropped_no_round", 0},
       {"datagrams_in", sent},

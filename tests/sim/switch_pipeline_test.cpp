@@ -63,7 +63,11 @@ TEST(SwitchVectors, EveryConformanceCaseIsPresent) {
                            "rerun",
                            "takeover_unfinished",
                            "foreign_epoch",
-                           "fresh_same_epoch"})
+                           "fresh_same_epoch",
+                           "recovery_copies",
+                           "restart_recovery",
+                           "restart_recovery_lost",
+                           "restart_orphan_round"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 

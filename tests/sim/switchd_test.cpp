@@ -234,7 +234,6 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"dropped_count_mismatch", 1},
       {"dropped_duplicate", 1},
       {"dropped_stale", 0},
-      {"dropped_ahead", 0},
       {"dropped_stale_epoch", 0},
       {"dropped_no_round", 0},
       {"malformed_truncated", 2},

@@ -241,15 +241,15 @@ class Aggregator {
       }
       int r = open_run(runs, at);
       const uint32_t bit = 1u << k.rank;
-      if (decision == kTakeover) {
-        // The frames of this group that went into the other epoch's round are discarded with
-        // it.
+      if (decision == kTakeover || decision == kNewRound) {
+        // The frames of this group that went into the round this one replaces (another epoch's,
+        // or an unfinished older one) are discarded with it.
         if (r >= 0) runs[r].open = false;
         r = -1;
       }
       if (decision == kNewRound || decision == kTakeover) {
-        // (kNewRound: no run of `at` is open, that would make this one ahead.) A new round's
-        // bitmap is its starter's bit alone: the bits set belong to an earlier round.
+        // A new round's bitmap is its starter's bit alone: the bits set belong to an earlier
+        // round.
         round.bitmap = 0;
         r = free_run(runs);
         runs[r].first = true;
@@ -548,7 +548,7 @@ class Aggregator {
     const bool complete = round.remaining == 0;
     if (age < 0) return csr14::kDroppedStale;
     if (age > 0 && k.recovery) return csr14::kDroppedNoRound;
-    if (age > 0) return complete ? static_cast<int>(kNewRound) : csr14::kDroppedAhead;
+    if (age > 0) return kNewRound;  // the round is over for every worker, complete or not
     if (k.count != round.count) return csr14::kDroppedCountMismatch;
     if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
     if (complete) return kResend;

@@ -55,8 +55,7 @@ enum Counter {
   kMalformedBadDtype, kMalformedBadFlags, kMalformedCountTooLarge, kMalformedLengthMismatch,
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
-  kDroppedDuplicate, kDroppedStale, kDroppedAhead, kDroppedStaleEpoch, kDroppedNoRound,
-  kCounterCount
+  kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kCounterCount
 };
 
 }  // namespace csr14

@@ -142,11 +142,10 @@ enum class Counter : std::uint32_t {
   kDroppedDtypeMismatch = 25,
   kDroppedDuplicate = 26,
   kDroppedStale = 27,
-  kDroppedAhead = 28,
-  kDroppedStaleEpoch = 29,
-  kDroppedNoRound = 30,
+  kDroppedStaleEpoch = 28,
+  kDroppedNoRound = 29,
 };
-inline constexpr std::size_t kCounterCount = 31;
+inline constexpr std::size_t kCounterCount = 30;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -176,7 +175,6 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "dropped_dtype_mismatch",
     "dropped_duplicate",
     "dropped_stale",
-    "dropped_ahead",
     "dropped_stale_epoch",
     "dropped_no_round",
 };
