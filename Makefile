@@ -61,11 +61,13 @@ sim: $(BUILD)/build.ninja
 
 # Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_PACKETS=0 skips the
 # cost of a packet (scripts/bench-packets.sh), BENCH_SHAPED=0 the shaped-link comparison
-# (scripts/bench-shaped.sh; as root, else reported as skipped).
+# (scripts/bench-shaped.sh; as root, else reported as skipped), BENCH_COMPETING=0 the competing
+# TCP flow (scripts/bench-competing.sh; as root).
 bench: build
 	status=0; bash scripts/bench.sh $(BUILD) || status=$$?; \
 	if [ "$${BENCH_PACKETS:-1}" != 0 ]; then bash scripts/bench-packets.sh $(BUILD) || status=$$?; fi; \
 	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
+	if [ "$${BENCH_COMPETING:-1}" != 0 ]; then bash scripts/bench-competing.sh $(BUILD) || status=$$?; fi; \
 	exit $$status
 
 # The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what

@@ -15,6 +15,7 @@ packages=(
   python3
   python3-matplotlib         # the plots of `make bench`
   tshark                     # the Wireshark dissector test (formats/wireshark/netagg.lua)
+  iperf3                     # the competing TCP flow of `make bench` (scripts/bench-competing.sh)
   verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)

@@ -222,6 +222,16 @@ netagg::Config worker_config(const Options& o) {
       std::clamp(cfg.max_retransmit_timeout, cfg.retransmit_timeout, cfg.job_timeout);
   cfg.loss = o.loss;
   cfg.loss_seed = o.seed;
+  // The switches a launcher or a benchmark sets in the environment apply with --job too.
+  for (const auto& [name, field] :
+       {std::pair{"NETAGG_UDP_OFFLOAD", &cfg.udp_offload},
+        std::pair{"NETAGG_CONGESTION_CONTROL", &cfg.congestion_control}}) {
+    if (const char* v = std::getenv(name)) {
+      if (std::string_view(v) != "0" && std::string_view(v) != "1")
+        usage_error(fmt::format("{}: '{}' is not 0 or 1", name, v));
+      *field = std::string_view(v) == "1";
+    }
+  }
   if (!o.epoch.empty()) {
     cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
   } else if (const char* v = std::getenv("NETAGG_EPOCH")) {
@@ -347,6 +357,10 @@ int run_worker(const Options& o) {
     out["duplicates"] = s.duplicates;
     out["foreign_epoch"] = s.foreign_epoch;
     out["recovery_resends"] = s.recovery_resends;
+    out["congestion_control"] = cfg.congestion_control;
+    out["cwnd"] = s.cwnd;
+    out["window_cuts"] = s.window_cuts;
+    out["ce_results"] = s.ce_results;
     out["rejected"] = s.rejected;
     out["injected_drops"] = t.injected_drops;
     out["dropped_foreign"] = t.dropped_foreign;

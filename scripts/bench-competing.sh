@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A competing TCP flow through one worker's link, run by `make bench` as root:
+# `bash scripts/bench-competing.sh BUILD_DIR`. The layout of scripts/bench-shaped.sh (workers in
+# namespaces behind tbf-shaped veths, netagg-switchd unshaped); one iperf3 TCP flow from worker
+# 0's namespace to the aggregator's, so that it shares worker 0's shaped uplink with worker 0's
+# contributions. Measured: the flow alone, netagg alone, and both at once with netagg's
+# congestion control off and on (NETAGG_CONGESTION_CONTROL). This kernel's qdiscs do not mark
+# ECN, so the shaper drops and the window reacts to loss only.
+#
+# Writes BUILD_DIR/bench/competing.json and prints a table. Environment: COMPETING_WORKERS
+# (default 4), COMPETING_RATE Mbit/s (default 200), COMPETING_BYTES (default 16M),
+# COMPETING_ITERATIONS all-reduces while the flow runs (default 8), COMPETING_SECONDS the flow's
+# length (default 8).
+set -euo pipefail
+
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench-competing.sh BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out="$build/bench"
+raw="$out/competing-raw"
+json="$out/competing.json"
+mkdir -p "$raw"
+n=${COMPETING_WORKERS:-4}
+mbit=${COMPETING_RATE:-200}
+size=${COMPETING_BYTES:-16M}
+iterations=${COMPETING_ITERATIONS:-8}
+seconds=${COMPETING_SECONDS:-8}
+case "$size" in
+  *K) bytes=$(( ${size%K} * 1024 )) ;;
+  *M) bytes=$(( ${size%M} * 1048576 )) ;;
+  *) bytes=$size ;;
+esac
+
+skip() {
+  echo "bench-competing: skipped: $1" >&2
+  printf '{"skipped": "%s"}\n' "$1" > "$json"
+  exit 0
+}
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, tc)"
+command -v tc > /dev/null || skip "tc (iproute2) not found"
+command -v iperf3 > /dev/null || skip "iperf3 not found (scripts/install-deps.sh installs it)"
+netagg_bin="$build/host/tools/netagg-allreduce"
+switchd_bin="$build/sim/switch/netagg-switchd"
+for b in "$netagg_bin" "$switchd_bin"; do
+  [ -x "$b" ] || { echo "bench-competing: $b is not built" >&2; exit 1; }
+done
+
+ns="nac$$"
+netns() { bash "$repo/scripts/dpdk-netns.sh" "$@"; }
+trap 'netns down "$ns"' EXIT
+netns up "$ns" "$n"
+netns addresses "$ns" "$n" on
+burst=$(( mbit * 1000000 / 8 / 100 ))
+(( burst >= 3100 )) || burst=3100
+for (( i = 0; i < n; ++i )); do
+  ip netns exec "$ns-w$i" tc qdisc replace dev dp0 root tbf rate "${mbit}mbit" burst "$burst" \
+    latency 50ms
+  ip netns exec "$ns-br" tc qdisc replace dev "pw$i" root tbf rate "${mbit}mbit" burst "$burst" \
+    latency 50ms
+done
+ip netns exec "$ns-agg" iperf3 --server --daemon --bind 10.77.0.254 --port 5201 \
+  --logfile "$raw/iperf3-server.log"
+sleep 0.5
+
+# flow NAME SECONDS: the TCP flow from worker 0, JSON to $raw/NAME.iperf.json.
+flow() {
+  ip netns exec "$ns-w0" iperf3 --client 10.77.0.254 --port 5201 --time "$2" --json \
+    > "$raw/$1.iperf.json" 2> "$raw/$1.iperf.log"
+}
+
+# netagg NAME CC: all workers, `iterations` timed all-reduces of fp32, congestion control CC.
+netagg() {
+  local name=$1 cc=$2 job="$raw/job.json" sw r status=0 epoch
+  netns job "$n" 256 64 > "$job"
+  ip netns exec "$ns-agg" "$switchd_bin" --listen 10.77.0.254:20033 --job "$job" --slots 64 \
+    > "$raw/$name.switch.log" 2>&1 &
+  sw=$!
+  for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
+  epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+  local pids=()
+  for (( r = 0; r < n; ++r )); do
+    ip netns exec "$ns-w$r" env NETAGG_CONGESTION_CONTROL="$cc" timeout --kill-after=10 600 \
+      "$netagg_bin" --rank "$r" --job "$job" --dtype fp32 --count $(( bytes / 4 )) \
+      --iterations "$iterations" --timeout 60 --epoch "$epoch" --json \
+      > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+  kill "$sw" 2> /dev/null || true
+  wait "$sw" 2> /dev/null || true
+  [ "$status" -eq 0 ] || echo "bench-competing: $name failed (exit $status), see $raw" >&2
+}
+
+echo "bench-competing: $n workers, $mbit Mbit/s, flow alone" >&2
+flow alone "$seconds"
+for cc in 0 1; do
+  echo "bench-competing: netagg alone, congestion control $cc" >&2
+  netagg "netagg-cc$cc" "$cc"
+  echo "bench-competing: netagg with the flow, congestion control $cc" >&2
+  flow "both-cc$cc" "$seconds" &
+  fpid=$!
+  sleep 0.5
+  netagg "both-cc$cc" "$cc"
+  wait "$fpid" || true
+done
+pkill -f "iperf3 --server --daemon --bind 10.77.0.254" || true
+netns down "$ns"
+trap - EXIT
+
+RAW="$raw" OUT="$json" N="$n" MBIT="$mbit" BYTES="$bytes" /usr/bin/python3 - <<'PY'
+import json, os, statistics
+raw, n, mbit = os.environ["RAW"], int(os.environ["N"]), int(os.environ["MBIT"])
+last = lambda f: json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
+
+def flow(name):
+    try:
+        j = json.load(open(f"{raw}/{name}.iperf.json"))
+        return j["end"]["sum_received"]["bits_per_second"] / 1e6
+    except (OSError, KeyError, ValueError):
+        return None
+
+def netagg(name):
+    try:
+        ws = [last(f"{raw}/{name}.w{r}.json") for r in range(n)]
+    except (OSError, ValueError, IndexError):
+        return None
+    if any(w.get("verification") != "ok" for w in ws):
+        return None
+    # slowest worker's median all-reduce time
+    t = max(statistics.median(w.get("seconds_all") or [w["seconds"]]) for w in ws)
+    return {"seconds": t, "retransmissions": sum(w.get("retransmissions", 0) for w in ws),
+            "window_cuts": sum(w.get("window_cuts", 0) for w in ws)}
+
+result = {"workers": n, "mbit": mbit, "bytes": int(os.environ["BYTES"]),
+          "flow_alone_mbit": flow("alone"),
+          "command": "bash scripts/bench-competing.sh BUILD_DIR"}
+for cc in (0, 1):
+    result[f"cc{cc}"] = {"netagg_alone": netagg(f"netagg-cc{cc}"),
+                         "netagg_with_flow": netagg(f"both-cc{cc}"),
+                         "flow_with_netagg_mbit": flow(f"both-cc{cc}")}
+json.dump(result, open(os.environ["OUT"], "w"), indent=1)
+fmt = lambda x, f: "—" if x is None else f.format(x)
+print(f"A TCP flow through worker 0's {mbit} Mbit/s link against {n} netagg workers "
+      f"(fp32, {result['bytes']} bytes):")
+print(f"  the flow alone: {fmt(result['flow_alone_mbit'], '{:.1f}')} Mbit/s")
+print(f"{'congestion control':>20}{'netagg alone s':>16}{'with flow s':>13}{'flow Mbit/s':>13}"
+      f"{'cuts':>7}")
+for cc in (0, 1):
+    r = result[f"cc{cc}"]
+    a, b = r["netagg_alone"], r["netagg_with_flow"]
+    print(f"{('on' if cc else 'off'):>20}{fmt(a and a['seconds'], '{:.3f}'):>16}"
+          f"{fmt(b and b['seconds'], '{:.3f}'):>13}{fmt(r['flow_with_netagg_mbit'], '{:.1f}'):>13}"
+          f"{fmt(b and b['window_cuts'], '{}'):>7}")
+print(f"JSON: {os.environ['OUT']}")
+PY
