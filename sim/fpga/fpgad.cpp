@@ -66,6 +66,7 @@ constexpr int kExitRuntime = 1;
 // frames of 17 beats, their results) takes a few thousand cycles; the RTL simulates about 10^5
 // cycles a second.
 constexpr std::uint64_t kMaxCyclesPerBatch = 2'000'000;
+constexpr std::uint64_t kCyclesPerSlice = 1024;  // egress is sent after every slice
 
 struct Options {
   std::string listen = fmt::format("127.0.0.1:{}", wire::kUdpPort);
@@ -178,10 +179,19 @@ class Daemon {
         throw Error(Errc::kTransport, "a datagram does not fit a frame");
       model_->push_frame(route.port, {frame_.data(), n});
     }
-    if (!model_->run_until_idle(quiet_cycles_, kMaxCyclesPerBatch))
-      throw Error(Errc::kTransport, fmt::format("the {} model did not go idle within {} cycles",
-                                                model_->name(), kMaxCyclesPerBatch));
-    send_egress(server);
+    // Run in slices and send what each slice completed at once: results leave as the device
+    // makes them, not in one burst per batch (a burst a batch long looks like a lost packet
+    // to the workers' retransmission timers).
+    const std::uint64_t start = model_->cycles();
+    for (;;) {
+      const bool idle = model_->run_until_idle(quiet_cycles_, kCyclesPerSlice);
+      send_egress(server);
+      server.flush();
+      if (idle) break;
+      if (model_->cycles() - start >= kMaxCyclesPerBatch)
+        throw Error(Errc::kTransport, fmt::format("the {} model did not go idle within {} cycles",
+                                                  model_->name(), kMaxCyclesPerBatch));
+    }
   }
 
   // Sends the netagg packet of every egress frame the model completed so far.
