@@ -6,8 +6,9 @@
 // Each datagram (a netagg packet) becomes a whole Ethernet/IPv4/UDP frame (wire::encode_frame)
 // on the ingress port of its worker (the job's switch_port, else rank mod NUM_PORTS; a source
 // that is no job's worker goes to port 0, where the device drops it as foreign). A received batch
-// is pushed whole, then the model runs until idle; every egress frame's netagg packet goes out as
-// a datagram to the worker address in its IPv4/UDP header. Jobs are programmed and counters read
+// is pushed whole, then the model runs until idle in slices of kCyclesPerSlice cycles; after each
+// slice every egress frame's netagg packet goes out as a datagram to the worker address in its
+// IPv4/UDP header. Jobs are programmed and counters read
 // through the CSRs (driver/fpga), as on a card.
 //
 // --control IP:PORT opens the CSR control channel (driver/fpga/include/netagg/fpga/
