@@ -51,14 +51,7 @@ netns() { bash "$repo/scripts/dpdk-netns.sh" "$@"; }
 trap 'netns down "$ns"' EXIT
 netns up "$ns" "$n"
 netns addresses "$ns" "$n" on
-burst=$(( mbit * 1000000 / 8 / 100 ))
-(( burst >= 3100 )) || burst=3100
-for (( i = 0; i < n; ++i )); do
-  ip netns exec "$ns-w$i" tc qdisc replace dev dp0 root tbf rate "${mbit}mbit" burst "$burst" \
-    latency 50ms
-  ip netns exec "$ns-br" tc qdisc replace dev "pw$i" root tbf rate "${mbit}mbit" burst "$burst" \
-    latency 50ms
-done
+netns shape "$ns" "$n" "$mbit"
 ip netns exec "$ns-agg" iperf3 --server --daemon --bind 10.77.0.254 --port 5201 \
   --logfile "$raw/iperf3-server.log"
 sleep 0.5

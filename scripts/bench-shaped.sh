@@ -60,19 +60,8 @@ ns="nas$$"
 netns() { bash "$repo/scripts/dpdk-netns.sh" "$@"; }
 trap 'netns down "$ns"' EXIT
 
-# tbf on both ends of worker i's veth: the worker's egress (dp0) and the bridge's egress towards
-# it (pw<i>). Burst: 10 ms at the rate, at least 2 full frames; queue: 50 ms.
-shape() {
-  local n=$1 mbit=$2 i burst
-  burst=$(( mbit * 1000000 / 8 / 100 ))
-  (( burst >= 3100 )) || burst=3100
-  for (( i = 0; i < n; ++i )); do
-    ip netns exec "$ns-w$i" tc qdisc replace dev dp0 root tbf rate "${mbit}mbit" burst "$burst" \
-      latency 50ms
-    ip netns exec "$ns-br" tc qdisc replace dev "pw$i" root tbf rate "${mbit}mbit" \
-      burst "$burst" latency 50ms
-  done
-}
+# tbf on both ends of every worker's veth (dpdk-netns.sh shape).
+shape() { netns shape "$ns" "$1" "$2"; }
 
 # netagg: a fresh switch, all workers at once; the slowest worker's median time.
 run_netagg() {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The veth set-up of the DPDK transport's test and benchmark (tests/host/dpdk_netns_test.cpp, scripts/bench.sh).
+# The veth set-up of the DPDK transport's test and benchmark and of the shaped-link benchmarks
+# (tests/host/dpdk_netns_test.cpp, scripts/bench.sh, scripts/bench-shaped.sh,
+# scripts/bench-competing.sh).
 # Root only (network namespaces). Everything lives in namespaces named NAME-*, so that runs with
 # different NAMEs (ctest -j, a benchmark beside a test) never meet:
 #
@@ -18,6 +20,9 @@
 #                                    (DPDK: the kernel must not answer for the worker's address)
 #   dpdk-netns.sh loss NAME PERCENT  drop PERCENT % of netagg UDP in both directions at the
 #                                    aggregator (nftables in NAME-agg; 0 removes the rule)
+#   dpdk-netns.sh shape NAME N MBIT  tbf at MBIT Mbit/s on both ends of every worker's veth (the
+#                                    worker's egress dp0 and the bridge's egress pw<i>); burst:
+#                                    10 ms at the rate, at least 2 full frames; queue: 50 ms
 #   dpdk-netns.sh job N ELEMENTS WINDOW   print the job description (job 1) for N workers
 set -euo pipefail
 
@@ -98,6 +103,19 @@ table inet netagg_loss {
 EOF
 }
 
+shape() {
+  need_root
+  local name=$1 n=$2 mbit=$3 i burst
+  burst=$(( mbit * 1000000 / 8 / 100 ))
+  (( burst >= 3100 )) || burst=3100
+  for (( i = 0; i < n; ++i )); do
+    ip netns exec "$name-w$i" tc qdisc replace dev dp0 root tbf rate "${mbit}mbit" \
+      burst "$burst" latency 50ms
+    ip netns exec "$name-br" tc qdisc replace dev "pw$i" root tbf rate "${mbit}mbit" \
+      burst "$burst" latency 50ms
+  done
+}
+
 job() {
   local n=$1 elements=$2 window=$3 i sep=""
   printf '{"job_id": 1, "slots": {"base": 0, "count": %d}, "elements_per_packet": %d,\n' \
@@ -110,13 +128,14 @@ job() {
   printf ']}\n'
 }
 
-[ $# -ge 1 ] || die "usage: dpdk-netns.sh up|down|addresses|loss|job ..."
+[ $# -ge 1 ] || die "usage: dpdk-netns.sh up|down|addresses|loss|shape|job ..."
 cmd=$1; shift
 case $cmd in
   up) [ $# -eq 2 ] || die "usage: up NAME N"; up "$@" ;;
   down) [ $# -eq 1 ] || die "usage: down NAME"; down "$@" ;;
   addresses) [ $# -eq 3 ] || die "usage: addresses NAME N on|off"; addresses "$@" ;;
   loss) [ $# -eq 2 ] || die "usage: loss NAME PERCENT"; loss "$@" ;;
+  shape) [ $# -eq 3 ] || die "usage: shape NAME N MBIT"; shape "$@" ;;
   job) [ $# -eq 3 ] || die "usage: job N ELEMENTS WINDOW"; job "$@" ;;
   *) die "unknown command '$cmd'" ;;
 esac
