@@ -33,11 +33,19 @@
  * packet's. Every register write is in the branch of packets that are not dropped, so a
  * dropped recovery copy (like every dropped packet) writes no register. Results clear fresh and
  * recovery (flags = the set bit).
+ * ECN (the model's SlotRegisters::ecn; docs/congestion-control.md, "Marks"): register `ecn`,
+ * bit<8> per (slot, set) holding 0..3, the OR of the IPv4 ECN bits of the round's
+ * contributions. A new round writes the starting packet's bits, a join ORs its packet's bits
+ * in, a resend reads it; a dropped packet (a duplicate included) leaves it alone. The
+ * multicast results of a completion and the resend of a completed round leave with the
+ * round's OR in their IPv4 ECN field (originate_ipv4's argument), so every worker of the job
+ * sees the same marks.
  * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
  * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
  * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
- * switch originates get wire::encode_frame's IPv4 header (TOS 0, id 0, DF, TTL 64, checksum),
- * UDP checksum 0 and no trailing bytes (truncate); forwarded frames leave unchanged.
+ * switch originates get wire::encode_frame's IPv4 header (DSCP 0, ECN: 0 for echo
+ * replies, the round's OR for results; id 0, DF, TTL 64, checksum), UDP checksum 0 and no
+ * trailing bytes (truncate); forwarded frames leave unchanged.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -106,6 +114,7 @@ struct metadata_t {
     bit<8>  remaining;
     bit<16> exponent_biased;
     bit<16> exponent_out;
+    bit<8>  ecn_out;          /* the round's ECN OR after this packet (0..3): results carry it */
     bit<8>  op;
     bit<1>  is_result;        /* multicast copies: rewritten by result_destination */
     bit<1>  originated;       /* the switch built this frame: fresh IPv4 checksum, truncated */
@@ -198,6 +207,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NETAGG_REGISTER_SIZE) bitmap;
     register<bit<8>>(NETAGG_REGISTER_SIZE) remaining;
     register<bit<16>>(NETAGG_REGISTER_SIZE) exponent;   /* exponent XOR 0x8000, as on Tofino */
+    register<bit<8>>(NETAGG_REGISTER_SIZE) ecn;         /* OR of the round's IPv4 ECN bits */
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_0;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_1;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_2;
@@ -289,11 +299,13 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     /* wire::encode_frame's IPv4 header for a frame the switch originates (results, echo
-     * replies): TOS 0, identification 0, DF, TTL 64; the checksum is recomputed in
-     * NetaggComputeChecksum (originated frames only). Version/IHL are 4/5 already (checked). */
-    action originate_ipv4() {
+     * replies): DSCP 0, ECN ecn_bits (the round's OR for a result, 0 for an echo reply: the
+     * frame-level model's FrameAddress::ecn), identification 0, DF, TTL 64; the checksum, ECN
+     * included, is recomputed in NetaggComputeChecksum (originated frames only). Version/IHL
+     * are 4/5 already (checked). */
+    action originate_ipv4(bit<2> ecn_bits) {
         hdr.ipv4.dscp = 0;
-        hdr.ipv4.ecn = 0;
+        hdr.ipv4.ecn = ecn_bits;
         hdr.ipv4.identification = 0;
         hdr.ipv4.flags = IP_FLAGS_DF;
         hdr.ipv4.frag_offset = 0;
@@ -379,7 +391,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                 ipv4_addr_t ip = hdr.ipv4.src_addr;
                 hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
                 hdr.ipv4.dst_addr = ip;
-                originate_ipv4();
+                originate_ipv4(0);
                 standard_metadata.egress_spec = standard_metadata.ingress_port;
             } else {
                 /* ---- the netagg checks: everything else to the switch's IP ---- */
@@ -498,6 +510,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     } else if (meta.class == CLASS_EQUAL && meta.complete == 1) {
                         meta.op = OP_READ;
                         exponent.read(meta.exponent_out, meta.at);
+                        ecn.read(meta.ecn_out, meta.at);    /* the round's OR, unchanged */
                     } else if (meta.class == CLASS_EQUAL &&
                                (meta.bitmap_s & meta.rank_bit) != 0) {
                         drop_for(NETAGG_DROP_DUPLICATE);
@@ -525,6 +538,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                             round_count.write(meta.at, hdr.netagg.count);
                             meta.remaining = meta.worker_count - 1;
                             meta.exponent_out = meta.exponent_biased;
+                            /* the starting packet's ECN bits alone: the stored ones belong
+                             * to an earlier round */
+                            meta.ecn_out = (bit<8>)hdr.ipv4.ecn;
                         } else {
                             meta.op = OP_ADD;
                             remaining.read(meta.remaining, meta.at);
@@ -533,9 +549,12 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                             if (meta.exponent_biased > meta.exponent_out) {
                                 meta.exponent_out = meta.exponent_biased;
                             }
+                            ecn.read(meta.ecn_out, meta.at);
+                            meta.ecn_out = meta.ecn_out | (bit<8>)hdr.ipv4.ecn;
                         }
                         remaining.write(meta.at, meta.remaining);
                         exponent.write(meta.at, meta.exponent_out);
+                        ecn.write(meta.at, meta.ecn_out);
                     }
                 }
 
@@ -569,7 +588,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         bit<16> port = hdr.udp.src_port;
                         hdr.udp.src_port = hdr.udp.dst_port;
                         hdr.udp.dst_port = port;
-                        originate_ipv4();
+                        originate_ipv4(meta.ecn_out[1:0]);  /* the round's OR */
                         standard_metadata.egress_spec = standard_metadata.ingress_port;
                     } else if (meta.remaining == 0) {
                         /* completed: mark it (Tofino does this in its result pass), multicast */
@@ -580,7 +599,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         /* fresh, recovery := 0 */
                         hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                         hdr.udp.checksum = 0;
-                        originate_ipv4();
+                        /* the round's OR, this packet's bits included; every multicast copy
+                         * inherits it */
+                        originate_ipv4(meta.ecn_out[1:0]);
                         hdr.ethernet.src_addr = meta.switch_mac;
                         hdr.ipv4.src_addr = meta.switch_ip;
                         hdr.udp.src_port = NETAGG_UDP_PORT;

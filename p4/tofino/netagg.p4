@@ -7,10 +7,11 @@
  *
  * ---- Stage and register budget (Tofino 1: 12 MAU stages per gress, 4 stateful ALUs each) ----
  *
- * INGRESS, first pass of a contribution (the decision; 7 stateful ALUs, stages 0..11 planned,
+ * INGRESS, first pass of a contribution (the decision; 8 stateful ALUs, stages 0..11 planned,
  * stage 4 empty: one stage spare):
  *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward   (SRAM/TCAM)
- *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length
+ *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length,
+ *             ecn_in = the packet's IPv4 ECN bits
  *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
  *   stage 3   has_round  pair {epoch, state} bit<32> x2 [2*POOL]  SALU 1  chosen by a gateway
  *                        on the recovery and fresh flags: fresh: another epoch or NONE ->
@@ -41,17 +42,22 @@
  *   stage 9   duplicate = bitmap_before & rank_bit (VLIW)
  *   stage 10  remaining      bit<8>  [2*POOL]  SALU 6  n-1 (new) / -1 (join)
  *             exponent       bit<16> [2*POOL]  SALU 7  write / max / read (stored XOR 0x8000)
- *   stage 11  outcome, counters, bridge header, egress port = the pipe's recirculation port
- *   SRAM: has_round 2048 x 64 bit (128 Kbit); the other six (completed_seq, round_seq,
- *   round_count, bitmap, remaining, exponent) 2048 entries of <= 32 bit (<= 64 Kbit each;
+ *             ecn            bit<8>  [2*POOL]  SALU 8  write (new) / OR (join) / read
+ *                      (resend); returns the value after: the round's OR of IPv4 ECN bits
+ *   stage 11  outcome, counters, bridge header (with the round's ECN OR), egress port = the
+ *             pipe's recirculation port
+ *   SRAM: has_round 2048 x 64 bit (128 Kbit); the other seven (completed_seq, round_seq,
+ *   round_count, bitmap, remaining, exponent, ecn) 2048 entries of <= 32 bit (<= 64 Kbit each;
+ *   ecn 2048 x 8 bit = 16 Kbit;
  *   the bitmap 2048 x 32 bit = 64 Kbit, the same bits as SwitchML's 1024 x 64 bit pair per
  *   slot); well under one stage's 80 blocks.
  * INGRESS, result pass (recirculated, last): has_round's state := SEEN if its epoch is still
  *   the packet's (a takeover may have come in between), epoch kept, and completed_seq := seq
- *   (the same two ALUs of stage 3, other RegisterActions), then multicast or unicast.
+ *   (the same two ALUs of stage 3, other RegisterActions), IPv4 ECN := bridge.ecn (the
+ *   round's OR), then multicast or unicast.
  *   RegisterActions: has_round 4 (touch fresh, touch, read, completed: the limit),
  *   completed_seq 2, round_seq 3, round_count 2, bitmap 2 (start, join), remaining 2,
- *   exponent 3.
+ *   exponent 3, ecn 3 (write, join, read).
  *   Recovery copies (flag recovery) add no stage and no stateful ALU: a fourth has_round
  *   RegisterAction (read only), one more flag in the gateways of stages 3 and 5, and one more
  *   class (no_round) in the classify gateway of stage 7.
@@ -63,7 +69,13 @@
  *   The newer rule (a newer seq starts the next round, complete or not) adds no stage, no
  *   stateful ALU and no RegisterAction: round_seq_advance's one condition compares the packet's
  *   seq with the stored one instead of the stored one with completed_seq, and the VLIW step of
- *   stage 4 is gone. Ingress: 12 stages planned, 11 used, stage 4 spare.
+ *   stage 4 is gone.
+ *   The ECN OR (the model's SlotRegisters::ecn) adds no stage: its register takes the third
+ *   of stage 10's four stateful ALUs, next to exponent, whose choice it shares (write for
+ *   class new, OR for a join, read for a resend; nothing for a drop). It cannot use the empty
+ *   stage 4: there the packet's class (stage 7) and whether it is a duplicate (stage 9) are
+ *   not known yet, and a dropped packet (stale, no_round, a duplicate, ...) must not OR its
+ *   bits into the round. Ingress: 12 stages planned, 11 used, stage 4 spare.
  *   Doubtful until bf-p4c places it: that the wider gateways of stages 3, 5 and 7 still fit
  *   their stages (the spare stage is the slack if one does not); that round_seq_advance's
  *   condition compiles to the sign of the 32-bit wrapped difference seq - value (P4's int<32>
@@ -74,7 +86,8 @@
  *   stages 1..8   value_0 .. value_31  bit<32> [2*POOL*2]  4 SALUs per stage, 4 RegisterActions
  *                 each (write/add x lane block 0/1); 2*1024*2*32 bit = 128 Kbit per register
  *   stage 9       next pass or result pass or drop; result_destination (multicast copies)
- *   PHV: 64 lanes (2048 bit) + headers (~700 bit) + bridge (64 bit).
+ *   PHV: 64 lanes (2048 bit) + headers (~700 bit) + bridge (64 bit; ecn takes 2 bits of what
+ *   was padding).
  *
  * Lanes: NETAGG_LANES_PER_PASS = 32 per pass, NETAGG_TOFINO_MAX_PASSES = 2 passes, so at most
  * 64 int32 elements per packet (SwitchML's 256-byte payload); the control plane rejects jobs
@@ -130,6 +143,28 @@
  * changes nothing (this set's bit is already set), so a dropped recovery copy changes no
  * register, as in the model. Results clear fresh and recovery (flags = the set bit).
  *
+ * ECN (the model's SlotRegisters::ecn; docs/congestion-control.md, "Marks"): register ecn,
+ * bit<8> per (slot, set) holding 0..3, the OR of the IPv4 ECN bits of the round's
+ * contributions, so that every worker of a job sees the same marks. A new round writes the
+ * starting packet's bits (ecn_write), a join ORs its packet's bits in (ecn_join), a resend
+ * reads it (ecn_read); a dropped packet, a duplicate included, runs none of them. How the OR
+ * reaches the packet that becomes the result: each action returns the register's value after
+ * its update, and stage 11 puts it in the bridge header (bridge.ecn). The bridge travels with
+ * the packet through its lane passes (the egress parser extracts it and the egress deparser
+ * re-emits it; the ingress of a second lane pass parses it and keeps it) into the result
+ * pass, whose originate_ipv4(bridge.ecn) writes it into the IPv4 ECN field before the
+ * ingress deparser recomputes the checksum; the multicast copies inherit it. For a
+ * completion that value is the round's final OR: the completing contribution is the last
+ * contributor's, every other join was decided (and OR'ed) before it through the same ALU,
+ * and nothing ORs into the round after it (an equal seq is then a duplicate, dropped before
+ * stage 10, or, once the result pass has marked the round complete, a resend, which only
+ * reads). A resend reads the register in its first pass, after the result pass marked the
+ * round complete, so it reads that final OR too (a newer round that overwrote it would have
+ * made the resend's seq stale). The OR rides in the bridge rather than in the contribution's
+ * own IPv4 ECN field so that nothing between the passes (the recirculation port's queue)
+ * can change it; a round started on the set while the packet recirculates rewrites the
+ * register, not the value this packet carries.
+ *
  * Frames (sim/switch/pipeline.cpp, as the BMv2 program): ARP and ICMP echo answered for the
  * switch's IP; every other frame to that IP counts in packets_in and goes through the frame and
  * header checks (drops[malformed]); originated frames get wire::encode_frame's IPv4 header and a
@@ -183,7 +218,8 @@ header netagg_bridge_h {
     bit<8>  op;
     bit<8>  outcome;
     bit<16> at;          /* slot * 2 + set */
-    bit<7>  pad;
+    bit<2>  ecn;         /* the round's OR of IPv4 ECN bits (ecn register): the result's ECN */
+    bit<5>  pad;
     PortId_t orig_port;  /* where the contribution came in (unicast answers) */
 }
 
@@ -237,6 +273,8 @@ struct ig_metadata_t {
     bit<8>  remaining;        /* after this packet */
     bit<16> exponent_biased;  /* the packet's exponent XOR 0x8000 (signed order as unsigned) */
     bit<16> exponent_out;     /* the round's exponent after this packet, biased */
+    bit<8>  ecn_in;           /* the packet's IPv4 ECN bits (0..3), the ecn register's operand */
+    bit<8>  ecn_out;          /* the round's ECN OR after this packet (a resend: as stored) */
     bit<8>  op;
     bool    ipv4_checksum_ok; /* the parser's Checksum.verify(): wire::ipv4_checksum == 0 */
     bit<1>  ipv4_ok;          /* wire::decode_frame's IPv4 header check */
@@ -563,6 +601,28 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         void apply(inout bit<16> value, out bit<16> after) { after = value; }
     };
 
+    /* The OR of the IPv4 ECN bits (0..3) of the round's contributions (the model's
+     * SlotRegisters::ecn). Write for every new round (the starting packet's bits alone: the
+     * stored ones belong to an earlier round), OR for a join, read for a resend; each returns
+     * the value after, which the bridge header carries to the result pass (the header comment,
+     * "ECN"). One PHV operand (ecn_in), no condition. */
+    Register<bit<8>, bit<16>>(NETAGG_REGISTER_SIZE, 0) ecn;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(ecn) ecn_write = {
+        void apply(inout bit<8> value, out bit<8> after) {
+            value = md.ecn_in;
+            after = value;
+        }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(ecn) ecn_join = {
+        void apply(inout bit<8> value, out bit<8> after) {
+            value = value | md.ecn_in;
+            after = value;
+        }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(ecn) ecn_read = {
+        void apply(inout bit<8> value, out bit<8> after) { after = value; }
+    };
+
     /* ---- actions ---- */
     action drop_for(bit<8> reason) {
         md.drop = 1;
@@ -570,11 +630,13 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     }
 
     /* wire::encode_frame's IPv4 header for a frame the switch originates (results, echo
-     * replies): TOS 0, identification 0, DF, TTL 64; the ingress deparser recomputes the
-     * checksum of originated frames only. Version/IHL are 4/5 already (checked). */
-    action originate_ipv4() {
+     * replies): DSCP 0, ECN ecn_bits (the round's OR, bridge.ecn, for a result; 0 for an echo
+     * reply: the frame-level model's FrameAddress::ecn), identification 0, DF, TTL 64; the
+     * ingress deparser recomputes the checksum, ECN included, of originated frames only.
+     * Version/IHL are 4/5 already (checked). */
+    action originate_ipv4(bit<2> ecn_bits) {
         hdr.ipv4.dscp = 0;
-        hdr.ipv4.ecn = 0;
+        hdr.ipv4.ecn = ecn_bits;
         hdr.ipv4.identification = 0;
         hdr.ipv4.flags = IP_FLAGS_DF;
         hdr.ipv4.frag_offset = 0;
@@ -605,10 +667,13 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                  * packet of the round's epoch reaches the value lanes (a new round or a
                  * takeover stored the packet's epoch in has_round, a join or a resend matched
                  * it), so it is the round's epoch. Flags: the set bit only (fresh and
-                 * recovery := 0). */
+                 * recovery := 0). IPv4 ECN: the round's OR, which the first pass's ecn action
+                 * returned and put in the bridge (a completion: this packet's own join or
+                 * write produced it; a resend: read from the completed round); the multicast
+                 * copies inherit it. */
                 hdr.netagg.msg_type = NETAGG_MSG_RESULT;
                 hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
-                originate_ipv4();
+                originate_ipv4(hdr.bridge.ecn);
                 hdr.udp.checksum = 0;
                 if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
                     /* the round is complete from now on (the model: remaining == 0), unless a
@@ -684,7 +749,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 ipv4_addr_t ip = hdr.ipv4.src_addr;
                 hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
                 hdr.ipv4.dst_addr = ip;
-                originate_ipv4();
+                originate_ipv4(0);
                 ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
             } else {
                 /* ---------------- the netagg checks: first pass ---------------- */
@@ -699,6 +764,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     md.payload_bytes = hdr.netagg.count << 2;
                 }
                 md.exponent_biased = hdr.netagg.exponent ^ 0x8000;
+                md.ecn_in = (bit<8>)hdr.ipv4.ecn;
                 md.at = hdr.netagg.slot[14:0] ++ hdr.netagg.flags[0:0];
                 /* wire::decode_frame: bad_ip_header, not_udp, udp_length_mismatch, wrong_port
                  * (not UDP leaves hdr.udp invalid, another port hdr.netagg invalid; a frame
@@ -814,6 +880,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                             /* a retransmission to a completed round: its stored result */
                             md.op = OP_READ;
                             md.exponent_out = exponent_read.execute(md.at);
+                            md.ecn_out = ecn_read.execute(md.at);    /* the round's OR */
                             results_resent.count(0);
                         } else {
                             if (md.class == CLASS_NEW) {
@@ -831,10 +898,12 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                                 md.op = OP_WRITE;
                                 md.remaining = remaining_start.execute(md.at);
                                 md.exponent_out = exponent_write.execute(md.at);
+                                md.ecn_out = ecn_write.execute(md.at);
                             } else {
                                 md.op = OP_ADD;
                                 md.remaining = remaining_join.execute(md.at);
                                 md.exponent_out = exponent_max.execute(md.at);
+                                md.ecn_out = ecn_join.execute(md.at);
                             }
                         }
                     }
@@ -850,6 +919,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     hdr.bridge.op = md.op;
                     hdr.bridge.at = md.at;
                     hdr.bridge.orig_port = ig_intr_md.ingress_port;
+                    hdr.bridge.ecn = md.ecn_out[1:0];   /* for the result pass's IPv4 ECN */
                     hdr.netagg.exponent = md.exponent_out ^ 0x8000;
                     if (md.op == OP_READ) {
                         hdr.bridge.outcome = OUTCOME_RESENT;

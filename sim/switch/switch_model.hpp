@@ -92,7 +92,7 @@ struct SlotRegisters {
   SeqRegister seq = 0;
   bool has_round = false;  // P4: a round state per (slot, set), paired with the epoch on Tofino
   EpochRegister epoch = 0;
-  std::uint8_t ecn = 0;  // OR of the contributions' IPv4 ECN bits (not in the P4 programs yet)
+  std::uint8_t ecn = 0;  // OR of the contributions' IPv4 ECN bits, sent with the results
 };
 
 // Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's
