@@ -11,13 +11,16 @@ described in tests/vectors/README.md.
 Nothing here runs or imports the C++ code. Frames are encoded with Python's struct, and the
 expected outputs come from a second implementation of the algorithm in sim/switch/README.md (the
 seq table, the epoch, the bitmap, the countdown) and of the frame handling in
-sim/switch/pipeline.md (ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields). Every
-step also states the outcome its author expects, and every case may state the sums it expects:
-the generator stops if its model disagrees, so a vector is right by two independent accounts.
+sim/switch/pipeline.md (ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields, the
+round's OR of its contributions' ECN bits in its results). Every step also states the outcome
+its author expects, and every case may state the sums it expects and the ECN bits of its
+results (0 unless a step says otherwise): the generator stops if its model disagrees, so a
+vector is right by two independent accounts.
 Every contribution carries its run's epoch (CASE_EPOCH unless the step names another) and is
 fresh when it is its sender's first packet on that (slot, set) in the run, or a copy of it (a
 case that takes up a run after a restart of the switch says not fresh itself); `recovery` only
-where a step sets it. Results carry fresh and recovery clear.
+where a step sets it. Results carry fresh and recovery clear. A contribution carries ECN 0
+(Not-ECT) in its IPv4 header unless the step gives other bits.
     python3 scripts/gen_switch_vectors.py
 """
 import json
@@ -144,6 +147,7 @@ class SlotSet:
         self.seq = 0
         self.has_round = False
         self.epoch = 0
+        self.ecn = 0  # the OR of the round's contributions' IPv4 ECN bits
         self.values = []
 
 
@@ -180,12 +184,13 @@ class Switch:
                              values=r.values[:r.count], exponent=r.exponent, seq=r.seq,
                              epoch=r.epoch)
 
-    def out_udp(self, dst_mac, dst_ip, dst_port, payload, src_mac=None, src_ip=None,
+    def out_udp(self, dst_mac, dst_ip, dst_port, payload, ecn, src_mac=None, src_ip=None,
                 src_port=NETAGG_PORT):
-        # Every frame the switch originates: IPv4 TOS 0, identification 0, DF, TTL 64,
-        # header checksum computed; UDP checksum 0 (sim/switch/pipeline.md).
+        # Every frame the switch originates: IPv4 DSCP 0 and ECN `ecn` (a result: its round's
+        # OR), identification 0, DF, TTL 64, header checksum computed (it covers the TOS byte);
+        # UDP checksum 0 (sim/switch/pipeline.md).
         return udp_frame(src_mac or self.mac, dst_mac, src_ip or self.ip, dst_ip, src_port,
-                         dst_port, payload)
+                         dst_port, payload, tos=ecn & 3)
 
     def frame_error(self, f):
         """wire::decode_frame's check order, for a frame addressed to the switch's IP."""
@@ -263,9 +268,9 @@ class Switch:
         ip_len = struct.unpack(">H", ip[2:4])[0]
         if (ip_ok and ip[9] == 1 and ip_len >= 28 and 14 + ip_len <= len(f) and f[34] == 8 and
                 f[35] == 0):
-            # Echo reply: type 0, the rest of the message as it came; its checksum recomputed
-            # here over the whole message (the P4 and C++ update it incrementally: the same
-            # result for a request whose checksum was right).
+            # Echo reply (ECN 0, whatever the request's): type 0, the rest of the message as it
+            # came; its checksum recomputed here over the whole message (the P4 and C++ update it
+            # incrementally: the same result for a request whose checksum was right).
             msg = bytearray(f[34:14 + ip_len])
             msg[0] = 0
             msg[2:4] = b"\0\0"
@@ -289,6 +294,7 @@ class Switch:
             struct.unpack(">BBBBHHHHhII", p[:22]))
         s, fresh, recovery = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1
         src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
+        ecn = f[15] & 3  # the IPv4 ECN bits (the TOS byte's low two)
         if type != CONTRIBUTION:
             return self.drop("not_contribution")
         job = self.jobs.get(job_id)
@@ -344,9 +350,10 @@ class Switch:
                     return self.drop("count_mismatch")
                 if complete:
                     self.count("results_resent")
-                    # Back out of the ingress port, MAC, IP and UDP port swapped.
+                    # Back out of the ingress port, MAC, IP and UDP port swapped, with the
+                    # round's ECN OR (the request's own bits are not added: the round is over).
                     answer = self.out_udp(mac_text(f[6:12]), src[0], src[1],
-                                          self.result_packet(job_id, slot, s, rank),
+                                          self.result_packet(job_id, slot, s, rank), r.ecn,
                                           src_mac=mac_text(f[0:6]),
                                           src_ip=ip_text(struct.unpack(">I", f[30:34])[0]),
                                           src_port=struct.unpack(">H", f[36:38])[0])
@@ -361,7 +368,10 @@ class Switch:
         # set's bitmap is never touched (no SwitchML pair update): after a restart it can hold a
         # round its sender still adds recovery copies to, and clearing the sender's bit there
         # would let the next copy be added twice.
+        # The ECN OR likewise: a new round starts from its starter's bits, a join ORs its bits
+        # in; a dropped packet (a duplicate too) leaves it.
         r.bitmap = bit if first else r.bitmap | bit
+        r.ecn = ecn if first else r.ecn | ecn
         if first:
             r.has_round = True
             r.epoch = epoch
@@ -384,7 +394,7 @@ class Switch:
             w_ip, w_port = w["address"].split(":")
             out.append((w["switch_port"],
                         self.out_udp(w["mac"], w_ip, int(w_port),
-                                     self.result_packet(job_id, slot, s, w["rank"]))))
+                                     self.result_packet(job_id, slot, s, w["rank"]), r.ecn)))
         return "completed", out
 
     def final_counters(self):
@@ -471,6 +481,9 @@ def layers(frame):
 # The epoch of every contribution in a case unless a step names another (a run's token).
 CASE_EPOCH = 0x5EED0001
 
+# The IPv4 ECN codepoints (RFC 3168), as a step names them.
+ECN_NAMES = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
+
 
 class Case:
     def __init__(self, name, description, jobs, switch_mac=SWITCH_MAC, switch_ip=SWITCH_IP,
@@ -532,7 +545,11 @@ class Case:
                              values=values, seq=seq, epoch=epoch, **kw)
 
     def send(self, job_id, rank, slot, s, seq, values, expect, exponent=EXP_NONE, sums=None,
-             note=None, sender=None, epoch=None, fresh=None, recovery=0, why=None, **kw):
+             note=None, sender=None, epoch=None, fresh=None, recovery=0, why=None, ecn=None,
+             result_ecn=0, **kw):
+        """One contribution from a worker. `ecn`: the IPv4 ECN bits it carries (0 unless given;
+        the step names them when given); `result_ecn`: the ECN bits the author expects on every
+        result frame out (its round's OR), checked against the model's."""
         epoch, fresh = self.run_flags(job_id, rank, slot, s, seq, epoch, fresh,
                                       kw.get("type", CONTRIBUTION))
         w = self.worker(*(sender or (job_id, rank)))
@@ -540,7 +557,8 @@ class Case:
         pkt = netagg_packet(set=s, fresh=fresh, recovery=recovery, job_id=job_id, rank=rank,
                             slot=slot, values=values, exponent=exponent, seq=seq, epoch=epoch,
                             **kw)
-        f = udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port), NETAGG_PORT, pkt)
+        f = udp_frame(w["mac"], SWITCH_MAC, ip, SWITCH_IP, int(port), NETAGG_PORT, pkt,
+                      tos=ecn or 0)
         if note is None:
             who = f"job {job_id} rank {rank}" + (f" (from job {sender[0]} rank {sender[1]}'s "
                                                  f"address)" if sender else "")
@@ -549,6 +567,8 @@ class Case:
                 note += f" exponent {exponent}"
         note += (f", epoch {epoch:#010x}" + (" fresh" if fresh else "") +
                  (" recovery" if recovery else ""))
+        if ecn is not None:
+            note += f", ECN {ECN_NAMES[ecn]} ({ecn})"
         if why:
             note += f": {why}"
         out = self.frame(w["switch_port"], f, expect, note, sums)
@@ -559,6 +579,11 @@ class Case:
             if got != epoch or flags != s:
                 raise SystemExit(f"{self.name}: step '{note}': result epoch {got:#010x} flags "
                                  f"{flags:#04x}, case says epoch {epoch:#010x} flags {s:#04x}")
+            # Its IPv4 header: DSCP 0, the round's ECN OR, a checksum over that TOS byte.
+            if o[15] != result_ecn or checksum(o[14:34]) != 0:
+                raise SystemExit(f"{self.name}: step '{note}': result TOS {o[15]:#04x} (IPv4 "
+                                 f"checksum {'right' if checksum(o[14:34]) == 0 else 'wrong'}), "
+                                 f"case says ECN {result_ecn}")
         return out
 
     def write(self):
@@ -1002,6 +1027,44 @@ def cases():
         c.send(1, 0, 8, s, p, [p & 0xFF, 1], "aggregated")
         c.send(1, 1, 8, s, p, [1, 1], "completed", sums=[(p & 0xFF) + 1, 2])
     c.send(1, 0, 8, 1, 0xFFFFFFFF, [9, 9], "dropped stale")
+    out.append(c)
+
+    c = Case("ecn_or", "A round ORs the IPv4 ECN bits (TOS & 3) of its contributions and every "
+             "result of the round leaves with that OR in its IPv4 ECN field (the IPv4 checksum "
+             "covers it): the multicast on completion and a resend of the completed round. A new "
+             "round starts from its starting packet's bits; a dropped packet (a duplicate too) "
+             "adds none. One slot (W = 1, three workers): round 6 (set 0) gets Not-ECT, CE and "
+             "ECT(0), so its results carry CE (3), its resend too; round 7 (set 1) is all "
+             "Not-ECT (0), also its resend to a request marked CE; round 8 (set 0 again) all "
+             "ECT(0) (2), not CE from round 6. The second lane is 1 in every contribution, so a "
+             "result's second lane counts the contributions added.", [J3one])
+    c.send(1, 0, 8, 0, 6, [1, 1], "aggregated", ecn=0,
+           why="round 6 starts in set 0 with rank 0's bits: the OR is 0")
+    c.send(1, 1, 8, 0, 6, [10, 1], "aggregated", ecn=3,
+           why="a queue on rank 1's path marked its packet: the OR is 3")
+    c.send(1, 2, 8, 0, 6, [100, 1], "completed", ecn=2, sums=[111, 3], result_ecn=3,
+           why="rank 2 completes round 6: every result carries CE (0 | 3 | 2), although the "
+           "packet that completed the round was not marked")
+    c.send(1, 2, 8, 0, 6, [100, 1], "result_resent", ecn=2, sums=[111, 3], result_ecn=3,
+           why="rank 2 lost its result and sends packet 6 again: the stored result comes back "
+           "with the round's CE")
+    c.send(1, 0, 8, 1, 7, [2, 1], "aggregated", ecn=0)
+    c.send(1, 1, 8, 1, 7, [20, 1], "aggregated", ecn=0)
+    c.send(1, 2, 8, 1, 7, [200, 1], "completed", ecn=0, sums=[222, 3], result_ecn=0,
+           why="round 7 in set 1, all Not-ECT: its results carry ECN 0 (set 0's CE is round "
+           "6's alone)")
+    c.send(1, 0, 8, 1, 7, [2, 1], "result_resent", ecn=3, sums=[222, 3], result_ecn=0,
+           why="rank 0 lost its result and sends packet 7 again, marked on the way: the resend "
+           "carries the round's OR, 0, not the request's bits")
+    c.send(1, 1, 8, 0, 8, [30, 1], "aggregated", ecn=2,
+           why="newer than the complete round 6: round 8 starts in set 0 from rank 1's ECT(0) "
+           "alone, round 6's CE is not carried over")
+    c.send(1, 1, 8, 0, 8, [30, 1], "dropped duplicate", ecn=3,
+           why="a copy of rank 1's packet 8, marked on the way: a duplicate adds neither its "
+           "values nor its ECN bits")
+    c.send(1, 0, 8, 0, 8, [3, 1], "aggregated", ecn=2)
+    c.send(1, 2, 8, 0, 8, [300, 1], "completed", ecn=2, sums=[333, 3], result_ecn=2,
+           why="round 8, all ECT(0): every result carries ECT(0) (2)")
     out.append(c)
 
     c = Case("count_checks", "count differs from the round's (count_mismatch, also on a "

@@ -67,7 +67,8 @@ TEST(SwitchVectors, EveryConformanceCaseIsPresent) {
                            "recovery_copies",
                            "restart_recovery",
                            "restart_recovery_lost",
-                           "restart_orphan_round"})
+                           "restart_orphan_round",
+                           "ecn_or"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 
