@@ -470,22 +470,23 @@ Config Config::from_env() {
   }
   if (auto v = getenv_string("NETAGG_LOSS_SEED"))
     cfg.loss_seed = parse_env_u64("NETAGG_LOSS_SEED", *v);
-  if (auto v = getenv_string("NETAGG_CONGESTION_CONTROL")) {
-    if (*v != "0" && *v != "1")
-      config_error("NETAGG_CONGESTION_CONTROL", fmt::format("'{}' is not 0 or 1", *v));
-    cfg.congestion_control = *v == "1";
-  }
-  if (auto v = getenv_string("NETAGG_UDP_OFFLOAD")) {
-    if (*v != "0" && *v != "1")
-      config_error("NETAGG_UDP_OFFLOAD", fmt::format("'{}' is not 0 or 1", *v));
-    cfg.udp_offload = *v == "1";
+  apply_run_environment(cfg);
+  cfg.validate();
+  return cfg;
+}
+
+void apply_run_environment(Config& cfg) {
+  for (const auto& [name, field] : {std::pair{"NETAGG_CONGESTION_CONTROL", &cfg.congestion_control},
+                                    std::pair{"NETAGG_UDP_OFFLOAD", &cfg.udp_offload}}) {
+    if (auto v = getenv_string(name)) {
+      if (*v != "0" && *v != "1") config_error(name, fmt::format("'{}' is not 0 or 1", *v));
+      *field = *v == "1";
+    }
   }
   if (auto v = getenv_string("NETAGG_EPOCH"))
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
-  else
+  else if (!cfg.epoch)
     cfg.epoch = launcher_epoch();
-  cfg.validate();
-  return cfg;
 }
 
 std::uint32_t parse_epoch(std::string_view text, std::string_view where) {

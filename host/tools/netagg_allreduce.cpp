@@ -222,23 +222,9 @@ netagg::Config worker_config(const Options& o) {
       std::clamp(cfg.max_retransmit_timeout, cfg.retransmit_timeout, cfg.job_timeout);
   cfg.loss = o.loss;
   cfg.loss_seed = o.seed;
-  // The switches a launcher or a benchmark sets in the environment apply with --job too.
-  for (const auto& [name, field] :
-       {std::pair{"NETAGG_UDP_OFFLOAD", &cfg.udp_offload},
-        std::pair{"NETAGG_CONGESTION_CONTROL", &cfg.congestion_control}}) {
-    if (const char* v = std::getenv(name)) {
-      if (std::string_view(v) != "0" && std::string_view(v) != "1")
-        usage_error(fmt::format("{}: '{}' is not 0 or 1", name, v));
-      *field = std::string_view(v) == "1";
-    }
-  }
-  if (!o.epoch.empty()) {
-    cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
-  } else if (const char* v = std::getenv("NETAGG_EPOCH")) {
-    cfg.epoch = netagg::parse_epoch(v, "NETAGG_EPOCH");
-  } else if (!cfg.epoch) {
-    cfg.epoch = netagg::launcher_epoch();
-  }
+  // The run's switches and epoch from the environment apply with --job too; --epoch wins.
+  netagg::apply_run_environment(cfg);
+  if (!o.epoch.empty()) cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
   cfg.validate();
   return cfg;
 }

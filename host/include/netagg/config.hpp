@@ -90,6 +90,10 @@ std::uint32_t parse_epoch(std::string_view text, std::string_view where);
 // sets (TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, SLURM_JOB_ID with
 // SLURM_STEP_ID): a hash of it, or nothing when no launcher says.
 std::optional<std::uint32_t> launcher_epoch();
+// The environment's switches for one run, for a Config not made by from_env (which applies
+// them): NETAGG_CONGESTION_CONTROL, NETAGG_UDP_OFFLOAD, and the epoch from NETAGG_EPOCH, else,
+// if none is set yet, launcher_epoch(). Throws Error(kConfig) naming a bad variable.
+void apply_run_environment(Config& cfg);
 // A random epoch for a launcher that starts every worker itself (netagg-local, tests).
 std::uint32_t random_epoch();
 
