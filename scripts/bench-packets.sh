@@ -9,8 +9,9 @@
 #   reflector: its packets in per CPU second of its own;  load: replies per CPU second
 #   switchd:   packets_in per CPU second (/proc/PID/stat); worker: packets sent (first ones and
 #              retransmissions) per CPU second of the whole process (set-up and checks included)
-# netagg runs twice: with UDP GSO/GRO (the default) and without (switchd --no-udp-offload,
-# NETAGG_UDP_OFFLOAD=0 for the workers); the reflector and its load use neither.
+# netagg runs three times: with UDP GSO/GRO (the default), without (switchd --no-udp-offload,
+# NETAGG_UDP_OFFLOAD=0 for the workers), and with offload and switchd --threads 2; the reflector
+# and its load use neither.
 #
 # Writes BUILD_DIR/bench/packets.json and prints a table.
 #
@@ -67,12 +68,13 @@ json.dump({"job_id": 1, "slots": {"base": 0, "count": 64}, "elements_per_packet"
            "workers": [{"rank": r, "address": f"127.0.0.1:{p}"} for r, p in enumerate(ports)]},
           open(sys.argv[1], "w"))
 PY
-# run_netagg LABEL OFFLOAD: switchd and the workers with UDP GSO/GRO on (1) or off (0); the
-# daemon's CPU seconds go to $raw/LABEL/switchd.cpu.
+# run_netagg LABEL OFFLOAD [THREADS]: switchd (from THREADS threads, default 1) and the workers
+# with UDP GSO/GRO on (1) or off (0); the daemon's CPU seconds go to $raw/LABEL/switchd.cpu.
 run_netagg() {
   local label=$1 offload=$2 dir="$raw/$1" spid saddr epoch status=0 flags=()
   mkdir -p "$dir"
   [ "$offload" = 1 ] || flags=(--no-udp-offload)
+  flags+=(--threads "${3:-1}")
   "$switchd" --listen 127.0.0.1:0 --job "$job" --slots 64 --counters-json "$dir/switchd.json" \
     "${flags[@]}" > "$dir/switchd.out" 2>&1 &
   spid=$!
@@ -93,6 +95,7 @@ run_netagg() {
 }
 run_netagg offload 1
 run_netagg plain 0
+run_netagg threads 1 2
 
 RAW="$raw" OUT="$out/packets.json" WORKERS="$workers" \
   /usr/bin/python3 - <<'PY'
@@ -116,12 +119,13 @@ def netagg(label):
         "ratio_switchd_over_reflector": switchd_pps / reflector_pps,
         "worker_packets_per_cpu_second": worker_pps,
         "ratio_worker_over_load": worker_pps / load_pps,
-        "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu},
+        "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu,
+                    "cross_thread": sw.get("cross_thread", 0)},
         "workers": [{k: w.get(k) for k in ("packets_sent", "retransmissions", "cpu_seconds",
                                            "seconds", "verification")} for w in workers],
     }
 
-offload, plain = netagg("offload"), netagg("plain")
+offload, plain, threads = netagg("offload"), netagg("plain"), netagg("threads")
 result = {
     "reflector_packets_per_cpu_second": reflector_pps,
     "load_packets_per_cpu_second": load_pps,
@@ -133,6 +137,8 @@ result = {
     "offload": offload,
     # ... and off (switchd --no-udp-offload, NETAGG_UDP_OFFLOAD=0)
     "no_offload": plain,
+    # ... and switchd --threads 2 (slots split between two threads), with offload
+    "threads_2": threads,
     "reflector": refl, "loads": loads,
     "command": "bash scripts/bench-packets.sh BUILD_DIR",
 }
@@ -140,7 +146,8 @@ json.dump(result, open(os.environ["OUT"], "w"), indent=1)
 print("The cost of a packet on loopback, 4 senders with 64 packets of 1046 bytes in flight each:")
 print(f"{'':36}{'packets per CPU second':>24}{'ratio':>8}")
 print(f"{'reflector (plain UDP)':36}{reflector_pps:>24,.0f}")
-for label, r in (("UDP GSO/GRO", offload), ("no offload", plain)):
+for label, r in (("UDP GSO/GRO", offload), ("no offload", plain),
+                 ("2 threads", threads)):
     print(f"{'netagg-switchd, ' + label:36}{r['switchd_packets_per_cpu_second']:>24,.0f}"
           f"{r['ratio_switchd_over_reflector']:>8.2f}")
 print(f"{'reflector load (sender)':36}{load_pps:>24,.0f}")

@@ -2,9 +2,11 @@
 #include "datagram_server.hpp"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -74,12 +76,12 @@ void block_daemon_signals() {
   sigprocmask(SIG_BLOCK, &signals, nullptr);
 }
 
-DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
+DatagramServer::DatagramServer(const Endpoint& listen, const ServerOptions& options)
     : recv_iov_(kRecvBatch),
       recv_addrs_(kRecvBatch),
       recv_msgs_(kRecvBatch),
       recv_control_(kRecvBatch * kControlSize),
-      gso_(offload),
+      gso_(options.offload),
       send_buffers_(kSendBatch * kMaxSendSize),
       send_sizes_(kSendBatch),
       send_addrs_(kSendBatch),
@@ -91,33 +93,37 @@ DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
       send_counts_(kSendBatch),
       send_control_(kSendBatch * kControlSize) {
   block_daemon_signals();
-  const sigset_t signals = daemon_signals();
-  signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (signal_fd_ < 0) throw Error(Errc::kConfig, fmt::format("signalfd: {}", std::strerror(errno)));
+  const auto fail = [this](const std::string& what) {
+    const int err = errno;
+    if (fd_ >= 0) close(fd_);
+    if (signal_fd_ >= 0) close(signal_fd_);
+    if (stop_fd_ >= 0) close(stop_fd_);
+    throw Error(Errc::kConfig, fmt::format("{}: {}", what, std::strerror(err)));
+  };
+  if (options.signals) {
+    const sigset_t signals = daemon_signals();
+    signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (signal_fd_ < 0) fail("signalfd");
+  }
+  stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) fail("eventfd");
 
   fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    const int err = errno;
-    close(signal_fd_);
-    throw Error(Errc::kConfig, fmt::format("socket: {}", std::strerror(err)));
-  }
+  if (fd_ < 0) fail("socket");
   // Best effort: the kernel caps these at net.core.{r,w}mem_max.
   setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
   setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
   const int on = 1;
   setsockopt(fd_, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
   setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));  // the ECN bits of what arrives
-  if (offload) gro_ = setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+  if (options.offload) gro_ = setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+  if (options.reuse_port && setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0)
+    fail("SO_REUSEPORT");
   recv_size_ = gro_ ? kGroBufferSize : kRecvBufferSize;
   recv_buffers_.resize(kRecvBatch * recv_size_);
   const sockaddr_in sa = to_sockaddr(listen);
-  if (bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
-    const int err = errno;
-    close(fd_);
-    close(signal_fd_);
-    throw Error(Errc::kConfig,
-                fmt::format("cannot listen on {}: {}", listen.to_string(), std::strerror(err)));
-  }
+  if (bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0)
+    fail(fmt::format("cannot listen on {}", listen.to_string()));
   sockaddr_in actual{};
   socklen_t len = sizeof(actual);
   getsockname(fd_, reinterpret_cast<sockaddr*>(&actual), &len);
@@ -135,7 +141,28 @@ DatagramServer::DatagramServer(const Endpoint& listen, bool offload)
 
 DatagramServer::~DatagramServer() {
   close(fd_);
-  close(signal_fd_);
+  if (signal_fd_ >= 0) close(signal_fd_);
+  close(stop_fd_);
+}
+
+void DatagramServer::request_stop() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(stop_fd_, &one, sizeof(one));  // full: already asked
+}
+
+void DatagramServer::steer_by_slot(unsigned groups) {
+  if (groups < 1 || groups > 0xFFFF)
+    throw Error(Errc::kConfig, fmt::format("steer_by_slot: {} groups", groups));
+  // The program sees the UDP payload from offset 0 (the kernel pulls the UDP header first). An
+  // absolute load beyond the datagram ends the program with 0: server 0.
+  sock_filter code[] = {
+      {BPF_LD | BPF_H | BPF_ABS, 0, 0, static_cast<std::uint32_t>(wire::offset::kSlot)},
+      {BPF_ALU | BPF_MOD | BPF_K, 0, 0, groups},
+      {BPF_RET | BPF_A, 0, 0, 0},
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(code)), code};
+  if (setsockopt(fd_, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &program, sizeof(program)) != 0)
+    throw Error(Errc::kConfig, fmt::format("SO_ATTACH_REUSEPORT_CBPF: {}", std::strerror(errno)));
 }
 
 void DatagramServer::announce(std::string_view daemon) const {
@@ -334,14 +361,16 @@ void DatagramServer::serve(const Hooks& hooks) {
           std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - Clock::now());
       timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
     }
-    std::vector<pollfd> fds = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    std::vector<pollfd> fds = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     for (const auto& w : hooks.watches) fds.push_back({w.fd, POLLIN, 0});
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR)
       throw Error(Errc::kTransport, fmt::format("poll: {}", std::strerror(errno)));
 
-    bool stop = false;
+    std::uint64_t stops = 0;
+    bool stop = read(stop_fd_, &stops, sizeof(stops)) == static_cast<ssize_t>(sizeof(stops));
     signalfd_siginfo info{};
-    while (read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    while (signal_fd_ >= 0 &&
+           read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
       const int signo = static_cast<int>(info.ssi_signo);
       if (signo == SIGINT || signo == SIGTERM)
         stop = true;
@@ -362,7 +391,7 @@ void DatagramServer::serve(const Hooks& hooks) {
         if (receive_batch(hooks.on_batch) < kRecvBatch) break;
 
     for (std::size_t i = 0; i < hooks.watches.size(); ++i)
-      if (fds[2 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
+      if (fds[3 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
 
     if (ticking && Clock::now() >= next_tick) {
       hooks.on_tick();

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,10 +48,37 @@ struct Datagram {
   std::uint8_t ecn = 0;  // the IPv4 ECN bits it arrived with (IP_RECVTOS)
 };
 
+// Written by the server's thread; atomic so that another thread (a daemon's reporter, serving
+// from several threads) reads them safely.
 struct ServerCounters {
-  std::uint64_t datagrams_sent = 0;
-  std::uint64_t send_errors = 0;   // datagrams sendmmsg refused (e.g. unreachable destination)
-  std::uint64_t gso_messages = 0;  // messages that carried more than one datagram
+  std::atomic<std::uint64_t> datagrams_sent{0};
+  std::atomic<std::uint64_t> send_errors{0};   // datagrams sendmmsg refused (e.g. unreachable)
+  std::atomic<std::uint64_t> gso_messages{0};  // messages that carried more than one datagram
+
+  ServerCounters() = default;
+  ServerCounters(const ServerCounters& o)
+      : datagrams_sent(o.datagrams_sent.load()),
+        send_errors(o.send_errors.load()),
+        gso_messages(o.gso_messages.load()) {}
+  ServerCounters& operator=(const ServerCounters&) = delete;
+  ServerCounters& operator+=(const ServerCounters& o) {
+    datagrams_sent += o.datagrams_sent.load();
+    send_errors += o.send_errors.load();
+    gso_messages += o.gso_messages.load();
+    return *this;
+  }
+};
+
+struct ServerOptions {
+  bool offload = true;  // UDP GSO on send, GRO on receive
+  // SO_REUSEPORT: several servers (one per thread) share the address; the kernel spreads the
+  // datagrams over them (by the sender's address, or by slot after steer_by_slot()). A run of
+  // datagrams that arrives as one (a sender's UDP GSO message on loopback, or GRO) is steered
+  // whole, by its first datagram.
+  bool reuse_port = false;
+  // Read the daemon signals from a signalfd in serve(). One server per process does; the others
+  // stop through request_stop().
+  bool signals = true;
 };
 
 class DatagramServer {
@@ -83,7 +111,9 @@ class DatagramServer {
   // so a launcher that signals right after the "listening" line is served), then binds the
   // socket.
   // Throws Error(kConfig) naming the problem, e.g. "cannot listen on 127.0.0.1:20033: ...".
-  explicit DatagramServer(const Endpoint& listen, bool offload = true);
+  explicit DatagramServer(const Endpoint& listen, bool offload = true)
+      : DatagramServer(listen, ServerOptions{offload}) {}
+  DatagramServer(const Endpoint& listen, const ServerOptions& options);
   ~DatagramServer();
   DatagramServer(const DatagramServer&) = delete;
   DatagramServer& operator=(const DatagramServer&) = delete;
@@ -107,13 +137,24 @@ class DatagramServer {
   // Throws Error(kTransport) if the socket fails.
   std::size_t receive_batch(const BatchHandler& handler);
 
-  // Serves until SIGINT or SIGTERM; then processes what was queued on the socket before it and
-  // returns. Throws Error(kTransport) if the socket fails (or what a hook throws).
+  // Serves until SIGINT or SIGTERM (or request_stop()); then processes what was queued on the
+  // socket before it and returns. Throws Error(kTransport) if the socket fails (or what a hook
+  // throws).
   void serve(const Hooks& hooks);
+
+  // Makes serve() return as after SIGTERM; callable from any thread.
+  void request_stop();
+
+  // For the servers of a reuse_port group, bound in order 0..groups-1: a classic BPF program
+  // on the group sends each datagram to server (slot mod groups), the slot read from the netagg
+  // header; a datagram too short to hold one goes to server 0. Throws Error(kConfig) if the
+  // kernel refuses the program.
+  void steer_by_slot(unsigned groups);
 
  private:
   int fd_ = -1;
-  int signal_fd_ = -1;
+  int signal_fd_ = -1;  // -1 without options.signals
+  int stop_fd_ = -1;    // an eventfd: request_stop()
   Endpoint bound_;
   ServerCounters counters_;
 

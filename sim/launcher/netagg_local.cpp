@@ -77,6 +77,7 @@ struct Options : netagg::report::TensorOptions {
   std::string switchd;
   std::string fpgad;
   std::string fpga_model = "rtl";
+  unsigned switchd_threads = 1;
   bool json = false;
   bool verbose = false;
   int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
@@ -200,7 +201,8 @@ std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, co
     args.insert(args.end(), {"--model", o.fpga_model});
     return {find_program("netagg-fpgad", "fpgad", o.fpgad, NETAGG_LOCAL_FPGAD), args};
   }
-  args.insert(args.end(), {"--slots", std::to_string(o.window)});
+  args.insert(args.end(), {"--slots", std::to_string(o.window), "--threads",
+                           std::to_string(o.switchd_threads)});
   return {find_program("netagg-switchd", "switchd", o.switchd, NETAGG_LOCAL_SWITCHD), args};
 }
 
@@ -545,6 +547,10 @@ int main(int argc, char** argv) {
   app.add_option("--fpga-model", o.fpga_model,
                  "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
       ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
+  app.add_option("--switchd-threads", o.switchd_threads,
+                 "switch-sim: netagg-switchd serves from N threads (its --threads)")
+      ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   app.add_flag("--json", o.json, "machine-readable summary on stdout");
   app.add_flag("--verbose", o.verbose, "show the daemon's output (job summary, counters)");

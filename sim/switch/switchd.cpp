@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // netagg-switchd: serves the SwitchML switch model on UDP, so workers (netagg-allreduce, the
-// end-to-end tests) can all-reduce through it on one machine. The UDP side (one socket, batched
-// with recvmmsg/sendmmsg, one thread, signals through a signalfd) is sim/common's DatagramServer.
+// end-to-end tests) can all-reduce through it on one machine. The UDP side (batched with
+// recvmmsg/sendmmsg, signals through a signalfd) is sim/common's DatagramServer.
+//
+// --threads N serves from N threads, each with its own socket on the address (SO_REUSEPORT)
+// and its own copy of the model. The kernel steers each datagram to thread (slot mod N) with a
+// classic BPF program on the socket group, so a slot's registers are only ever touched by one
+// thread and the threads share nothing on the data path. A datagram that reaches another thread
+// all the same is processed in its owner's model under the owner's lock (counted
+// `cross_thread`); the counters are the sums over the threads.
 //
 // stdout: "netagg-switchd: listening on IP:PORT" once ready (launchers wait for it), then the
 // counters on SIGUSR1, every --stats-interval seconds and at exit. SIGHUP re-reads the job files
@@ -10,12 +17,17 @@
 // running.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -45,13 +57,12 @@ struct Options {
   std::vector<std::string> job_files;
   std::size_t slots = 1024;
   std::size_t max_elements = sim::kMaxLanes;
+  unsigned threads = 1;
   double stats_interval = 0;
   bool quiet = false;
   bool no_udp_offload = false;
   std::string counters_json;
 };
-
-using DaemonCounters = sim::ServerCounters;
 
 // The model answers through the server's send queue, which goes out when the batch is done.
 class ServerSink : public sim::PacketSink {
@@ -66,18 +77,57 @@ class ServerSink : public sim::PacketSink {
   sim::DatagramServer& server_;
 };
 
-std::vector<std::pair<std::string_view, std::uint64_t>> all_counters(const sim::SwitchModel& model,
-                                                                     const DaemonCounters& daemon) {
-  auto named = model.counters().named();
-  named.emplace_back("datagrams_sent", daemon.datagrams_sent);
-  named.emplace_back("send_errors", daemon.send_errors);
+// One thread's part: the slots s with s mod threads == index live in its model. `mutex` guards
+// the model (its thread, a thread handed one of its datagrams, the reporter).
+struct Shard {
+  Shard(const Options& opt, unsigned index) : index(index), model(opt.slots, opt.max_elements) {}
+  unsigned index;
+  std::mutex mutex;
+  sim::SwitchModel model;
+  std::unique_ptr<sim::DatagramServer> server;
+  std::uint64_t datagrams_in = 0;  // datagrams this thread's socket received (under mutex)
+  std::uint64_t cross_thread = 0;  // of them, of another thread's slots (under mutex)
+};
+using Shards = std::vector<std::unique_ptr<Shard>>;
+
+// The thread whose model holds the datagram's slot; 0 for one too short to name one.
+unsigned owner(std::span<const std::byte> packet, unsigned threads) {
+  if (threads == 1 || packet.size() < wire::offset::kSlot + 2) return 0;
+  const unsigned slot = (std::to_integer<unsigned>(packet[wire::offset::kSlot]) << 8) |
+                        std::to_integer<unsigned>(packet[wire::offset::kSlot + 1]);
+  return slot % threads;
+}
+
+// The counters summed over the threads, in the model's order, then the daemon's; with several
+// threads also what each thread's socket received (datagrams_in_thread_I).
+std::vector<std::pair<std::string, std::uint64_t>> all_counters(const Shards& shards) {
+  std::vector<std::pair<std::string, std::uint64_t>> named;
+  std::vector<std::uint64_t> per_thread;
+  sim::ServerCounters server;
+  std::uint64_t cross_thread = 0;
+  for (const auto& shard : shards) {
+    const std::lock_guard lock(shard->mutex);
+    const auto mine = shard->model.counters().named();
+    if (named.empty())
+      for (const auto& [name, value] : mine) named.emplace_back(name, value);
+    else
+      for (std::size_t i = 0; i < named.size(); ++i) named[i].second += mine[i].second;
+    if (shard->server) server += shard->server->counters();
+    cross_thread += shard->cross_thread;
+    per_thread.push_back(shard->datagrams_in);
+  }
+  named.emplace_back("datagrams_sent", server.datagrams_sent.load());
+  named.emplace_back("cross_thread", cross_thread);
+  if (shards.size() > 1)
+    for (std::size_t i = 0; i < per_thread.size(); ++i)
+      named.emplace_back(fmt::format("datagrams_in_thread_{}", i), per_thread[i]);
+  named.emplace_back("send_errors", server.send_errors.load());
   return named;
 }
 
-void print_counters(const sim::SwitchModel& model, const DaemonCounters& daemon,
-                    std::string_view when) {
+void print_counters(const Shards& shards, std::string_view when) {
   std::string text = fmt::format("netagg-switchd: counters ({}):\n", when);
-  for (const auto& [name, value] : all_counters(model, daemon))
+  for (const auto& [name, value] : all_counters(shards))
     text += fmt::format("  {:<34} {}\n", name, value);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
@@ -86,9 +136,16 @@ void print_counters(const sim::SwitchModel& model, const DaemonCounters& daemon,
 // The rounds still waiting for some of their workers, at most kListedOpenRounds of them by
 // name: what a job that timed out was waiting for (netagg-local reports it). Nothing if none.
 constexpr std::size_t kListedOpenRounds = 16;
-void print_open_rounds(const sim::SwitchModel& model) {
-  const std::vector<sim::OpenRound> open = model.open_rounds();
+void print_open_rounds(const Shards& shards) {
+  std::vector<sim::OpenRound> open;
+  for (const auto& shard : shards) {
+    const std::lock_guard lock(shard->mutex);
+    for (auto& r : shard->model.open_rounds()) open.push_back(std::move(r));
+  }
   if (open.empty()) return;
+  std::sort(open.begin(), open.end(), [](const sim::OpenRound& a, const sim::OpenRound& b) {
+    return std::tie(a.job_id, a.slot, a.set) < std::tie(b.job_id, b.slot, b.set);
+  });
   std::printf("netagg-switchd: open rounds at exit: %zu\n", open.size());
   for (std::size_t i = 0; i < open.size() && i < kListedOpenRounds; ++i) {
     const sim::OpenRound& r = open[i];
@@ -100,10 +157,9 @@ void print_open_rounds(const sim::SwitchModel& model) {
 }
 
 // Written to a temporary name and renamed, so a reader never sees half a file.
-void write_counters_json(const std::string& file, const sim::SwitchModel& model,
-                         const DaemonCounters& daemon) {
+void write_counters_json(const std::string& file, const Shards& shards) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : all_counters(model, daemon)) j[std::string(name)] = value;
+  for (const auto& [name, value] : all_counters(shards)) j[name] = value;
   const std::string tmp = file + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -134,13 +190,17 @@ std::vector<netagg::JobSpec> load_job_files(const std::vector<std::string>& file
 // nothing: if a file cannot be read or its jobs do not fit, the running jobs keep their state.
 // The report goes to stdout (as the counters on SIGUSR1), one line per job, ending with a line
 // "netagg-switchd: SIGHUP: done ..." or "netagg-switchd: SIGHUP: failed ...".
-void reload_jobs(const Options& opt, sim::SwitchModel& model) {
+// Every thread's model gets the same table: the first checks it, the others cannot refuse it.
+void reload_jobs(const Options& opt, const Shards& shards) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& shard : shards) locks.emplace_back(shard->mutex);
+  const sim::SwitchModel& first = shards.front()->model;
   std::map<std::uint16_t, netagg::JobSpec> before;
-  for (const std::uint16_t id : model.job_ids()) before.emplace(id, *model.find_job(id));
+  for (const std::uint16_t id : first.job_ids()) before.emplace(id, *first.find_job(id));
   std::vector<netagg::JobSpec> jobs;
   try {
     jobs = load_job_files(opt.job_files);
-    model.replace_jobs(jobs);
+    for (const auto& shard : shards) shard->model.replace_jobs(jobs);
   } catch (const std::exception& e) {
     const std::string line =
         fmt::format("netagg-switchd: SIGHUP: failed, jobs unchanged: {}\n", e.what());
@@ -169,52 +229,109 @@ void reload_jobs(const Options& opt, sim::SwitchModel& model) {
 
 int run(const Options& opt) {
   // Configuration first: every error here exits 2 before the "listening" line.
-  sim::SwitchModel model(opt.slots, opt.max_elements);
+  Shards shards;
+  for (unsigned i = 0; i < opt.threads; ++i) shards.push_back(std::make_unique<Shard>(opt, i));
   for (const auto& file : opt.job_files)
     for (const auto& job : netagg::load_jobs(file)) {
-      try {
-        model.add_job(job);
-      } catch (const Error& e) {
-        throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
+      for (const auto& shard : shards) {
+        try {
+          shard->model.add_job(job);
+        } catch (const Error& e) {
+          throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
+        }
       }
       if (!opt.quiet) std::fprintf(stderr, "netagg-switchd: %s\n", describe(job).c_str());
     }
-  if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, model, DaemonCounters{});
+  if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, shards);
 
-  sim::DatagramServer server(sim::parse_listen_address(opt.listen), !opt.no_udp_offload);
-  ServerSink sink(server);
-  server.announce("netagg-switchd");
+  // The threads' sockets join the address in thread order (the steering program's order); the
+  // first one's address (its port, if the kernel chose it) is the others'.
+  Endpoint listen = sim::parse_listen_address(opt.listen);
+  for (const auto& shard : shards) {
+    sim::ServerOptions options;
+    options.offload = !opt.no_udp_offload;
+    options.reuse_port = opt.threads > 1;
+    options.signals = shard->index == 0;
+    shard->server = std::make_unique<sim::DatagramServer>(listen, options);
+    listen = shard->server->address();
+  }
+  if (opt.threads > 1) shards.front()->server->steer_by_slot(opt.threads);
+  shards.front()->server->announce("netagg-switchd");
 
-  sim::DatagramServer::Hooks hooks;
-  hooks.on_batch = [&](std::span<const sim::Datagram> batch) {
-    for (const sim::Datagram& d : batch) model.process(d.source, d.bytes, sink, d.ecn);
+  const auto hooks_of = [&](Shard& shard, ServerSink& sink) {
+    sim::DatagramServer::Hooks hooks;
+    hooks.on_batch = [&shard, &shards, &sink,
+                      threads = opt.threads](std::span<const sim::Datagram> batch) {
+      std::unique_lock mine(shard.mutex);
+      shard.datagrams_in += batch.size();
+      for (const sim::Datagram& d : batch) {
+        const unsigned to = owner(d.bytes, threads);
+        if (to == shard.index) {
+          shard.model.process(d.source, d.bytes, sink, d.ecn);
+          continue;
+        }
+        ++shard.cross_thread;
+        mine.unlock();  // one lock at a time: no order between threads to get wrong
+        {
+          const std::lock_guard theirs(shards[to]->mutex);
+          shards[to]->model.process(d.source, d.bytes, sink, d.ecn);
+        }
+        mine.lock();
+      }
+    };
+    return hooks;
   };
+
+  // Threads 1..N-1 serve until thread 0 (the signals' thread) stops them.
+  std::vector<std::unique_ptr<ServerSink>> sinks;
+  for (const auto& shard : shards) sinks.push_back(std::make_unique<ServerSink>(*shard->server));
+  std::mutex failure_mutex;
+  std::string failure;
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < opt.threads; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        shards[i]->server->serve(hooks_of(*shards[i], *sinks[i]));
+      } catch (const std::exception& e) {
+        {
+          const std::lock_guard lock(failure_mutex);
+          if (failure.empty()) failure = e.what();
+        }
+        shards.front()->server->request_stop();
+      }
+    });
+
+  sim::DatagramServer::Hooks hooks = hooks_of(*shards.front(), *sinks.front());
   hooks.on_signal = [&](int signo) {
     if (signo == SIGUSR1) {
-      print_counters(model, server.counters(), "SIGUSR1");
-      if (!opt.counters_json.empty())
-        write_counters_json(opt.counters_json, model, server.counters());
+      print_counters(shards, "SIGUSR1");
+      if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, shards);
     } else if (signo == SIGHUP) {
-      reload_jobs(opt, model);
+      reload_jobs(opt, shards);
     }
   };
   hooks.tick_seconds = opt.stats_interval;
-  hooks.on_tick = [&] { print_counters(model, server.counters(), "periodic"); };
+  hooks.on_tick = [&] { print_counters(shards, "periodic"); };
 
   int exit_code = 0;
   try {
-    server.serve(hooks);
+    shards.front()->server->serve(hooks);
   } catch (const Error& e) {
-    std::fprintf(stderr, "netagg-switchd: %s\n", e.what());
+    const std::lock_guard lock(failure_mutex);
+    if (failure.empty()) failure = e.what();
+  }
+  for (unsigned i = 1; i < opt.threads; ++i) shards[i]->server->request_stop();
+  for (auto& t : threads) t.join();
+  if (!failure.empty()) {
+    std::fprintf(stderr, "netagg-switchd: %s\n", failure.c_str());
     exit_code = kExitRuntime;
   }
-  const DaemonCounters& daemon = server.counters();
 
-  if (!opt.quiet) print_counters(model, daemon, "exit");
-  print_open_rounds(model);
+  if (!opt.quiet) print_counters(shards, "exit");
+  print_open_rounds(shards);
   if (!opt.counters_json.empty()) {
     try {
-      write_counters_json(opt.counters_json, model, daemon);
+      write_counters_json(opt.counters_json, shards);
     } catch (const Error& e) {
       std::fprintf(stderr, "netagg-switchd: %s\n", e.what());
       exit_code = kExitRuntime;
@@ -237,6 +354,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-elements", opt.max_elements,
                  "value lanes per slot: the largest elements_per_packet a job may use")
+      ->capture_default_str();
+  app.add_option("--threads", opt.threads,
+                 "serve from N threads, slots split between them (slot mod N; SO_REUSEPORT)")
+      ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -95,7 +96,12 @@ class SwitchdTest : public testing::ScratchTest {
   SwitchdTest() : ScratchTest(kDaemon, "switchd_test") {}
 };
 
-TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
+// With `threads` > 1 the daemon serves from that many threads, slots split between them: every
+// answer and counter must be the same as with one, and every datagram must reach the thread
+// that owns its slot.
+void reduces_answers_and_counts_everything(
+    const fs::path& dir_, unsigned threads,
+    const std::function<fs::path(const std::string&, const std::string&)>& write) {
   constexpr std::uint16_t kJob = 5, kBase = 16, kWindow = 2, kOtherJob = 6;
   UdpSocket workers[3];
   UdpSocket other_job_worker, stranger;
@@ -113,7 +119,7 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
                         kOtherJob, worker_json(0, other_job_worker.local())));
   const fs::path json = dir_ / "counters.json";
   Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", job_file.string(), "--slots", "32",
-                  "--counters-json", json.string()});
+                  "--counters-json", json.string(), "--threads", std::to_string(threads)});
   const Endpoint sw = d.wait_listening();
   EXPECT_EQ(sw.ip, 0x7F000001u);
   EXPECT_NE(sw.port, 0);
@@ -244,9 +250,32 @@ TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
       {"malformed_count_too_large", 1},
       {"malformed_length_mismatch", 2},
       {"datagrams_sent", 3 * kPackets + 1},
+      {"cross_thread", 0},
       {"send_errors", 0},
   };
-  EXPECT_EQ(exit_json, expected);
+  if (threads == 1) {
+    EXPECT_EQ(exit_json, expected);
+    return;
+  }
+  // Slot s is thread s mod 3's. The results phase alternates slots 16 and 17 (threads 1 and 2;
+  // the retransmission is slot 17's); the junk names slot 16 but for the empty datagram (too
+  // short: thread 0) and the two of slots 18 and 0 (thread 0); the open round is slot 16's.
+  ASSERT_EQ(threads, 3u);
+  Counters split = expected;
+  split["datagrams_in_thread_0"] = 3;
+  split["datagrams_in_thread_1"] = 3 * kPackets / 2 + (junk - 3) + round;
+  split["datagrams_in_thread_2"] = 3 * kPackets / 2 + 1;
+  EXPECT_EQ(exit_json, split);
+}
+
+TEST_F(SwitchdTest, ReducesAnswersAndCountsEverything) {
+  reduces_answers_and_counts_everything(
+      dir_, 1, [&](const std::string& n, const std::string& t) { return write(n, t); });
+}
+
+TEST_F(SwitchdTest, ThreadsSplitTheSlotsAndAnswerTheSame) {
+  reduces_answers_and_counts_everything(
+      dir_, 3, [&](const std::string& n, const std::string& t) { return write(n, t); });
 }
 
 TEST_F(SwitchdTest, SigintStopsCleanlyAndQuietPrintsNoCounters) {
