@@ -274,8 +274,9 @@ struct Communicator::Impl {
       const std::uint64_t per_packet = cfg.job.elements_per_packet;
       const std::uint64_t chunks = (data.size() + per_packet - 1) / per_packet;
       const int world = static_cast<int>(cfg.job.world_size());
-      if (chunks >= cfg.job.slot_count) {
-        BlockFloatSource src(data, per_packet, cfg.job.slot_count, world);
+      const std::size_t window = engine.params().window;  // the exponents' lead
+      if (chunks >= window) {
+        BlockFloatSource src(data, per_packet, window, world);
         drive(src);
       } else {
         BlockFloatSource src(data, per_packet, chunks, world);

@@ -536,7 +536,12 @@ std::uint32_t random_epoch() {
 void Config::validate() const {
   const std::size_t n = job.world_size();
   if (n == 0) config_error("job", "has no workers");
-  if (job.slot_count == 0) config_error("job: slots.count", "must be at least 1");
+  if (job.trees.size() > 1)
+    throw Error(Errc::kUnsupported,
+                fmt::format("job {}: {} trees; a communicator runs a job on one tree", job.job_id,
+                            job.trees.size()));
+  if (job.slot_count == 0 && job.trees.empty())
+    config_error("job: slots.count", "must be at least 1");
   if (job.elements_per_packet == 0 || job.elements_per_packet > wire::kMaxCount)
     config_error("job: elements_per_packet",
                  fmt::format("{} is outside [1, {}]", job.elements_per_packet, wire::kMaxCount));
@@ -550,7 +555,7 @@ void Config::validate() const {
   if (static_cast<std::size_t>(rank) >= n)
     throw Error(Errc::kConfig,
                 fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
-  if (aggregator.port == 0 && !job.aggregator)
+  if (aggregator.port == 0 && !job.aggregator && job.trees.empty())
     config_error("aggregator", "not set (neither in the config nor in the job)");
   check_host_address(aggregator_address(), "aggregator");
   if (transport == "dpdk" && !dpdk_built())
@@ -569,10 +574,10 @@ void Config::validate() const {
       config_error("dpdk.mbufs",
                    fmt::format("{} is outside [{}, {}]", dpdk.mbufs, kMinMbufs, kMaxMbufs));
     // Every packet of a window can be in flight at once, plus a receive ring's worth.
-    if (dpdk.mbufs < 2u * job.slot_count + 2u * dpdk.burst)
-      config_error("dpdk.mbufs",
-                   fmt::format("{} is too few for a window of {} slots (at least {})", dpdk.mbufs,
-                               job.slot_count, 2u * job.slot_count + 2u * dpdk.burst));
+    const unsigned window = worker_view().job.slot_count;
+    if (dpdk.mbufs < 2u * window + 2u * dpdk.burst)
+      config_error("dpdk.mbufs", fmt::format("{} is too few for a window of {} slots (at least {})",
+                                             dpdk.mbufs, window, 2u * window + 2u * dpdk.burst));
     if (dpdk.arp_timeout <= Duration::zero()) config_error("dpdk.arp_timeout", "must be > 0");
   }
   const auto in_range = [](const char* name, Duration d) {
@@ -590,12 +595,21 @@ void Config::validate() const {
   if (!(loss >= 0 && loss < 1)) config_error("loss", fmt::format("{} is outside [0, 1)", loss));
 }
 
+WorkerView Config::worker_view() const {
+  if (job.trees.empty()) return {job, static_cast<std::uint16_t>(rank)};
+  if (rank < 0 || static_cast<std::size_t>(rank) >= job.world_size())
+    throw Error(Errc::kConfig,
+                fmt::format("rank {} is outside the job's {} workers", rank, job.world_size()));
+  return netagg::worker_view(job, 0, static_cast<std::uint16_t>(rank));
+}
+
 EngineParams Config::engine_params() const {
   EngineParams p;
-  p.job_id = job.job_id;
-  p.rank = static_cast<std::uint16_t>(rank);
-  p.slot_base = job.slot_base;
-  p.window = job.slot_count;
+  const WorkerView view = worker_view();
+  p.job_id = view.job.job_id;
+  p.rank = view.rank;
+  p.slot_base = view.job.slot_base;
+  p.window = view.job.slot_count;
   p.retransmit_timeout = retransmit_timeout;
   p.max_retransmit_timeout = max_retransmit_timeout;
   p.adaptive_retransmit = adaptive_retransmit;
@@ -608,6 +622,7 @@ EngineParams Config::engine_params() const {
 
 Endpoint Config::aggregator_address() const {
   if (aggregator.port != 0) return aggregator;
+  if (!job.trees.empty()) return *worker_view().job.aggregator;
   if (job.aggregator) return *job.aggregator;
   config_error("aggregator", "not set (neither in the config nor in the job)");
 }

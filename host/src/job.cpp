@@ -85,6 +85,118 @@ Endpoint parse_endpoint_field(const json& v, std::string_view source, const std:
   }
 }
 
+// One entry of "trees" (docs/job-format.md, "Trees"), checked against the job's workers.
+TreeSpec parse_tree(const json& t, const JobSpec& job, std::size_t index, std::string_view source,
+                    const std::string& path) {
+  const std::string self = path.substr(0, path.size() - 1);
+  if (!t.is_object()) config_error(source, self, "must be an object");
+  TreeSpec tree;
+  tree.job_id = get_uint<std::uint16_t>(t, "job_id", source, path, 0, 0xFFFF,
+                                        static_cast<std::uint16_t>(job.job_id + index));
+  tree.weight = get_uint<std::uint32_t>(t, "weight", source, path, 1, 1u << 20, 1u);
+  tree.window = get_uint<std::uint16_t>(
+      t, "window", source, path, 1, 0xFFFF,
+      job.slot_count ? std::optional<std::uint16_t>(job.slot_count) : std::nullopt);
+  auto aggs = t.find("aggregators");
+  if (aggs == t.end()) config_error(source, path + "aggregators", "missing");
+  if (!aggs->is_array() || aggs->empty())
+    config_error(source, path + "aggregators", "must be a non-empty array");
+  std::vector<std::string> parent_names(aggs->size());
+  std::vector<int> sends_to(job.workers.size(), -1);
+  for (std::size_t i = 0; i < aggs->size(); ++i) {
+    const json& a = (*aggs)[i];
+    const std::string ap = fmt::format("{}aggregators[{}].", path, i);
+    if (!a.is_object()) config_error(source, ap.substr(0, ap.size() - 1), "must be an object");
+    TreeNode node;
+    auto name = a.find("name");
+    if (name == a.end()) config_error(source, ap + "name", "missing");
+    if (!name->is_string() || name->get<std::string>().empty())
+      config_error(source, ap + "name", "must be a non-empty string");
+    node.name = name->get<std::string>();
+    for (const TreeNode& other : tree.aggregators)
+      if (other.name == node.name)
+        config_error(source, ap + "name", fmt::format("'{}' twice", node.name));
+    auto addr = a.find("address");
+    if (addr == a.end()) config_error(source, ap + "address", "missing");
+    node.address = parse_endpoint_field(*addr, source, ap + "address");
+    for (const TreeNode& other : tree.aggregators)
+      if (other.address == node.address)
+        config_error(
+            source, ap + "address",
+            fmt::format("{} is aggregator '{}''s too", node.address.to_string(), other.name));
+    if (job.find_worker(node.address))
+      config_error(source, ap + "address",
+                   fmt::format("{} is a worker's address", node.address.to_string()));
+    node.slot_base =
+        get_uint<std::uint16_t>(a, "slot_base", source, ap, 0, 0xFFFF, std::uint16_t{0});
+    if (std::uint32_t(node.slot_base) + tree.window > 0x10000)
+      config_error(source, ap + "slot_base", "slot_base + window exceeds the 16-bit slot space");
+    if (auto p = a.find("parent"); p != a.end()) {
+      if (!p->is_string() || p->get<std::string>().empty())
+        config_error(source, ap + "parent", "must be an aggregator's name");
+      parent_names[i] = p->get<std::string>();
+    }
+    if (auto w = a.find("workers"); w != a.end()) {
+      if (!w->is_array()) config_error(source, ap + "workers", "must be an array of ranks");
+      for (std::size_t k = 0; k < w->size(); ++k) {
+        const json& r = (*w)[k];
+        const std::string rp = fmt::format("{}workers[{}]", ap, k);
+        if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= job.workers.size())
+          config_error(source, rp,
+                       fmt::format("must be a rank of the job, 0..{}", job.workers.size() - 1));
+        const auto rank = r.get<std::uint16_t>();
+        if (sends_to[rank] >= 0)
+          config_error(
+              source, rp,
+              fmt::format(
+                  "rank {} is aggregator '{}''s already", rank,
+                  sends_to[rank] == int(i) ? node.name : tree.aggregators[sends_to[rank]].name));
+        sends_to[rank] = static_cast<int>(i);
+        node.workers.push_back(rank);
+      }
+    }
+    tree.aggregators.push_back(std::move(node));
+  }
+  std::size_t roots = 0;
+  for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
+    const std::string ap = fmt::format("{}aggregators[{}].", path, i);
+    if (parent_names[i].empty()) {
+      ++roots;
+      continue;
+    }
+    const auto p = find_tree_node(tree, parent_names[i]);
+    if (!p) config_error(source, ap + "parent", fmt::format("no aggregator '{}'", parent_names[i]));
+    if (*p == i) config_error(source, ap + "parent", "is the aggregator itself");
+    tree.aggregators[i].parent = *p;
+  }
+  if (roots != 1)
+    config_error(
+        source, path + "aggregators",
+        fmt::format("a tree has one root (an aggregator without a parent), found {}", roots));
+  // No cycles: from every aggregator the root is at most n - 1 steps up.
+  for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
+    std::size_t at = i, steps = 0;
+    while (tree.aggregators[at].parent) {
+      at = *tree.aggregators[at].parent;
+      if (++steps >= tree.aggregators.size())
+        config_error(source, fmt::format("{}aggregators[{}].parent", path, i),
+                     "the parents form a cycle");
+    }
+  }
+  for (std::size_t r = 0; r < sends_to.size(); ++r)
+    if (sends_to[r] < 0)
+      config_error(source, path + "aggregators",
+                   fmt::format("rank {} sends to no aggregator of the tree", r));
+  for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
+    bool has_child = false;
+    for (const TreeNode& n : tree.aggregators) has_child = has_child || n.parent == i;
+    if (tree.aggregators[i].workers.empty() && !has_child)
+      config_error(source, fmt::format("{}aggregators[{}]", path, i),
+                   "has neither workers nor child aggregators");
+  }
+  return tree;
+}
+
 JobSpec parse_job_object(const json& j, std::string_view source, const std::string& path) {
   if (!j.is_object())
     config_error(source, path.empty() ? "job" : path.substr(0, path.size() - 1),  // no final '.'
@@ -92,12 +204,14 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
   JobSpec job;
   job.job_id = get_uint<std::uint16_t>(j, "job_id", source, path, 0, 0xFFFF);
   auto slots = j.find("slots");
-  if (slots == j.end()) config_error(source, path + "slots", "missing");
-  if (!slots->is_object()) config_error(source, path + "slots", "must be an object");
-  job.slot_base = get_uint<std::uint16_t>(*slots, "base", source, path + "slots.", 0, 0xFFFF);
-  job.slot_count = get_uint<std::uint16_t>(*slots, "count", source, path + "slots.", 1, 0xFFFF);
-  if (std::uint32_t(job.slot_base) + job.slot_count > 0x10000)
-    config_error(source, path + "slots", "base + count exceeds the 16-bit slot space");
+  if (slots == j.end() && !j.contains("trees")) config_error(source, path + "slots", "missing");
+  if (slots != j.end()) {
+    if (!slots->is_object()) config_error(source, path + "slots", "must be an object");
+    job.slot_base = get_uint<std::uint16_t>(*slots, "base", source, path + "slots.", 0, 0xFFFF);
+    job.slot_count = get_uint<std::uint16_t>(*slots, "count", source, path + "slots.", 1, 0xFFFF);
+    if (std::uint32_t(job.slot_base) + job.slot_count > 0x10000)
+      config_error(source, path + "slots", "base + count exceeds the 16-bit slot space");
+  }
   job.elements_per_packet =
       get_uint<std::uint16_t>(j, "elements_per_packet", source, path, 1, wire::kMaxCount);
   if (auto a = j.find("aggregator"); a != j.end())
@@ -127,6 +241,7 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
     }
     if (w.contains("switch_port"))
       spec.switch_port = get_uint<std::uint16_t>(w, "switch_port", source, wp, 0, 0xFFFF);
+    spec.covers = get_uint<std::uint16_t>(w, "covers", source, wp, 1, 0xFFFF, std::uint16_t{1});
     job.workers[spec.rank] = spec;
   }
   for (std::size_t a = 0; a < job.workers.size(); ++a)
@@ -135,6 +250,37 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
         config_error(source, fmt::format("{}workers", path),
                      fmt::format("ranks {} and {} share address {}", a, b,
                                  job.workers[a].address.to_string()));
+  if (auto parent = j.find("parent"); parent != j.end()) {
+    const std::string pp = path + "parent.";
+    if (!parent->is_object()) config_error(source, path + "parent", "must be an object");
+    ParentSpec ps;
+    auto addr = parent->find("address");
+    if (addr == parent->end()) config_error(source, pp + "address", "missing");
+    ps.address = parse_endpoint_field(*addr, source, pp + "address");
+    ps.job_id = get_uint<std::uint16_t>(*parent, "job_id", source, pp, 0, 0xFFFF, job.job_id);
+    ps.rank = get_uint<std::uint16_t>(*parent, "rank", source, pp, 0, 0xFFFF);
+    ps.slot_base = get_uint<std::uint16_t>(*parent, "slot_base", source, pp, 0, 0xFFFF);
+    if (std::uint32_t(ps.slot_base) + job.slot_count > 0x10000)
+      config_error(source, pp + "slot_base",
+                   "slot_base + slots.count exceeds the 16-bit slot space");
+    if (job.find_worker(ps.address))
+      config_error(source, pp + "address",
+                   fmt::format("{} is also a member's address", ps.address.to_string()));
+    job.parent = ps;
+  }
+  if (auto trees = j.find("trees"); trees != j.end()) {
+    if (job.parent) config_error(source, path + "trees", "a job with trees has no parent");
+    if (!trees->is_array() || trees->empty())
+      config_error(source, path + "trees", "must be a non-empty array");
+    for (std::size_t t = 0; t < trees->size(); ++t)
+      job.trees.push_back(
+          parse_tree((*trees)[t], job, t, source, fmt::format("{}trees[{}].", path, t)));
+    for (std::size_t a = 0; a < job.trees.size(); ++a)
+      for (std::size_t b = a + 1; b < job.trees.size(); ++b)
+        if (job.trees[a].job_id == job.trees[b].job_id)
+          config_error(source, fmt::format("{}trees[{}].job_id", path, b),
+                       fmt::format("{} is tree {}'s too", job.trees[b].job_id, a));
+  }
   return job;
 }
 
@@ -241,7 +387,33 @@ std::string to_json(const JobSpec& job) {
       o["mac"] = fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", (*w.mac)[0], (*w.mac)[1],
                              (*w.mac)[2], (*w.mac)[3], (*w.mac)[4], (*w.mac)[5]);
     if (w.switch_port) o["switch_port"] = *w.switch_port;
+    if (w.covers != 1) o["covers"] = w.covers;
     j["workers"].push_back(o);
+  }
+  if (job.trees.empty() || job.slot_count != 0)
+    j["slots"] = {{"base", job.slot_base}, {"count", job.slot_count}};
+  else
+    j.erase("slots");
+  if (job.parent)
+    j["parent"] = {{"address", job.parent->address.to_string()},
+                   {"job_id", job.parent->job_id},
+                   {"rank", job.parent->rank},
+                   {"slot_base", job.parent->slot_base}};
+  if (!job.trees.empty()) {
+    j["trees"] = json::array();
+    for (const TreeSpec& t : job.trees) {
+      json tj{{"job_id", t.job_id}, {"weight", t.weight}, {"window", t.window}};
+      tj["aggregators"] = json::array();
+      for (const TreeNode& n : t.aggregators) {
+        json nj{{"name", n.name},
+                {"address", n.address.to_string()},
+                {"slot_base", n.slot_base},
+                {"workers", n.workers}};
+        if (n.parent) nj["parent"] = t.aggregators[*n.parent].name;
+        tj["aggregators"].push_back(nj);
+      }
+      j["trees"].push_back(tj);
+    }
   }
   return j.dump(2);
 }
@@ -259,6 +431,120 @@ JobSpec make_local_job(std::uint16_t job_id, std::uint16_t workers, std::uint16_
     job.workers.push_back({r, Endpoint{0x7F000001, static_cast<std::uint16_t>(first_port + r)},
                            std::nullopt, std::nullopt});
   return job;
+}
+
+std::size_t JobSpec::covered() const {
+  std::size_t n = 0;
+  for (const auto& w : workers) n += w.covers;
+  return n;
+}
+
+std::optional<std::size_t> find_tree_node(const TreeSpec& tree, std::string_view name) {
+  for (std::size_t i = 0; i < tree.aggregators.size(); ++i)
+    if (tree.aggregators[i].name == name) return i;
+  return std::nullopt;
+}
+
+std::optional<std::size_t> find_tree_node(const TreeSpec& tree, const Endpoint& address) {
+  for (std::size_t i = 0; i < tree.aggregators.size(); ++i)
+    if (tree.aggregators[i].address == address) return i;
+  return std::nullopt;
+}
+
+namespace {
+
+const TreeSpec& tree_of(const JobSpec& job, std::size_t tree) {
+  if (tree >= job.trees.size())
+    throw Error(Errc::kConfig,
+                fmt::format("job {} has {} trees, no tree {}", job.job_id, job.trees.size(), tree));
+  return job.trees[tree];
+}
+
+// Workers below aggregator `i` of the tree, its own and its children's.
+std::size_t subtree_workers(const TreeSpec& t, std::size_t i) {
+  std::size_t n = t.aggregators[i].workers.size();
+  for (std::size_t c = 0; c < t.aggregators.size(); ++c)
+    if (t.aggregators[c].parent == i) n += subtree_workers(t, c);
+  return n;
+}
+
+JobSpec node_view(const JobSpec& job, const TreeSpec& t, std::size_t i) {
+  const TreeNode& node = t.aggregators[i];
+  JobSpec v;
+  v.job_id = t.job_id;
+  v.slot_base = node.slot_base;
+  v.slot_count = t.window;
+  v.elements_per_packet = job.elements_per_packet;
+  v.aggregator = node.address;
+  for (const std::uint16_t r : node.workers) {
+    WorkerSpec w = job.workers[r];
+    w.rank = static_cast<std::uint16_t>(v.workers.size());
+    v.workers.push_back(w);
+  }
+  for (std::size_t c = 0; c < t.aggregators.size(); ++c)
+    if (t.aggregators[c].parent == i) {
+      WorkerSpec w;
+      w.rank = static_cast<std::uint16_t>(v.workers.size());
+      w.address = t.aggregators[c].address;
+      w.covers = static_cast<std::uint16_t>(subtree_workers(t, c));
+      v.workers.push_back(w);
+    }
+  if (node.parent) {
+    const JobSpec up = node_view(job, t, *node.parent);
+    ParentSpec p;
+    p.address = t.aggregators[*node.parent].address;
+    p.job_id = t.job_id;
+    p.slot_base = t.aggregators[*node.parent].slot_base;
+    const WorkerSpec* me = up.find_worker(node.address);
+    p.rank = me->rank;
+    v.parent = p;
+  }
+  return v;
+}
+
+}  // namespace
+
+JobSpec aggregator_view(const JobSpec& job, std::size_t tree, std::string_view name) {
+  const TreeSpec& t = tree_of(job, tree);
+  const auto i = find_tree_node(t, name);
+  if (!i)
+    throw Error(Errc::kConfig,
+                fmt::format("job {}: tree {} has no aggregator '{}'", job.job_id, tree, name));
+  return node_view(job, t, *i);
+}
+
+std::vector<JobSpec> jobs_at_aggregator(const JobSpec& job, std::string_view name,
+                                        const std::optional<Endpoint>& address) {
+  if (job.trees.empty()) return {job};
+  std::vector<JobSpec> out;
+  for (const TreeSpec& t : job.trees) {
+    const auto i = !name.empty() ? find_tree_node(t, name)
+                   : address     ? find_tree_node(t, *address)
+                                 : std::nullopt;
+    if (i) out.push_back(node_view(job, t, *i));
+  }
+  if (out.empty())
+    throw Error(
+        Errc::kConfig,
+        !name.empty()
+            ? fmt::format("job {}: no tree of it has an aggregator named '{}'", job.job_id, name)
+            : fmt::format("job {}: no tree of it has an aggregator at {} (name this "
+                          "aggregator's part with --as NAME)",
+                          job.job_id, address ? address->to_string() : "this address"));
+  return out;
+}
+
+WorkerView worker_view(const JobSpec& job, std::size_t tree, std::uint16_t rank) {
+  const TreeSpec& t = tree_of(job, tree);
+  for (std::size_t i = 0; i < t.aggregators.size(); ++i)
+    for (const std::uint16_t r : t.aggregators[i].workers)
+      if (r == rank) {
+        WorkerView v{node_view(job, t, i), 0};
+        v.rank = v.job.find_worker(job.workers[rank].address)->rank;
+        return v;
+      }
+  throw Error(Errc::kConfig, fmt::format("job {}: rank {} sends to no aggregator of tree {}",
+                                         job.job_id, rank, tree));
 }
 
 }  // namespace netagg

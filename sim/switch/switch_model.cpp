@@ -25,9 +25,15 @@ std::uint64_t SwitchCounters::dropped_total() const {
 
 std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() const {
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
-      {"packets_in", packets_in},         {"aggregated", aggregated},
-      {"completions", completions},       {"results_multicast", results_multicast},
-      {"results_resent", results_resent}, {"dropped_total", dropped_total()},
+      {"packets_in", packets_in},
+      {"aggregated", aggregated},
+      {"completions", completions},
+      {"results_multicast", results_multicast},
+      {"results_resent", results_resent},
+      {"sent_to_parent", sent_to_parent},
+      {"resent_to_parent", resent_to_parent},
+      {"results_from_parent", results_from_parent},
+      {"dropped_total", dropped_total()},
   };
   for (std::size_t i = 0; i < kDropReasonCount; ++i)
     out.emplace_back(counter_name(static_cast<DropReason>(i)), dropped[i]);
@@ -88,6 +94,10 @@ void SwitchModel::check_job(const JobSpec& job, std::span<const JobSpec* const> 
       config_error(fmt::format("{}: slots [{}, {}) overlap slots [{}, {}) of job {}", name, begin,
                                end, other_begin, other_end, other->job_id));
   }
+  if (job.parent && std::uint32_t(job.parent->slot_base) + job.slot_count > 0x10000)
+    config_error(fmt::format("{}: the parent's slots [{}, {}) exceed the 16-bit slot space", name,
+                             job.parent->slot_base,
+                             std::uint32_t(job.parent->slot_base) + job.slot_count));
   if (job.elements_per_packet == 0 || job.elements_per_packet > lanes_)
     config_error(
         fmt::format("{}: elements_per_packet {} is out of range [1, {}] (lanes per slot "
@@ -103,6 +113,14 @@ void SwitchModel::add_job(const JobSpec& job) {
   check_job(job, installed);
   clear_slots(job.slot_base, job.slot_count);
   jobs_[job.job_id] = std::make_unique<Job>(Job{job});
+  index_children();
+}
+
+void SwitchModel::index_children() {
+  child_jobs_.clear();
+  for (std::size_t id = 0; id < jobs_.size(); ++id)
+    if (jobs_[id] && jobs_[id]->spec.parent) child_jobs_.push_back(static_cast<std::uint16_t>(id));
+  if (!child_jobs_.empty() && partials_.empty()) partials_.assign(values_.size(), 0);
 }
 
 void SwitchModel::replace_jobs(std::span<const JobSpec> jobs) {
@@ -123,6 +141,7 @@ void SwitchModel::replace_jobs(std::span<const JobSpec> jobs) {
     clear_slots(job.slot_base, job.slot_count);
     jobs_[job.job_id] = std::make_unique<Job>(Job{job});
   }
+  index_children();
 }
 
 void SwitchModel::remove_job(std::uint16_t job_id) {
@@ -130,6 +149,7 @@ void SwitchModel::remove_job(std::uint16_t job_id) {
   if (!job) config_error(fmt::format("job {} is not installed", job_id));
   clear_slots(job->spec.slot_base, job->spec.slot_count);
   job.reset();
+  index_children();
 }
 
 const JobSpec* SwitchModel::find_job(std::uint16_t job_id) const {
@@ -148,6 +168,9 @@ void SwitchModel::clear_slots(std::size_t base, std::size_t count) {
             SlotRegisters{});
   std::fill(values_.begin() + index(base, 0) * lanes_,
             values_.begin() + index(base + count, 0) * lanes_, 0);
+  if (!partials_.empty())
+    std::fill(partials_.begin() + index(base, 0) * lanes_,
+              partials_.begin() + index(base + count, 0) * lanes_, 0);
 }
 
 const SlotRegisters& SwitchModel::registers(std::size_t slot, unsigned set) const {
@@ -164,12 +187,13 @@ std::vector<OpenRound> SwitchModel::open_rounds() const {
     for (std::size_t slot = spec.slot_base; slot < spec.slot_base + spec.slot_count; ++slot) {
       for (unsigned set = 0; set < 2; ++set) {
         const SlotRegisters& r = registers_[index(slot, set)];
-        if (!r.has_round || r.remaining == 0) continue;
+        if (!r.has_round || (r.remaining == 0 && !r.upstream)) continue;
         OpenRound round{spec.job_id,
                         static_cast<std::uint16_t>(slot),
                         static_cast<std::uint8_t>(set),
                         r.seq,
-                        {}};
+                        {},
+                        r.upstream};
         for (std::size_t rank = 0; rank < spec.workers.size(); ++rank)
           if ((r.bitmap >> rank & 1u) == 0) round.missing_ranks.push_back(std::uint16_t(rank));
         out.push_back(std::move(round));
@@ -221,6 +245,8 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   const wire::Header& h = decoded.header;
 
   // The job table: every check before any register is touched.
+  if (h.type == wire::MsgType::kResult && !child_jobs_.empty())
+    return result_from_parent(source, h, decoded.payload, out, ecn);
   if (h.type != wire::MsgType::kContribution) return drop(DropReason::kNotContribution);
   const Job* job = jobs_[h.job_id].get();
   if (!job) return drop(DropReason::kUnknownJob);
@@ -254,6 +280,17 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     // complete or not (after a restart one can be left unfinished).
     if (age == 0) {
       if (h.count != reg.count) return drop(DropReason::kCountMismatch);
+      if (complete && reg.upstream) {  // waiting for the parent: its copy may have been lost
+        ++counters_.resent_to_parent;
+        send_to_parent(*job, h.slot, h.set, /*recovery=*/false, out);
+        return Outcome{Action::kSentToParent};
+      }
+      if (complete && spec.parent && h.recovery) {
+        // A recovery copy of a round answered here: the parent may have restarted and formed
+        // the round again without this switch's part. The result goes back as usual.
+        ++counters_.resent_to_parent;
+        send_to_parent(*job, h.slot, h.set, /*recovery=*/true, out);
+      }
       if (complete) {  // the sender lost the result, or this is a late copy: answer it alone
         build_result(*job, h, at);
         ++counters_.results_resent;
@@ -278,6 +315,8 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     reg.count = h.count;
     reg.exponent = h.exponent;
     reg.seq = h.seq;
+    reg.upstream = false;
+    reg.fresh = h.fresh;
   } else {
     reg.exponent = std::max(reg.exponent, h.exponent);
   }
@@ -299,13 +338,94 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   ++counters_.aggregated;
   if (reg.remaining != 0) return Outcome{Action::kAggregated};
 
+  if (spec.parent) {  // a child in a tree: the partial sum goes up, the result comes down
+    std::copy(lanes, lanes + h.count, partials_.data() + at * lanes_);
+    reg.upstream = true;
+    ++counters_.sent_to_parent;
+    send_to_parent(*job, h.slot, h.set, /*recovery=*/false, out);
+    return Outcome{Action::kSentToParent};
+  }
   ++counters_.completions;
-  build_result(*job, h, at);
-  for (const WorkerSpec& worker : spec.workers) {
+  multicast(*job, h, at, out);
+  return Outcome{Action::kCompleted};
+}
+
+void SwitchModel::multicast(const Job& job, const wire::Header& request, std::size_t at,
+                            PacketSink& out) {
+  const SlotRegisters& reg = registers_[at];
+  const std::size_t result_size = wire::kHeaderSize + std::size_t{reg.count} * 4;
+  build_result(job, request, at);
+  for (const WorkerSpec& worker : job.spec.workers) {
     wire::store_be16(result_.data() + wire::offset::kRank, worker.rank);
     out.send(worker.address, {result_.data(), result_size}, reg.ecn);
   }
-  counters_.results_multicast += spec.workers.size();
+  counters_.results_multicast += job.spec.workers.size();
+}
+
+void SwitchModel::send_to_parent(const Job& job, std::size_t slot, unsigned set, bool recovery,
+                                 PacketSink& out) {
+  const ParentSpec& parent = *job.spec.parent;
+  const std::size_t at = index(slot, set);
+  const SlotRegisters& reg = registers_[at];
+  wire::Header h;
+  h.type = wire::MsgType::kContribution;
+  h.dtype = wire::DataType::kInt32;
+  h.job_id = parent.job_id;
+  h.rank = parent.rank;
+  h.slot = static_cast<std::uint16_t>(parent.slot_base + (slot - job.spec.slot_base));
+  h.set = static_cast<std::uint8_t>(set);
+  h.count = reg.count;
+  h.exponent = reg.exponent;
+  h.seq = reg.seq;
+  h.epoch = reg.epoch;
+  h.fresh = reg.fresh && !recovery;
+  h.recovery = recovery;
+  wire::encode_header(h, result_);
+  const ValueRegister* lanes = partials_.data() + at * lanes_;
+  std::byte* payload = result_.data() + wire::kHeaderSize;
+  for (std::size_t i = 0; i < reg.count; ++i)
+    wire::store_be32(payload + 4 * i, static_cast<std::uint32_t>(lanes[i]));
+  out.send(parent.address, {result_.data(), wire::kHeaderSize + std::size_t{reg.count} * 4},
+           reg.ecn);
+}
+
+Outcome SwitchModel::result_from_parent(const Endpoint& source, const wire::Header& h,
+                                        std::span<const std::byte> payload, PacketSink& out,
+                                        std::uint8_t ecn) {
+  const Job* job = nullptr;
+  for (const std::uint16_t id : child_jobs_) {
+    const ParentSpec& p = *jobs_[id]->spec.parent;
+    if (p.job_id == h.job_id && p.address == source) job = jobs_[id].get();
+  }
+  if (!job) return drop(DropReason::kNotContribution);  // a result, and from no parent of ours
+  const JobSpec& spec = job->spec;
+  const ParentSpec& parent = *spec.parent;
+  if (h.rank != parent.rank) return drop(DropReason::kRankOutOfRange);
+  if (h.slot < parent.slot_base || h.slot - parent.slot_base >= spec.slot_count)
+    return drop(DropReason::kSlotOutOfRange);
+  if (h.dtype != wire::DataType::kInt32) return drop(DropReason::kUnsupportedDtype);
+  const std::size_t slot = spec.slot_base + (h.slot - parent.slot_base);
+  const std::size_t at = index(slot, h.set);
+  SlotRegisters& reg = registers_[at];
+  if (!reg.has_round) return drop(DropReason::kNoRound);
+  if (h.epoch != reg.epoch) return drop(DropReason::kStaleEpoch);
+  const auto age = static_cast<std::int32_t>(h.seq - reg.seq);
+  if (age < 0) return drop(DropReason::kStale);
+  if (age > 0 || reg.remaining != 0) return drop(DropReason::kNoRound);
+  if (!reg.upstream) return drop(DropReason::kDuplicate);  // answered already
+  if (h.count != reg.count) return drop(DropReason::kCountMismatch);
+  ValueRegister* lanes = values_.data() + at * lanes_;
+  for (std::size_t i = 0; i < h.count; ++i)
+    lanes[i] = static_cast<ValueRegister>(wire::load_be32(payload.data() + 4 * i));
+  reg.exponent = h.exponent;
+  reg.ecn = static_cast<std::uint8_t>(reg.ecn | (ecn & 3));
+  reg.upstream = false;
+  ++counters_.results_from_parent;
+  ++counters_.completions;
+  wire::Header request = h;
+  request.job_id = spec.job_id;
+  request.slot = static_cast<std::uint16_t>(slot);
+  multicast(*job, request, at, out);
   return Outcome{Action::kCompleted};
 }
 

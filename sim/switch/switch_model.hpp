@@ -93,6 +93,11 @@ struct SlotRegisters {
   bool has_round = false;  // P4: a round state per (slot, set), paired with the epoch on Tofino
   EpochRegister epoch = 0;
   std::uint8_t ecn = 0;  // OR of the contributions' IPv4 ECN bits, sent with the results
+  // Trees (a job with a parent): the round is complete here and its partial sum went to the
+  // parent; the result is the parent's, not yet here. `fresh`: the round's packets were fresh
+  // (the partial sum goes up fresh, so the parent takes a set over for a new run too).
+  bool upstream = false;
+  bool fresh = false;
 };
 
 // Why the switch dropped a packet (p4/common/switch_format.hpp). A malformed packet's
@@ -108,6 +113,11 @@ struct SwitchCounters {
   std::uint64_t completions = 0;        // rounds completed
   std::uint64_t results_multicast = 0;  // result packets sent on completion (one per worker)
   std::uint64_t results_resent = 0;     // stored results sent again to a retransmitting worker
+  // Trees: partial sums sent to the parent (one per round), sent again (a member retransmitted
+  // while the round waited for the parent, or a recovery copy), results taken from the parent.
+  std::uint64_t sent_to_parent = 0;
+  std::uint64_t resent_to_parent = 0;
+  std::uint64_t results_from_parent = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped{};     // by DropReason
   std::array<std::uint64_t, wire::kErrorCount> malformed{};  // by wire::Error (kOk unused)
 
@@ -126,6 +136,7 @@ enum class Action : std::uint8_t {
   kCompleted,     // added and completed the round; results multicast
   kResultResent,  // packet of a completed round (same seq) again; stored result unicast
   kDropped,
+  kSentToParent,  // trees: the round's partial sum went (again) to the parent
 };
 
 // `reason` and `malformed` mean something only when action == kDropped.
@@ -167,6 +178,7 @@ struct OpenRound {
   std::uint8_t set = 0;
   std::uint32_t seq = 0;
   std::vector<std::uint16_t> missing_ranks;  // the ranks whose bit is not set, ascending
+  bool waits_for_parent = false;             // trees: complete here, the parent's result not
 };
 
 class SwitchModel {
@@ -196,6 +208,14 @@ class SwitchModel {
 
   // One packet (a UDP payload) from `source`. Results go to `out` (0, 1 or n packets). Does not
   // allocate.
+  //
+  // Trees: for a job with a parent (JobSpec::parent) a completed round is not answered: its
+  // partial sum goes to the parent as one contribution (this switch's rank there, the parent's
+  // slot), and the round waits. A retransmission meanwhile sends the partial sum again (the
+  // parent answers it from its stored result if only the result was lost). The parent's result
+  // (a result packet from the parent's address) completes the round: stored, and multicast to
+  // the members. The partial sum is kept, so that a recovery copy can send it to a restarted
+  // parent again (flagged recovery).
   // `ecn`: the IPv4 ECN bits the packet arrived with; a round ORs its contributions' and its
   // results carry the OR (PANAMA: every worker of the job sees the same marks).
   Outcome process(const Endpoint& source, std::span<const std::byte> packet, PacketSink& out,
@@ -222,16 +242,27 @@ class SwitchModel {
   // Throws Error(kConfig) unless `job` fits this switch and overlaps no slot of `others`.
   void check_job(const JobSpec& job, std::span<const JobSpec* const> others) const;
   void clear_slots(std::size_t base, std::size_t count);
+  void index_children();  // child_jobs_ from jobs_; partials_ once a job has a parent
   Outcome drop(DropReason r);
   // Encodes the stored result of registers_[at] into result_, addressed to request.rank (the
   // multicast rewrites the rank field per destination).
   void build_result(const Job& job, const wire::Header& request, std::size_t at);
+  // Trees: sends the partial sum of registers_[at] (kept in partials_) to the job's parent.
+  void send_to_parent(const Job& job, std::size_t slot, unsigned set, bool recovery,
+                      PacketSink& out);
+  Outcome result_from_parent(const Endpoint& source, const wire::Header& h,
+                             std::span<const std::byte> payload, PacketSink& out, std::uint8_t ecn);
+  void multicast(const Job& job, const wire::Header& request, std::size_t at, PacketSink& out);
 
   std::size_t pool_slots_;
   std::size_t lanes_;
-  std::vector<SlotRegisters> registers_;    // pool_slots_ * 2
-  std::vector<ValueRegister> values_;       // pool_slots_ * 2 * lanes_
+  std::vector<SlotRegisters> registers_;  // pool_slots_ * 2
+  std::vector<ValueRegister> values_;     // pool_slots_ * 2 * lanes_
+  // Trees: the partial sums sent to a parent, like values_; allocated with the first job that
+  // has a parent.
+  std::vector<ValueRegister> partials_;
   std::vector<std::unique_ptr<Job>> jobs_;  // indexed by job_id (the job table)
+  std::vector<std::uint16_t> child_jobs_;   // ids of the installed jobs that have a parent
   std::vector<std::byte> result_;           // scratch for the outgoing packet
   SwitchCounters counters_;
 };

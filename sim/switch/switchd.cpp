@@ -58,6 +58,7 @@ struct Options {
   std::size_t slots = 1024;
   std::size_t max_elements = sim::kMaxLanes;
   unsigned threads = 1;
+  std::string as;  // this switch's name in the jobs' trees
   double stats_interval = 0;
   bool quiet = false;
   bool no_udp_offload = false;
@@ -149,9 +150,13 @@ void print_open_rounds(const Shards& shards) {
   std::printf("netagg-switchd: open rounds at exit: %zu\n", open.size());
   for (std::size_t i = 0; i < open.size() && i < kListedOpenRounds; ++i) {
     const sim::OpenRound& r = open[i];
-    std::printf("netagg-switchd: open round: job %u slot %u set %u seq %u waits for ranks %s\n",
-                r.job_id, r.slot, r.set, r.seq,
-                fmt::format("{}", fmt::join(r.missing_ranks, " ")).c_str());
+    if (r.waits_for_parent)
+      std::printf("netagg-switchd: open round: job %u slot %u set %u seq %u waits for the parent\n",
+                  r.job_id, r.slot, r.set, r.seq);
+    else
+      std::printf("netagg-switchd: open round: job %u slot %u set %u seq %u waits for ranks %s\n",
+                  r.job_id, r.slot, r.set, r.seq,
+                  fmt::format("{}", fmt::join(r.missing_ranks, " ")).c_str());
   }
   std::fflush(stdout);
 }
@@ -174,15 +179,37 @@ void write_counters_json(const std::string& file, const Shards& shards) {
 }
 
 std::string describe(const netagg::JobSpec& job) {
-  return fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet", job.job_id,
-                     job.workers.size(), job.slot_base, job.slot_base + job.slot_count,
-                     job.elements_per_packet);
+  std::string text = fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet",
+                                 job.job_id, job.workers.size(), job.slot_base,
+                                 job.slot_base + job.slot_count, job.elements_per_packet);
+  if (job.covered() != job.workers.size())
+    text += fmt::format(" (members covering {} workers)", job.covered());
+  if (job.parent)
+    text += fmt::format(", child of {} as rank {} (its slots from {})",
+                        job.parent->address.to_string(), job.parent->rank, job.parent->slot_base);
+  return text;
 }
 
-std::vector<netagg::JobSpec> load_job_files(const std::vector<std::string>& files) {
+// The jobs of `file` as this switch holds them: a job with trees becomes this switch's part of
+// each tree it is in (found by --as, else by the listen address).
+std::vector<netagg::JobSpec> load_job_file(const std::string& file, const Options& opt) {
   std::vector<netagg::JobSpec> jobs;
-  for (const auto& file : files)
-    for (auto& job : netagg::load_jobs(file)) jobs.push_back(std::move(job));
+  const Endpoint listen = sim::parse_listen_address(opt.listen);
+  for (auto& job : netagg::load_jobs(file)) {
+    try {
+      for (auto& part : netagg::jobs_at_aggregator(job, opt.as, listen))
+        jobs.push_back(std::move(part));
+    } catch (const Error& e) {
+      throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
+    }
+  }
+  return jobs;
+}
+
+std::vector<netagg::JobSpec> load_job_files(const Options& opt) {
+  std::vector<netagg::JobSpec> jobs;
+  for (const auto& file : opt.job_files)
+    for (auto& job : load_job_file(file, opt)) jobs.push_back(std::move(job));
   return jobs;
 }
 
@@ -199,7 +226,7 @@ void reload_jobs(const Options& opt, const Shards& shards) {
   for (const std::uint16_t id : first.job_ids()) before.emplace(id, *first.find_job(id));
   std::vector<netagg::JobSpec> jobs;
   try {
-    jobs = load_job_files(opt.job_files);
+    jobs = load_job_files(opt);
     for (const auto& shard : shards) shard->model.replace_jobs(jobs);
   } catch (const std::exception& e) {
     const std::string line =
@@ -232,7 +259,7 @@ int run(const Options& opt) {
   Shards shards;
   for (unsigned i = 0; i < opt.threads; ++i) shards.push_back(std::make_unique<Shard>(opt, i));
   for (const auto& file : opt.job_files)
-    for (const auto& job : netagg::load_jobs(file)) {
+    for (const auto& job : load_job_file(file, opt)) {
       for (const auto& shard : shards) {
         try {
           shard->model.add_job(job);
@@ -355,6 +382,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-elements", opt.max_elements,
                  "value lanes per slot: the largest elements_per_packet a job may use")
       ->capture_default_str();
+  app.add_option("--as", opt.as,
+                 "this switch's aggregator name in the jobs' trees (default: the one whose "
+                 "address is --listen)");
   app.add_option("--threads", opt.threads,
                  "serve from N threads, slots split between them (slot mod N; SO_REUSEPORT)")
       ->check(CLI::Range(1u, 64u))

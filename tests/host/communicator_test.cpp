@@ -12,7 +12,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -424,6 +427,215 @@ TEST(CommunicatorTest, AnAggregatorThatRestartsMidRunLosesNoSum) {
     recovery += stats[r].recovery_resends;
   }
   EXPECT_GT(recovery, 0u);
+}
+
+// ---- aggregation trees ------------------------------------------------------------------------
+
+// A job on one tree: leaf i has leaves[i] workers (consecutive ranks); the leaves hang under the
+// root, or (three levels) under two middle aggregators that hang under the root. Each
+// aggregator takes the tree's slots from its own base.
+JobSpec tree_job(const std::vector<int>& leaves, int levels) {
+  int n = 0;
+  for (const int k : leaves) n += k;
+  JobSpec job = make_local_job(kJobId, static_cast<std::uint16_t>(n), 41000, 0, 0, kPerPacket,
+                               Endpoint::parse("127.0.0.1:20033"));
+  job.aggregator.reset();
+  job.slot_count = 0;
+  TreeSpec t;
+  t.job_id = 40;
+  t.window = kWindow;
+  const auto node = [&](const std::string& name, std::uint16_t port, std::uint16_t base,
+                        std::optional<std::size_t> parent) {
+    TreeNode a;
+    a.name = name;
+    a.address = Endpoint{0x7F000002, port};
+    a.slot_base = base;
+    a.parent = parent;
+    t.aggregators.push_back(a);
+    return t.aggregators.size() - 1;
+  };
+  const std::size_t root = node("root", 20000, 100, std::nullopt);
+  std::vector<std::size_t> mids;
+  if (levels == 3) {
+    mids.push_back(node("mid0", 20001, 7, root));
+    mids.push_back(node("mid1", 20002, 0, root));
+  }
+  std::uint16_t rank = 0;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    const std::size_t parent = mids.empty() ? root : mids[i % mids.size()];
+    const std::size_t leaf = node(fmt::format("leaf{}", i), static_cast<std::uint16_t>(20010 + i),
+                                  static_cast<std::uint16_t>(3 * i), parent);
+    for (int k = 0; k < leaves[i]; ++k) t.aggregators[leaf].workers.push_back(rank++);
+  }
+  job.trees.push_back(t);
+  return parse_job(to_json(job), "tree job");  // through the format: what a file would give
+}
+
+// A tree of switch models in one process. A worker's packet goes to its leaf's model; what a
+// model sends to another aggregator's address is processed by that model at once (lost with
+// probability `inner_loss`), and what it sends to a worker goes into the network.
+struct TreeNetwork {
+  TreeNetwork(const JobSpec& job, InprocOptions options, double inner_loss)
+      : inner_loss(inner_loss),
+        rng(options.seed * 7 + 1),
+        net(
+            [this](const Endpoint& from, std::span<const std::byte> packet,
+                   const InprocNetwork::SendFn& send) {
+              if (before_packet) before_packet();
+              deliver(leaf_of.at(from.port), from, packet, send);
+            },
+            options) {
+    for (const TreeNode& a : job.trees[0].aggregators) {
+      auto model = std::make_unique<sim::SwitchModel>(256, 1024);
+      model->add_job(aggregator_view(job, 0, a.name));
+      models.emplace(a.address.port, std::move(model));
+    }
+    for (std::uint16_t r = 0; r < job.world_size(); ++r)
+      leaf_of[job.workers[r].address.port] = worker_view(job, 0, r).job.aggregator->port;
+  }
+
+  void deliver(std::uint16_t at, const Endpoint& from, std::span<const std::byte> packet,
+               const InprocNetwork::SendFn& send) {
+    sim::CollectingSink sink;
+    models.at(at)->process(from, packet, sink);
+    for (const auto& out : sink.packets) {
+      if (models.count(out.destination.port) && out.destination.ip == 0x7F000002) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < inner_loss) {
+          ++inner_dropped;
+          continue;
+        }
+        deliver(out.destination.port, Endpoint{0x7F000002, at}, out.bytes, send);
+      } else {
+        send(out.destination, out.bytes);
+      }
+    }
+  }
+
+  sim::SwitchModel& model(const JobSpec& job, std::string_view name) {
+    return *models.at(job.trees[0].aggregators[*find_tree_node(job.trees[0], name)].address.port);
+  }
+
+  // Runs before each packet from a worker, under the network's lock (a test's restarts).
+  std::function<void()> before_packet;
+  double inner_loss;
+  std::mt19937_64 rng;
+  std::uint64_t inner_dropped = 0;
+  std::map<std::uint16_t, std::unique_ptr<sim::SwitchModel>> models;  // by aggregator port
+  std::map<std::uint16_t, std::uint16_t> leaf_of;                     // worker port -> leaf port
+  InprocNetwork net;
+};
+
+TEST(TreeTest, TheViewsOfATreeJob) {
+  const JobSpec job = tree_job({2, 3, 3}, 3);
+  ASSERT_EQ(job.trees.size(), 1u);
+  // leaf1 (under mid1): ranks 2..4 as its 0..2, a child of mid1 as mid1's rank 0 (mid1 has no
+  // workers of its own).
+  const JobSpec leaf1 = aggregator_view(job, 0, "leaf1");
+  EXPECT_EQ(leaf1.job_id, 40);
+  EXPECT_EQ(leaf1.slot_base, 3);
+  EXPECT_EQ(leaf1.slot_count, kWindow);
+  ASSERT_EQ(leaf1.workers.size(), 3u);
+  EXPECT_EQ(leaf1.workers[0].address, job.workers[2].address);
+  ASSERT_TRUE(leaf1.parent);
+  EXPECT_EQ(leaf1.parent->address.port, 20002);
+  EXPECT_EQ(leaf1.parent->rank, 0);
+  EXPECT_EQ(leaf1.parent->slot_base, 0);
+  const JobSpec root = aggregator_view(job, 0, "root");
+  EXPECT_FALSE(root.parent);
+  ASSERT_EQ(root.workers.size(), 2u);  // mid0 (leaves 0 and 2: 5 workers), mid1 (leaf 1: 3)
+  EXPECT_EQ(root.workers[0].covers, 5);
+  EXPECT_EQ(root.workers[1].covers, 3);
+  EXPECT_EQ(root.covered(), 8u);
+  const WorkerView w = worker_view(job, 0, 6);  // leaf2's second worker
+  EXPECT_EQ(w.rank, 1);
+  EXPECT_EQ(w.job.aggregator->port, 20012);
+  EXPECT_EQ(w.job.parent->address.port, 20001);  // leaf2 hangs under mid0
+  Config c = test_config(job, 6);
+  EXPECT_EQ(c.engine_params().rank, 1);
+  EXPECT_EQ(c.engine_params().job_id, 40);
+  EXPECT_EQ(c.engine_params().slot_base, 6);
+  EXPECT_EQ(c.aggregator_address().port, 20012);
+  EXPECT_NO_THROW(c.validate());
+}
+
+// int32 through two- and three-level trees is exact, with loss on every hop: between workers
+// and leaves (the network) and between aggregators.
+class TreeLossTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(TreeLossTest, Int32IsExactAndFp32WithinTheBound) {
+  const int levels = GetParam();
+  const JobSpec job = tree_job({2, 3, 3}, levels);
+  TreeNetwork tree(job, {.loss = 0.03, .seed = static_cast<std::uint64_t>(levels)}, 0.03);
+  const int n = static_cast<int>(job.world_size());
+  std::vector<std::vector<std::int32_t>> ints(n);
+  std::vector<std::vector<float>> floats(n);
+  for (int r = 0; r < n; ++r) {
+    ints[r] = random_ints(20000, 300 + r);
+    floats[r] = random_floats(9000, 400 + r);
+  }
+  const auto want = wrapping_sum(ints);
+  const auto float_inputs = floats;
+  expect_no_errors(run_ranks(
+      tree.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        EXPECT_EQ(comm.world_size(), n);
+        comm.allreduce(std::span<std::int32_t>(ints[r]));
+        comm.allreduce(std::span<float>(floats[r]));
+      }));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ints[r], want) << "rank " << r;
+    expect_within_bound(floats[r], float_inputs, kPerPacket);
+  }
+  EXPECT_GT(tree.inner_dropped, 0u);
+  const auto& leaf = tree.model(job, "leaf1").counters();
+  EXPECT_GT(leaf.sent_to_parent, 0u);
+  EXPECT_GT(leaf.resent_to_parent, 0u);  // loss above the leaf, recovered from below
+  EXPECT_EQ(leaf.results_from_parent, leaf.sent_to_parent);
+  EXPECT_EQ(tree.model(job, "root").counters().sent_to_parent, 0u);
+  EXPECT_GT(tree.model(job, "root").counters().completions, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, TreeLossTest, ::testing::Values(2, 3),
+                         [](const auto& info) { return fmt::format("Levels{}", info.param); });
+
+// The root and a leaf restart (lose every round, jobs kept) during a run under loss: the
+// workers' retransmissions and recovery copies, passed up by the leaves, rebuild what was lost.
+TEST(TreeTest, RestartsOfTheRootAndOfALeafLoseNoSum) {
+  const JobSpec job = tree_job({2, 2, 3}, 2);
+  TreeNetwork tree(job, {.loss = 0.03, .seed = 5}, 0.02);
+  std::uint64_t packets = 0;
+  int restarts = 0;
+  auto& root = tree.model(job, "root");
+  auto& leaf = tree.model(job, "leaf2");
+  const JobSpec root_view = aggregator_view(job, 0, "root");
+  const JobSpec leaf_view = aggregator_view(job, 0, "leaf2");
+  tree.before_packet = [&] {
+    if (++packets % 900 == 0 && restarts < 4) {
+      if (restarts % 2 == 0)
+        root.replace_jobs(std::span<const JobSpec>(&root_view, 1));
+      else
+        leaf.replace_jobs(std::span<const JobSpec>(&leaf_view, 1));
+      ++restarts;
+    }
+  };
+  const int n = static_cast<int>(job.world_size());
+  std::vector<std::vector<std::int32_t>> ints(n);
+  for (int r = 0; r < n; ++r) ints[r] = random_ints(30000, 500 + r);
+  const auto want = wrapping_sum(ints);
+  std::vector<std::vector<std::int32_t>> second(n);
+  for (int r = 0; r < n; ++r) second[r] = random_ints(3000, 600 + r);
+  const auto want_second = wrapping_sum(second);
+  expect_no_errors(run_ranks(
+      tree.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        comm.allreduce(std::span<std::int32_t>(ints[r]));
+        comm.allreduce(std::span<std::int32_t>(second[r]));
+      }));
+  EXPECT_EQ(restarts, 4);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ints[r], want) << "rank " << r;
+    EXPECT_EQ(second[r], want_second) << "rank " << r;
+  }
 }
 
 TEST(CommunicatorTest, DeadWorkerMakesTheOthersTimeOutNamingSlots) {

@@ -78,6 +78,9 @@ struct Config {
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).
   void validate() const;
   EngineParams engine_params() const;
+  // What this rank sends to: the job itself, or for a job with trees its aggregator's view of
+  // the (first) tree and its rank there (docs/job-format.md, "Trees").
+  WorkerView worker_view() const;
   // `aggregator` if set, else the job's aggregator; throws Error(kConfig) if neither is.
   Endpoint aggregator_address() const;
   // The address this worker sends from: the job's entry for `rank`.
