@@ -78,6 +78,7 @@ struct Options : netagg::report::TensorOptions {
   std::string fpgad;
   std::string fpga_model = "rtl";
   unsigned switchd_threads = 1;
+  int leaves = 0;  // > 0: a two-level tree of switch daemons, this many leaves under a root
   bool json = false;
   bool verbose = false;
   int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
@@ -97,8 +98,17 @@ void check_options(const Options& o) {
         "--transport dpdk: the workers run over kernel UDP on loopback; DPDK workers "
         "need a port each: run them one by one (netagg-allreduce --rank, --job, "
         "--transport dpdk)");
-  if (o.workers < 1 || o.workers > kMaxWorkers)
-    usage_error(fmt::format("--workers: {} workers; 1..{} are supported", o.workers, kMaxWorkers));
+  if (o.leaves < 0 || o.leaves > kMaxWorkers)
+    usage_error(fmt::format("--leaves: {} leaves; 0..{} are supported", o.leaves, kMaxWorkers));
+  if (o.leaves > 0 && o.target != "switch-sim")
+    usage_error("--leaves: trees of daemons are built for --target switch-sim");
+  const int max_workers = kMaxWorkers * std::max(1, o.leaves);
+  if (o.workers < 1 || o.workers > max_workers)
+    usage_error(fmt::format("--workers: {} workers; 1..{} are supported{}", o.workers, max_workers,
+                            o.leaves > 0 ? " on that many leaves" : ""));
+  if (o.leaves > o.workers)
+    usage_error(fmt::format("--leaves: {} leaves for {} workers; each leaf needs a worker",
+                            o.leaves, o.workers));
   if (o.kill_rank >= o.workers)
     usage_error(fmt::format("--kill-rank {} but only {} workers", o.kill_rank, o.workers));
   if (o.window < 1 || o.window > 0xFFFF) usage_error("--window: must be in 1..65535");
@@ -113,7 +123,7 @@ void check_options(const Options& o) {
     if (o.window > kFpgaSlots)
       usage_error(fmt::format("--window: the FPGA aggregator has {} slots", kFpgaSlots));
   }
-  if (o.port_base > 0 && o.port_base + o.workers > 0xFFFF)
+  if (o.port_base > 0 && o.port_base + o.workers + o.leaves + 1 > 0xFFFF)
     usage_error("--port-base: too high for that many workers");
 }
 
@@ -191,9 +201,11 @@ std::vector<std::string> worker_args(const Program& worker, const Options& o, in
 
 // The daemon that serves --target: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim), with
 // the arguments after its path.
+// `as`: the daemon's aggregator name in the job's tree ("" without one).
 std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, const fs::path& job,
                                                             const fs::path& counters,
-                                                            std::uint16_t port) {
+                                                            std::uint16_t port,
+                                                            const std::string& as = "") {
   std::vector<std::string> args{"--listen",        fmt::format("127.0.0.1:{}", port),
                                 "--job",           job.string(),
                                 "--counters-json", counters.string()};
@@ -203,6 +215,7 @@ std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, co
   }
   args.insert(args.end(), {"--slots", std::to_string(o.window), "--threads",
                            std::to_string(o.switchd_threads)});
+  if (!as.empty()) args.insert(args.end(), {"--as", as});
   return {find_program("netagg-switchd", "switchd", o.switchd, NETAGG_LOCAL_SWITCHD), args};
 }
 
@@ -242,6 +255,14 @@ Endpoint start_daemon(std::optional<ChildProcess>& daemon, const Program& progra
 
 // ---- the run: the workers, then their summary ------------------------------------------
 
+// A daemon of the run: the single aggregator (name "") or an aggregator of the tree.
+struct DaemonRun {
+  std::string name;
+  std::optional<ChildProcess> process;
+  fs::path counters_path;
+};
+std::optional<ChildProcess> g_no_daemon;  // the daemon of a run against --target IP:PORT
+
 struct Worker {
   ChildProcess process;
   bool killed_by_launcher = false;
@@ -265,15 +286,24 @@ int run(const Options& o) {
   check_exists(worker_program);
   const TempDir tmp;
   const fs::path job_path = tmp.path() / "job.json";
-  const fs::path counters_path = tmp.path() / "aggregator-counters.json";
+  const int daemons_wanted = is_address(o.target) ? 0 : o.leaves > 0 ? o.leaves + 1 : 1;
 
-  // Ports: consecutive from --port-base (the daemon first), or whatever the kernel says is free.
-  std::vector<std::uint16_t> ports;
+  // Ports: consecutive from --port-base (the daemons first), or whatever the kernel says is
+  // free (a single daemon picks its own; a tree's daemons need theirs in the job file first).
+  std::vector<std::uint16_t> ports, daemon_ports(daemons_wanted, 0);
   if (o.port_base > 0) {
-    for (int i = 0; i <= n; ++i) ports.push_back(static_cast<std::uint16_t>(o.port_base + i));
+    for (int i = 0; i < daemons_wanted; ++i)
+      daemon_ports[i] = static_cast<std::uint16_t>(o.port_base + i);
+    for (int i = 0; i < n; ++i)
+      ports.push_back(static_cast<std::uint16_t>(o.port_base + std::max(daemons_wanted, 1) + i));
   } else {
-    ports = netagg::sim::free_loopback_ports(static_cast<std::size_t>(n));
-    ports.insert(ports.begin(), 0);  // the daemon picks its own
+    ports = netagg::sim::free_loopback_ports(static_cast<std::size_t>(n) +
+                                             (o.leaves > 0 ? daemons_wanted : 0));
+    if (o.leaves > 0)
+      for (int i = 0; i < daemons_wanted; ++i) {
+        daemon_ports[i] = ports.back();
+        ports.pop_back();
+      }
   }
   netagg::JobSpec job;
   job.job_id = 1;
@@ -281,30 +311,61 @@ int run(const Options& o) {
   job.slot_count = static_cast<std::uint16_t>(o.window);
   job.elements_per_packet = static_cast<std::uint16_t>(o.elements_per_packet);
   for (int r = 0; r < n; ++r)
-    job.workers.push_back({static_cast<std::uint16_t>(r), Endpoint{0x7F000001, ports[r + 1]},
+    job.workers.push_back({static_cast<std::uint16_t>(r), Endpoint{0x7F000001, ports[r]},
                            std::nullopt, std::nullopt});
+  // A two-level tree: "root", and "leaf0".. under it, the workers spread over the leaves in
+  // rank order (leaf i takes ranks i, i + L, ...).
+  std::vector<std::string> daemon_names(daemons_wanted);
+  if (o.leaves > 0) {
+    netagg::TreeSpec tree;
+    tree.job_id = job.job_id;
+    tree.window = job.slot_count;
+    tree.aggregators.push_back(
+        {"root", Endpoint{0x7F000001, daemon_ports[0]}, 0, std::nullopt, {}});
+    for (int l = 0; l < o.leaves; ++l) {
+      netagg::TreeNode leaf{fmt::format("leaf{}", l),
+                            Endpoint{0x7F000001, daemon_ports[l + 1]},
+                            0,
+                            std::size_t{0},
+                            {}};
+      for (int r = l; r < n; r += o.leaves) leaf.workers.push_back(static_cast<std::uint16_t>(r));
+      tree.aggregators.push_back(leaf);
+    }
+    job.trees.push_back(tree);
+    for (int i = 0; i < daemons_wanted; ++i) daemon_names[i] = tree.aggregators[i].name;
+  }
 
-  std::optional<ChildProcess> daemon;
+  std::vector<DaemonRun> daemons(daemons_wanted);
   std::string daemon_name;
   Endpoint aggregator;
   if (!is_address(o.target)) {
     std::ofstream(job_path) << netagg::to_json(job) << "\n";
-    const auto [program, args] = daemon_command(o, job_path, counters_path, ports[0]);
-    daemon_name = program.name;
-    aggregator = start_daemon(daemon, program, args);
+    for (int i = 0; i < daemons_wanted; ++i) {
+      daemons[i].name = daemon_names[i];
+      daemons[i].counters_path =
+          tmp.path() / fmt::format("aggregator-counters{}.json", daemon_names[i]);
+      const auto [program, args] =
+          daemon_command(o, job_path, daemons[i].counters_path, daemon_ports[i], daemon_names[i]);
+      daemon_name = program.name;
+      const Endpoint at = start_daemon(daemons[i].process, program, args);
+      if (i == 0) aggregator = at;
+    }
   } else {
     aggregator = Endpoint::parse(o.target, "--target");
   }
-  job.aggregator = aggregator;
+  if (o.leaves == 0) job.aggregator = aggregator;
   std::ofstream(job_path) << netagg::to_json(job) << "\n";
 
   // Every run draws its own epoch, so that it can never take an earlier run's sums from an
   // aggregator that still holds them.
   const std::uint32_t epoch = netagg::random_epoch();
   std::vector<Worker> workers;
-  for (int r = 0; r < n; ++r)
-    workers.push_back(
-        {ChildProcess(worker_args(worker_program, o, r, job_path, aggregator, epoch))});
+  for (int r = 0; r < n; ++r) {
+    const Endpoint to =
+        o.leaves > 0 ? *netagg::worker_view(job, 0, static_cast<std::uint16_t>(r)).job.aggregator
+                     : aggregator;
+    workers.push_back({ChildProcess(worker_args(worker_program, o, r, job_path, to, epoch))});
+  }
 
   // Wait for the workers. When one fails, the others should fail by their own --timeout; who is
   // still running after that and a grace period is killed, so nothing hangs the launcher.
@@ -333,31 +394,36 @@ int run(const Options& o) {
       }
       break;
     }
-    if (daemon) {
-      live.push_back(&*daemon);
-      daemon->poll_exit();
+    for (auto& d : daemons) {
+      live.push_back(&*d.process);
+      d.process->poll_exit();
     }
     netagg::sim::wait_for_output(live, std::chrono::milliseconds(100));
   }
 
-  json aggregator_counters;
-  std::string daemon_status;
-  if (daemon) {
-    if (!daemon->exited()) {
-      daemon->signal(SIGTERM);
-      if (!daemon->wait_exit(Clock::now() + std::chrono::seconds(5))) {
-        daemon->signal(SIGKILL);
-        daemon->wait_exit();
+  json aggregator_counters, tree_counters = json::object();
+  std::vector<std::string> daemon_statuses;
+  for (auto& d : daemons) {
+    ChildProcess& p = *d.process;
+    const std::string who = d.name.empty() ? daemon_name : daemon_name + " " + d.name;
+    if (!p.exited()) {
+      p.signal(SIGTERM);
+      if (!p.wait_exit(Clock::now() + std::chrono::seconds(5))) {
+        p.signal(SIGKILL);
+        p.wait_exit();
       }
     } else {
-      daemon_status =
-          fmt::format("{} {} while the workers ran", daemon_name, daemon->describe_exit());
+      daemon_statuses.push_back(fmt::format("{} {} while the workers ran", who, p.describe_exit()));
     }
-    if (o.verbose) std::fprintf(stderr, "%s", daemon->output().c_str());
-    std::ifstream in(counters_path);
-    if (in) aggregator_counters = json::parse(in, nullptr, false);
-    if (aggregator_counters.is_discarded()) aggregator_counters = nullptr;
+    if (o.verbose) std::fprintf(stderr, "%s", p.output().c_str());
+    json counters;
+    std::ifstream in(d.counters_path);
+    if (in) counters = json::parse(in, nullptr, false);
+    if (counters.is_discarded()) counters = nullptr;
+    if (d.name.empty() || d.name == "root") aggregator_counters = counters;
+    if (!d.name.empty()) tree_counters[d.name] = counters;
   }
+  std::optional<ChildProcess>& daemon = daemons.empty() ? g_no_daemon : daemons.front().process;
 
   // Results: each worker printed one JSON line (unless it died).
   std::vector<json> results(n);
@@ -394,11 +460,11 @@ int run(const Options& o) {
     }
     ranks.push_back(entry);
   }
-  if (!daemon_status.empty()) problems.push_back(daemon_status);
+  for (const auto& status : daemon_statuses) problems.push_back(status);
   // A worker that timed out names the slots it waited on, but only the aggregator knows whom the
   // rounds wait for: netagg-switchd lists its open rounds when it stops.
   json waiting_for = json::array();
-  if (daemon && !all_ok) {
+  if (daemon && !all_ok && o.leaves == 0) {
     if (const auto line = daemon->line_after(daemon_name + ": open rounds at exit: ")) {
       std::set<unsigned> missing;
       std::istringstream out(daemon->output());
@@ -478,6 +544,7 @@ int run(const Options& o) {
         {"problems", problems},
         {"waiting_for_ranks", waiting_for},
         {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", aggregator_counters}};
+    if (o.leaves > 0) summary["tree_counters"] = tree_counters;  // by aggregator name
     if (first_mismatch) {
       summary["mismatch"] = first_mismatch->second;
       summary["mismatch"]["rank"] = first_mismatch->first;
@@ -547,6 +614,10 @@ int main(int argc, char** argv) {
   app.add_option("--fpga-model", o.fpga_model,
                  "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
       ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
+  app.add_option("--leaves", o.leaves,
+                 "switch-sim: a two-level tree of netagg-switchd daemons, L leaves under a root; "
+                 "worker r sends to leaf r mod L")
       ->capture_default_str();
   app.add_option("--switchd-threads", o.switchd_threads,
                  "switch-sim: netagg-switchd serves from N threads (its --threads)")

@@ -92,6 +92,31 @@ TEST(EndToEnd, AThreadedSwitchdGetsTheSums) {
   EXPECT_GT(c["completions"].get<std::uint64_t>(), 0u);
 }
 
+// A two-level tree of netagg-switchd processes (three leaves under a root, two workers each),
+// with loss between the workers and the leaves: int32 exact, fp32 within the bound (the workers
+// verify), every leaf's rounds answered by the root.
+TEST(EndToEnd, ATwoLevelTreeOfDaemonsGetsTheSums) {
+  for (const char* dtype : {"int32", "fp32"}) {
+    const ToolRun run = run_tool(
+        {"--workers", "6",      "--leaves", "3",        "--target", "switch-sim",   "--json",
+         "--timeout", "5",      "--dtype",  dtype,      "--count",  "60000",        "--loss",
+         "0.03",      "--seed", "8",        "--window", "32",       "--iterations", "2"});
+    const json s = run.summary();
+    ASSERT_EQ(run.exit_code, 0) << dtype << "\n" << run.out << run.err;
+    EXPECT_EQ(s["verification"], "ok") << dtype;
+    EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u) << dtype;
+    const json& tree = s["tree_counters"];
+    ASSERT_TRUE(tree.contains("root")) << s.dump(2);
+    EXPECT_GT(tree["root"]["completions"].get<std::uint64_t>(), 0u);
+    for (const char* leaf : {"leaf0", "leaf1", "leaf2"}) {
+      const json& c = tree[leaf];
+      EXPECT_GT(c["sent_to_parent"].get<std::uint64_t>(), 0u) << leaf;
+      EXPECT_EQ(c["results_from_parent"], c["sent_to_parent"]) << leaf;
+      EXPECT_EQ(c["completions"], c["results_from_parent"]) << leaf;
+    }
+  }
+}
+
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
   const ToolRun run =
