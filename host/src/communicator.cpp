@@ -8,7 +8,9 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "netagg/dpdk.hpp"
 #endif
 #include "netagg/engine.hpp"
+#include "netagg/split.hpp"
 
 namespace netagg {
 
@@ -54,12 +57,18 @@ bool Handle::ready() const {
 
 namespace {
 
-// Chunk c of a tensor of n elements cut into pieces of `per_packet`.
+// Chunk c of a tree's share of a tensor of n elements cut into pieces of `per_packet`: the
+// tensor's chunk split->global(tree, c) (a job on several trees), or chunk c (split null).
 struct Chunking {
   std::size_t n = 0;
   std::size_t per_packet = 1;
-  std::uint64_t chunks() const { return (n + per_packet - 1) / per_packet; }
-  std::size_t offset(std::uint64_t c) const { return static_cast<std::size_t>(c) * per_packet; }
+  const ChunkSplit* split = nullptr;
+  std::size_t tree = 0;
+  std::uint64_t all_chunks() const { return (n + per_packet - 1) / per_packet; }
+  std::uint64_t chunks() const { return split ? split->count(tree, all_chunks()) : all_chunks(); }
+  std::size_t offset(std::uint64_t c) const {
+    return static_cast<std::size_t>(split ? split->global(tree, c) : c) * per_packet;
+  }
   std::size_t size(std::uint64_t c) const { return std::min(per_packet, n - offset(c)); }
 };
 
@@ -68,8 +77,7 @@ struct Chunking {
 template <typename T, wire::DataType kDtype>
 class RawSource final : public PacketSource {
  public:
-  RawSource(std::span<T> data, std::size_t per_packet)
-      : data_(data), chunks_{data.size(), per_packet} {}
+  explicit RawSource(std::span<T> data, Chunking chunks) : data_(data), chunks_(chunks) {}
 
   std::uint64_t packet_count() const override { return chunks_.chunks(); }
 
@@ -101,9 +109,9 @@ class RawSource final : public PacketSource {
 // exponents, then all data; see SubrangeSource), which sends 2 * chunks packets, not chunks + W.
 class BlockFloatSource final : public PacketSource {
  public:
-  BlockFloatSource(std::span<float> data, std::size_t per_packet, std::size_t lead, int world)
+  BlockFloatSource(std::span<float> data, Chunking chunks, std::size_t lead, int world)
       : data_(data),
-        chunks_{data.size(), per_packet},
+        chunks_(chunks),
         lead_(lead),
         world_(world),
         global_exponent_(chunks_.chunks(), wire::kExponentNone) {}
@@ -182,6 +190,23 @@ std::uint64_t rank_seed(std::uint64_t seed, int rank) {
   return seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1));
 }
 
+// The counts of `more` added to `total` (several trees' engines as one); the estimates (RTO,
+// SRTT, window) stay the first engine's.
+void add_counts(EngineStats& total, const EngineStats& more) {
+  total.packets_sent += more.packets_sent;
+  total.retransmissions += more.retransmissions;
+  total.results += more.results;
+  total.duplicates += more.duplicates;
+  total.rejected += more.rejected;
+  total.foreign_epoch += more.foreign_epoch;
+  total.recovery_resends += more.recovery_resends;
+  total.ce_results += more.ce_results;
+  total.window_cuts += more.window_cuts;
+  total.rtt_samples += more.rtt_samples;
+  total.spurious_retransmissions += more.spurious_retransmissions;
+  total.overtaken_retransmissions += more.overtaken_retransmissions;
+}
+
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
 constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
 
@@ -194,7 +219,11 @@ struct Communicator::Impl {
   };
 
   Impl(Config c, std::unique_ptr<Transport> t)
-      : cfg(std::move(c)), transport(std::move(t)), engine(cfg.engine_params()) {
+      : cfg(std::move(c)), transport(std::move(t)), split(tree_weights(cfg)) {
+    for (std::size_t k = 0; k < cfg.trees(); ++k) {
+      engines.push_back(std::make_unique<Engine>(cfg.engine_params(k)));
+      engine_of_job[engines.back()->params().job_id] = k;
+    }
     if (cfg.loss > 0)
       transport = with_loss(std::move(transport), cfg.loss, rank_seed(cfg.loss_seed, cfg.rank));
     worker = std::thread([this] { run(); });
@@ -238,7 +267,9 @@ struct Communicator::Impl {
       }
       {
         std::lock_guard lock(mutex);
-        stats_snapshot = engine.stats();
+        stats_snapshot = engines.front()->stats();
+        for (std::size_t k = 1; k < engines.size(); ++k)
+          add_counts(stats_snapshot, engines[k]->stats());
         stats_snapshot.operations = completed;  // all-reduce calls, not engine operations
         counters_snapshot = transport->counters();
       }
@@ -259,63 +290,120 @@ struct Communicator::Impl {
     }
   }
 
+  // Tree k's share of a tensor of n elements (all of it on one tree).
+  Chunking chunking(std::size_t n, std::size_t k) const {
+    return {n, cfg.job.elements_per_packet, engines.size() > 1 ? &split : nullptr, k};
+  }
+
+  template <typename T, wire::DataType kDtype>
+  void execute_raw(std::span<T> data) {
+    std::vector<std::unique_ptr<PacketSource>> sources;
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      sources.push_back(std::make_unique<RawSource<T, kDtype>>(data, chunking(data.size(), k)));
+    drive(sources);
+  }
+
   void execute(std::span<std::int32_t> data) {
     if (data.empty()) return;
-    RawSource<std::int32_t, wire::DataType::kInt32> src(data, cfg.job.elements_per_packet);
-    drive(src);
+    execute_raw<std::int32_t, wire::DataType::kInt32>(data);
   }
 
   void execute(std::span<float> data) {
     if (data.empty()) return;
     if (cfg.float_wire == FloatWire::kFp32) {
-      RawSource<float, wire::DataType::kFp32> src(data, cfg.job.elements_per_packet);
-      drive(src);
-    } else {
-      const std::uint64_t per_packet = cfg.job.elements_per_packet;
-      const std::uint64_t chunks = (data.size() + per_packet - 1) / per_packet;
-      const int world = static_cast<int>(cfg.job.world_size());
-      const std::size_t window = engine.params().window;  // the exponents' lead
+      execute_raw<float, wire::DataType::kFp32>(data);
+      return;
+    }
+    // Block floating point, on each tree: pipelined with the exponents a window ahead, or for a
+    // share of fewer chunks than the tree's window in two operations (exponents, then values).
+    const int world = static_cast<int>(cfg.job.world_size());
+    std::vector<std::unique_ptr<BlockFloatSource>> sources;
+    std::vector<std::unique_ptr<PacketSource>> first(engines.size()), second(engines.size());
+    bool two_phases = false;
+    for (std::size_t k = 0; k < engines.size(); ++k) {
+      const Chunking c = chunking(data.size(), k);
+      const std::uint64_t chunks = c.chunks();
+      const std::size_t window = engines[k]->params().window;  // the exponents' lead
+      if (chunks == 0) continue;
       if (chunks >= window) {
-        BlockFloatSource src(data, per_packet, window, world);
-        drive(src);
+        sources.push_back(std::make_unique<BlockFloatSource>(data, c, window, world));
+        first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0, chunks + window);
       } else {
-        BlockFloatSource src(data, per_packet, chunks, world);
-        SubrangeSource exponents(src, 0, chunks), values(src, chunks, 2 * chunks);
-        drive(exponents);
-        drive(values);
+        sources.push_back(std::make_unique<BlockFloatSource>(data, c, chunks, world));
+        first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0, chunks);
+        second[k] = std::make_unique<SubrangeSource>(*sources.back(), chunks, 2 * chunks);
+        two_phases = true;
       }
     }
+    drive(first);
+    if (two_phases) drive(second);
   }
 
-  // Runs one operation to its end: packets out, results in, timers, until done or failed.
-  // The engine's transmits stay valid until cleared, so a whole received batch is answered
-  // with one send().
-  void drive(PacketSource& src) {
-    engine.start(src, Clock::now());
+  // Runs one operation on each tree's engine that has a source (null: none), all at once, to
+  // their end: packets out, results in (to the engine of their job_id), timers, until every one
+  // is done or one failed. An engine's transmits stay valid until cleared, so a whole received
+  // batch is answered with one send per tree.
+  void drive(const std::vector<std::unique_ptr<PacketSource>>& sources) {
+    const auto start = Clock::now();
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      if (sources[k]) engines[k]->start(*sources[k], start);
+    const auto running = [&](std::size_t k) {
+      return sources[k] && engines[k]->state() == Engine::State::kRunning;
+    };
     const auto handle_packet = [&](std::span<const std::byte> packet) {
-      engine.on_packet(packet, Clock::now(), transport->last_ecn());
+      std::size_t k = 0;  // a packet of no tree's job: the first engine counts it as rejected
+      if (engines.size() > 1 && packet.size() >= wire::offset::kJobId + 2) {
+        const auto it = engine_of_job.find(wire::load_be16(packet.data() + wire::offset::kJobId));
+        if (it != engine_of_job.end()) k = it->second;
+      }
+      engines[k]->on_packet(packet, Clock::now(), transport->last_ecn());
     };
     for (;;) {
-      if (!engine.transmits().empty()) {
-        transport->send(engine.transmits());
-        engine.clear_transmits();
+      bool any = false;
+      std::optional<TimePoint> deadline;
+      for (std::size_t k = 0; k < engines.size(); ++k) {
+        Engine& e = *engines[k];
+        if (!e.transmits().empty()) {
+          transport->send_to(k, e.transmits());
+          e.clear_transmits();
+        }
+        if (!running(k)) continue;
+        any = true;
+        if (const auto d = e.next_deadline(); d && (!deadline || *d < *deadline)) deadline = d;
       }
-      if (engine.state() != Engine::State::kRunning) break;
-      const auto deadline = engine.next_deadline();
+      if (!any) break;
+      bool failed = false;
+      for (std::size_t k = 0; k < engines.size(); ++k)
+        failed = failed || (sources[k] && engines[k]->state() == Engine::State::kFailed);
+      if (failed) break;
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);
-      if (engine.state() != Engine::State::kRunning) continue;  // send leftovers, then leave
-      const auto due = engine.next_deadline();
       const auto now = Clock::now();
-      if (due && now >= *due) engine.on_timer(now);
+      for (std::size_t k = 0; k < engines.size(); ++k) {
+        if (!running(k)) continue;  // its leftovers are sent at the top of the loop
+        const auto due = engines[k]->next_deadline();
+        if (due && now >= *due) engines[k]->on_timer(now);
+      }
     }
-    if (engine.state() == Engine::State::kFailed) throw Error(Errc::kTimeout, engine.failure());
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      if (sources[k] && engines[k]->state() == Engine::State::kFailed)
+        throw Error(Errc::kTimeout, engines.size() == 1
+                                        ? engines[k]->failure()
+                                        : fmt::format("tree {}: {}", k, engines[k]->failure()));
+  }
+
+  static std::vector<std::uint32_t> tree_weights(const Config& c) {
+    std::vector<std::uint32_t> w;
+    for (const TreeSpec& t : c.job.trees) w.push_back(t.weight);
+    return w;
   }
 
   Config cfg;
   std::unique_ptr<Transport> transport;
-  Engine engine;
+  ChunkSplit split;                                    // the trees' shares of a tensor's chunks
+  std::vector<std::unique_ptr<Engine>> engines;        // one per tree
+  std::map<std::uint16_t, std::size_t> engine_of_job;  // a tree's job_id -> its engine
   std::optional<Error> broken;  // the first failure; only the worker thread touches it
 
   mutable std::mutex mutex;
@@ -343,9 +431,16 @@ Config validated(Config cfg) {
 }  // namespace
 
 std::unique_ptr<Transport> make_transport(const Config& cfg) {
-  if (cfg.transport == "udp")
-    return make_udp_transport(cfg.local_address(), cfg.aggregator_address(), cfg.udp_offload,
+  if (cfg.transport == "udp") {
+    const std::vector<Endpoint> aggregators = cfg.aggregator_addresses();
+    return make_udp_transport(cfg.local_address(), aggregators, cfg.udp_offload,
                               cfg.congestion_control);
+  }
+  if (cfg.transport == "dpdk" && cfg.trees() > 1)
+    throw Error(Errc::kUnsupported,
+                fmt::format("transport: dpdk talks to one aggregator, and job {} runs on {} trees "
+                            "(use udp)",
+                            cfg.job.job_id, cfg.trees()));
   if (cfg.transport == "dpdk") {
 #ifdef NETAGG_HAVE_DPDK
     const auto& worker = cfg.job.workers.at(static_cast<std::size_t>(cfg.rank));

@@ -536,10 +536,11 @@ std::uint32_t random_epoch() {
 void Config::validate() const {
   const std::size_t n = job.world_size();
   if (n == 0) config_error("job", "has no workers");
-  if (job.trees.size() > 1)
-    throw Error(Errc::kUnsupported,
-                fmt::format("job {}: {} trees; a communicator runs a job on one tree", job.job_id,
-                            job.trees.size()));
+  if (job.trees.size() > 1 && aggregator.port != 0)
+    config_error("aggregator",
+                 fmt::format("set to {}, but job {} runs on {} trees, each with its own "
+                             "aggregator of this rank: leave it unset",
+                             aggregator.to_string(), job.job_id, job.trees.size()));
   if (job.slot_count == 0 && job.trees.empty())
     config_error("job: slots.count", "must be at least 1");
   if (job.elements_per_packet == 0 || job.elements_per_packet > wire::kMaxCount)
@@ -557,7 +558,7 @@ void Config::validate() const {
                 fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
   if (aggregator.port == 0 && !job.aggregator && job.trees.empty())
     config_error("aggregator", "not set (neither in the config nor in the job)");
-  check_host_address(aggregator_address(), "aggregator");
+  for (const Endpoint& a : aggregator_addresses()) check_host_address(a, "aggregator");
   if (transport == "dpdk" && !dpdk_built())
     throw Error(Errc::kUnsupported,
                 "transport: 'dpdk' is not built into this libnetagg (available: udp; build with "
@@ -574,7 +575,8 @@ void Config::validate() const {
       config_error("dpdk.mbufs",
                    fmt::format("{} is outside [{}, {}]", dpdk.mbufs, kMinMbufs, kMaxMbufs));
     // Every packet of a window can be in flight at once, plus a receive ring's worth.
-    const unsigned window = worker_view().job.slot_count;
+    unsigned window = 0;  // the packets in flight: every tree's window
+    for (std::size_t t = 0; t < trees(); ++t) window += worker_view(t).job.slot_count;
     if (dpdk.mbufs < 2u * window + 2u * dpdk.burst)
       config_error("dpdk.mbufs", fmt::format("{} is too few for a window of {} slots (at least {})",
                                              dpdk.mbufs, window, 2u * window + 2u * dpdk.burst));
@@ -595,17 +597,24 @@ void Config::validate() const {
   if (!(loss >= 0 && loss < 1)) config_error("loss", fmt::format("{} is outside [0, 1)", loss));
 }
 
-WorkerView Config::worker_view() const {
+WorkerView Config::worker_view(std::size_t tree) const {
   if (job.trees.empty()) return {job, static_cast<std::uint16_t>(rank)};
   if (rank < 0 || static_cast<std::size_t>(rank) >= job.world_size())
     throw Error(Errc::kConfig,
                 fmt::format("rank {} is outside the job's {} workers", rank, job.world_size()));
-  return netagg::worker_view(job, 0, static_cast<std::uint16_t>(rank));
+  return netagg::worker_view(job, tree, static_cast<std::uint16_t>(rank));
 }
 
-EngineParams Config::engine_params() const {
+std::vector<Endpoint> Config::aggregator_addresses() const {
+  if (trees() == 1) return {aggregator_address()};
+  std::vector<Endpoint> out;
+  for (std::size_t t = 0; t < trees(); ++t) out.push_back(*worker_view(t).job.aggregator);
+  return out;
+}
+
+EngineParams Config::engine_params(std::size_t tree) const {
   EngineParams p;
-  const WorkerView view = worker_view();
+  const WorkerView view = worker_view(tree);
   p.job_id = view.job.job_id;
   p.rank = view.rank;
   p.slot_base = view.job.slot_base;

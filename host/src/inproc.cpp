@@ -152,6 +152,12 @@ class InprocTransport final : public Transport {
     for (std::span<const std::byte> packet : packets) net_->to_aggregator(local_, packet);
   }
 
+  // Every packet goes to the network's aggregator callback, whichever aggregator it is for:
+  // the callback tells them apart (a job's trees by the packet's job_id).
+  void send_to(std::size_t, std::span<const std::span<const std::byte>> packets) override {
+    send(packets);
+  }
+
   std::size_t receive(Duration timeout, const PacketHandler& on_packet) override {
     {
       std::unique_lock lock(net_->mu);

@@ -37,7 +37,9 @@ class LossyTransport final : public Transport {
         send_rng_(seed),
         receive_rng_(seed ^ 0x5DEECE66Dull * 0x2545F4914F6CDD1Dull) {}
 
-  void send(std::span<const std::span<const std::byte>> packets) override {
+  void send(std::span<const std::span<const std::byte>> packets) override { send_to(0, packets); }
+
+  void send_to(std::size_t peer, std::span<const std::span<const std::byte>> packets) override {
     kept_.clear();
     for (auto p : packets) {
       if (drop(send_rng_)) {
@@ -46,7 +48,7 @@ class LossyTransport final : public Transport {
       }
       kept_.push_back(p);
     }
-    if (!kept_.empty()) inner_->send(kept_);
+    if (!kept_.empty()) inner_->send_to(peer, kept_);
   }
 
   std::size_t receive(Duration timeout, const PacketHandler& on_packet) override {

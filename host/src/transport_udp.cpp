@@ -58,8 +58,10 @@ sockaddr_in to_sockaddr(const Endpoint& e) {
 
 class UdpTransport final : public Transport {
  public:
-  UdpTransport(const Endpoint& local, const Endpoint& aggregator, bool offload, bool ecn_capable)
-      : local_(local), aggregator_(aggregator), peer_(to_sockaddr(aggregator)), gso_(offload) {
+  UdpTransport(const Endpoint& local, std::span<const Endpoint> aggregators, bool offload,
+               bool ecn_capable)
+      : local_(local), aggregators_(aggregators.begin(), aggregators.end()), gso_(offload) {
+    for (const Endpoint& a : aggregators_) peers_.push_back(to_sockaddr(a));
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) socket_error("socket", errno);
     // Best effort: bursts of a whole window must not overflow the default buffers, but an
@@ -95,7 +97,13 @@ class UdpTransport final : public Transport {
 
   ~UdpTransport() override { ::close(fd_); }
 
-  void send(std::span<const std::span<const std::byte>> packets) override {
+  void send(std::span<const std::span<const std::byte>> packets) override { send_to(0, packets); }
+
+  void send_to(std::size_t peer, std::span<const std::span<const std::byte>> packets) override {
+    if (peer >= peers_.size())
+      throw Error(Errc::kUnsupported, fmt::format("udp: no aggregator {} (this transport has {})",
+                                                  peer, peers_.size()));
+    peer_ = &peers_[peer];
     std::size_t done = 0;
     while (done < packets.size()) {
       const std::size_t messages = build_messages(packets.subspan(done));
@@ -122,7 +130,7 @@ class UdpTransport final : public Transport {
         if (r == 0) return;
         continue;
       }
-      socket_error(fmt::format("sendmmsg to {}", aggregator_.to_string()), err);
+      socket_error(fmt::format("sendmmsg to {}", aggregators_[peer].to_string()), err);
     }
   }
 
@@ -163,7 +171,7 @@ class UdpTransport final : public Transport {
       }
       const std::size_t datagrams = segment == 0 ? 1 : (m.msg_len + segment - 1) / segment;
       if (m.msg_hdr.msg_namelen != sizeof(sockaddr_in) || from.sin_family != AF_INET ||
-          from.sin_addr.s_addr != peer_.sin_addr.s_addr || from.sin_port != peer_.sin_port) {
+          !is_peer(from)) {
         counters_.dropped_foreign += datagrams;
         continue;
       }
@@ -183,7 +191,9 @@ class UdpTransport final : public Transport {
   }
 
   std::string name() const override {
-    return fmt::format("udp {} -> {}", local_.to_string(), aggregator_.to_string());
+    std::string to;
+    for (const Endpoint& a : aggregators_) to += (to.empty() ? "" : ", ") + a.to_string();
+    return fmt::format("udp {} -> {}", local_.to_string(), to);
   }
 
   TransportCounters counters() const override { return counters_; }
@@ -210,8 +220,8 @@ class UdpTransport final : public Transport {
       }
       msghdr& h = tx_msgs_[m].msg_hdr;
       tx_msgs_[m] = {};
-      h.msg_name = &peer_;
-      h.msg_namelen = sizeof peer_;
+      h.msg_name = const_cast<sockaddr_in*>(peer_);
+      h.msg_namelen = sizeof *peer_;
       h.msg_iov = &tx_iov_[iov];
       h.msg_iovlen = p - first;
       if (p - first > 1) {
@@ -256,8 +266,16 @@ class UdpTransport final : public Transport {
     }
   }
 
-  Endpoint local_, aggregator_;
-  sockaddr_in peer_;
+  bool is_peer(const sockaddr_in& from) const {
+    for (const sockaddr_in& p : peers_)
+      if (from.sin_addr.s_addr == p.sin_addr.s_addr && from.sin_port == p.sin_port) return true;
+    return false;
+  }
+
+  Endpoint local_;
+  std::vector<Endpoint> aggregators_;
+  std::vector<sockaddr_in> peers_;
+  const sockaddr_in* peer_ = nullptr;  // where the messages being built go
   int fd_ = -1;
   bool gso_ = false, gro_ = false;
   std::uint8_t last_ecn_ = 0;
@@ -278,10 +296,25 @@ class UdpTransport final : public Transport {
 
 std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
                                               bool offload, bool ecn_capable) {
-  if (aggregator.port == 0 || aggregator.ip == 0)
-    throw Error(Errc::kConfig, fmt::format("udp: aggregator address {} is not a destination",
-                                           aggregator.to_string()));
-  return std::make_unique<UdpTransport>(local, aggregator, offload, ecn_capable);
+  return make_udp_transport(local, std::span<const Endpoint>(&aggregator, 1), offload, ecn_capable);
+}
+
+std::unique_ptr<Transport> make_udp_transport(const Endpoint& local,
+                                              std::span<const Endpoint> aggregators, bool offload,
+                                              bool ecn_capable) {
+  if (aggregators.empty()) throw Error(Errc::kConfig, "udp: no aggregator to send to");
+  for (const Endpoint& a : aggregators)
+    if (a.port == 0 || a.ip == 0)
+      throw Error(Errc::kConfig,
+                  fmt::format("udp: aggregator address {} is not a destination", a.to_string()));
+  return std::make_unique<UdpTransport>(local, aggregators, offload, ecn_capable);
+}
+
+void Transport::send_to(std::size_t peer, std::span<const std::span<const std::byte>> packets) {
+  if (peer != 0)
+    throw Error(Errc::kUnsupported,
+                fmt::format("{}: talks to one aggregator, not to aggregator {}", name(), peer));
+  send(packets);
 }
 
 }  // namespace netagg

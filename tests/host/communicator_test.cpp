@@ -25,6 +25,7 @@
 #include "netagg/codec.hpp"
 #include "netagg/error.hpp"
 #include "netagg/inproc.hpp"
+#include "netagg/split.hpp"
 #include "switch_model.hpp"
 
 namespace netagg {
@@ -434,7 +435,8 @@ TEST(CommunicatorTest, AnAggregatorThatRestartsMidRunLosesNoSum) {
 // A job on one tree: leaf i has leaves[i] workers (consecutive ranks); the leaves hang under the
 // root, or (three levels) under two middle aggregators that hang under the root. Each
 // aggregator takes the tree's slots from its own base.
-JobSpec tree_job(const std::vector<int>& leaves, int levels) {
+JobSpec tree_job(const std::vector<int>& leaves, int levels,
+                 const std::vector<std::uint32_t>& weights = {1}) {
   int n = 0;
   for (const int k : leaves) n += k;
   JobSpec job = make_local_job(kJobId, static_cast<std::uint16_t>(n), 41000, 0, 0, kPerPacket,
@@ -455,6 +457,7 @@ JobSpec tree_job(const std::vector<int>& leaves, int levels) {
     return t.aggregators.size() - 1;
   };
   const std::size_t root = node("root", 20000, 100, std::nullopt);
+  t.weight = weights[0];
   std::vector<std::size_t> mids;
   if (levels == 3) {
     mids.push_back(node("mid0", 20001, 7, root));
@@ -468,6 +471,24 @@ JobSpec tree_job(const std::vector<int>& leaves, int levels) {
     for (int k = 0; k < leaves[i]; ++k) t.aggregators[leaf].workers.push_back(rank++);
   }
   job.trees.push_back(t);
+  // Further trees (PANAMA): the same leaves (their slots from 40 on) under roots of their own.
+  for (std::size_t k = 1; k < weights.size(); ++k) {
+    TreeSpec more = t;
+    more.job_id = static_cast<std::uint16_t>(t.job_id + k);
+    more.weight = weights[k];
+    more.window = static_cast<std::uint16_t>(kWindow / 2);  // each tree has its own window
+    for (TreeNode& a : more.aggregators) {
+      if (a.name == "root") {
+        a.address.port = static_cast<std::uint16_t>(20100 + k);
+        a.name = fmt::format("root{}", k);
+      } else if (a.name.rfind("leaf", 0) == 0) {
+        a.slot_base = static_cast<std::uint16_t>(40 * k + a.slot_base);
+      } else {
+        a.address.port = static_cast<std::uint16_t>(a.address.port + 200 * k);  // mids
+      }
+    }
+    job.trees.push_back(more);
+  }
   return parse_job(to_json(job), "tree job");  // through the format: what a file would give
 }
 
@@ -482,16 +503,25 @@ struct TreeNetwork {
             [this](const Endpoint& from, std::span<const std::byte> packet,
                    const InprocNetwork::SendFn& send) {
               if (before_packet) before_packet();
-              deliver(leaf_of.at(from.port), from, packet, send);
+              // The packet's job_id says its tree, the tree and the sender its aggregator.
+              const std::uint16_t job_id =
+                  packet.size() >= 6 ? wire::load_be16(packet.data() + wire::offset::kJobId) : 0;
+              const auto leaf = leaf_of.find({job_id, from.port});
+              if (leaf == leaf_of.end()) return;  // no tree's: lost
+              deliver(leaf->second, from, packet, send);
             },
             options) {
-    for (const TreeNode& a : job.trees[0].aggregators) {
-      auto model = std::make_unique<sim::SwitchModel>(256, 1024);
-      model->add_job(aggregator_view(job, 0, a.name));
-      models.emplace(a.address.port, std::move(model));
-    }
-    for (std::uint16_t r = 0; r < job.world_size(); ++r)
-      leaf_of[job.workers[r].address.port] = worker_view(job, 0, r).job.aggregator->port;
+    // A switch can be in several trees (same address): it holds each tree's part as a job.
+    for (std::size_t k = 0; k < job.trees.size(); ++k)
+      for (const TreeNode& a : job.trees[k].aggregators) {
+        auto& model = models[a.address.port];
+        if (!model) model = std::make_unique<sim::SwitchModel>(256, 1024);
+        model->add_job(aggregator_view(job, k, a.name));
+      }
+    for (std::size_t k = 0; k < job.trees.size(); ++k)
+      for (std::uint16_t r = 0; r < job.world_size(); ++r)
+        leaf_of[{job.trees[k].job_id, job.workers[r].address.port}] =
+            worker_view(job, k, r).job.aggregator->port;
   }
 
   void deliver(std::uint16_t at, const Endpoint& from, std::span<const std::byte> packet,
@@ -511,8 +541,9 @@ struct TreeNetwork {
     }
   }
 
-  sim::SwitchModel& model(const JobSpec& job, std::string_view name) {
-    return *models.at(job.trees[0].aggregators[*find_tree_node(job.trees[0], name)].address.port);
+  sim::SwitchModel& model(const JobSpec& job, std::string_view name, std::size_t tree = 0) {
+    const TreeSpec& t = job.trees[tree];
+    return *models.at(t.aggregators[*find_tree_node(t, name)].address.port);
   }
 
   // Runs before each packet from a worker, under the network's lock (a test's restarts).
@@ -521,7 +552,8 @@ struct TreeNetwork {
   std::mt19937_64 rng;
   std::uint64_t inner_dropped = 0;
   std::map<std::uint16_t, std::unique_ptr<sim::SwitchModel>> models;  // by aggregator port
-  std::map<std::uint16_t, std::uint16_t> leaf_of;                     // worker port -> leaf port
+  // (tree's job_id, worker port) -> the port of the worker's aggregator in that tree
+  std::map<std::pair<std::uint16_t, std::uint16_t>, std::uint16_t> leaf_of;
   InprocNetwork net;
 };
 
@@ -636,6 +668,76 @@ TEST(TreeTest, RestartsOfTheRootAndOfALeafLoseNoSum) {
     EXPECT_EQ(ints[r], want) << "rank " << r;
     EXPECT_EQ(second[r], want_second) << "rank " << r;
   }
+}
+
+// PANAMA's several trees per job: the leaves are in every tree, each tree has a root of its own,
+// its own slots and window; the chunks go to the trees by weight. Sums exact (int32) and within
+// the bound (fp32, also a tensor smaller than a tree's window), under loss, and each root's
+// share of the rounds is its weight's.
+TEST(TreeTest, AJobOnSeveralTreesSplitsItsChunksByWeight) {
+  const JobSpec job = tree_job({2, 3}, 2, {3, 1});
+  ASSERT_EQ(job.trees.size(), 2u);
+  TreeNetwork tree(job, {.loss = 0.02, .seed = 9}, 0.02);
+  const int n = static_cast<int>(job.world_size());
+  std::vector<std::vector<std::int32_t>> ints(n);
+  std::vector<std::vector<float>> floats(n), small(n);
+  for (int r = 0; r < n; ++r) {
+    ints[r] = random_ints(64 * 400, 700 + r);  // 400 chunks: 300 on tree 0, 100 on tree 1
+    floats[r] = random_floats(7000, 800 + r);
+    small[r] = random_floats(5 * kPerPacket, 900 + r);  // fewer chunks than either window
+  }
+  const auto want = wrapping_sum(ints);
+  const auto float_inputs = floats, small_inputs = small;
+  std::vector<EngineStats> stats(n);
+  expect_no_errors(run_ranks(
+      tree.net, job, [&](int r) { return test_config(job, r); },
+      [&](int r, Communicator& comm) {
+        comm.allreduce(std::span<std::int32_t>(ints[r]));
+        comm.allreduce(std::span<float>(floats[r]));
+        comm.allreduce(std::span<float>(small[r]));
+        stats[r] = comm.stats();
+      }));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ints[r], want) << "rank " << r;
+    expect_within_bound(floats[r], float_inputs, kPerPacket);
+    expect_within_bound(small[r], small_inputs, kPerPacket);
+    EXPECT_GT(stats[r].retransmissions, 0u);
+  }
+  const std::uint64_t root0 = tree.model(job, "root", 0).counters().completions;
+  const std::uint64_t root1 = tree.model(job, "root1", 1).counters().completions;
+  EXPECT_GT(root1, 0u);
+  // int32: 300 and 100 rounds; fp32 block floating point adds each tree's window of exponent
+  // packets (16 and 8) to its 83 and 27 chunks of 7000 elements, and 4 + 4 and 1 + 1 rounds for
+  // the 5 chunks of the small tensor (two phases on each tree).
+  EXPECT_EQ(root0, 300u + (83 + kWindow) + 8);
+  EXPECT_EQ(root1, 100u + (27 + kWindow / 2) + 2);
+}
+
+TEST(ChunkSplitTest, TreesTakeChunksByWeightEvenlyInterleaved) {
+  const std::vector<std::uint32_t> equal = {1, 1, 1};
+  const ChunkSplit three(equal);
+  for (std::uint64_t c = 0; c < 30; ++c) EXPECT_EQ(three.tree_of(c), c % 3);
+  const std::vector<std::uint32_t> weights = {3, 1};
+  const ChunkSplit split(weights);
+  EXPECT_EQ(split.trees(), 2u);
+  std::vector<std::size_t> first;
+  for (std::uint64_t c = 0; c < 8; ++c) first.push_back(split.tree_of(c));
+  EXPECT_EQ(first, (std::vector<std::size_t>{0, 0, 1, 0, 0, 0, 1, 0}));
+  for (const std::uint64_t chunks : {0u, 1u, 3u, 4u, 5u, 401u}) {
+    std::vector<int> seen(chunks, 0);
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::uint64_t j = 0; j < split.count(k, chunks); ++j) {
+        const std::uint64_t g = split.global(k, j);
+        ASSERT_LT(g, chunks);
+        EXPECT_EQ(split.tree_of(g), k);
+        ++seen[g];
+      }
+    for (std::uint64_t c = 0; c < chunks; ++c) EXPECT_EQ(seen[c], 1) << "chunk " << c;
+  }
+  EXPECT_EQ(split.count(0, 400), 300u);
+  const std::vector<std::uint32_t> zero = {1, 0};
+  EXPECT_THROW(ChunkSplit{zero}, Error);
+  EXPECT_EQ(ChunkSplit({}).trees(), 1u);
 }
 
 TEST(CommunicatorTest, DeadWorkerMakesTheOthersTimeOutNamingSlots) {

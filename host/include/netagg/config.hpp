@@ -77,10 +77,16 @@ struct Config {
   static Config from_env();
   // Throws Error(kConfig) naming the first problem (kUnsupported for a transport not built in).
   void validate() const;
-  EngineParams engine_params() const;
-  // What this rank sends to: the job itself, or for a job with trees its aggregator's view of
-  // the (first) tree and its rank there (docs/job-format.md, "Trees").
-  WorkerView worker_view() const;
+  // The engine of tree `tree` (0 for a job without trees).
+  EngineParams engine_params(std::size_t tree = 0) const;
+  // What this rank sends to in tree `tree`: the job itself (a job without trees), or its
+  // aggregator's view of the tree and its rank there (docs/job-format.md, "Trees").
+  WorkerView worker_view(std::size_t tree = 0) const;
+  // The trees this rank runs the job on: 1 for a job without trees.
+  std::size_t trees() const { return job.trees.empty() ? 1 : job.trees.size(); }
+  // Where each tree's packets go: aggregator_address() for a job without trees or on one tree,
+  // else each tree's aggregator of this rank.
+  std::vector<Endpoint> aggregator_addresses() const;
   // `aggregator` if set, else the job's aggregator; throws Error(kConfig) if neither is.
   Endpoint aggregator_address() const;
   // The address this worker sends from: the job's entry for `rank`.

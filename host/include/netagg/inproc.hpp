@@ -7,6 +7,8 @@
 //   }, {.loss = 0.01, .seed = 7});
 //   auto transport = net.attach(worker_endpoint);   // one per worker, used by its own thread
 //
+// Every packet a worker sends goes to the one callback, also what it sends to another aggregator
+// (Transport::send_to: a job on several trees); the callback tells them apart by their contents.
 // The aggregator runs under the network's lock, so single-threaded aggregator code (the switch
 // model) needs no locking of its own; it must not call back into the network except through
 // `send`. Packets for a worker wait in its queue until its receive().

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "netagg/engine.hpp"
 #include "netagg/job.hpp"
@@ -28,6 +29,10 @@ class Transport {
   virtual ~Transport() = default;
   // Sends each packet to the aggregator (batched where the transport can).
   virtual void send(std::span<const std::span<const std::byte>> packets) = 0;
+  // A job on several trees talks to several aggregators: sends to aggregator `peer` (0 the
+  // first, as given when the transport was made). A transport made for one aggregator refuses
+  // any other with Error(kUnsupported). Results come back through receive() from any of them.
+  virtual void send_to(std::size_t peer, std::span<const std::span<const std::byte>> packets);
   // Waits up to `timeout` for packets from the aggregator and hands each to on_packet (the view
   // is valid during the call). Returns how many were handed over. Throws Error(kTransport).
   virtual std::size_t receive(Duration timeout, const PacketHandler& on_packet) = 0;
@@ -45,6 +50,11 @@ class Transport {
 // With `ecn_capable`, packets leave marked ECT(0) and the ECN bits of received ones are read
 // (last_ecn()).
 std::unique_ptr<Transport> make_udp_transport(const Endpoint& local, const Endpoint& aggregator,
+                                              bool offload = true, bool ecn_capable = false);
+// The same for several aggregators (peers 0.., a job on several trees): datagrams from any of
+// them are taken, from anyone else counted foreign.
+std::unique_ptr<Transport> make_udp_transport(const Endpoint& local,
+                                              std::span<const Endpoint> aggregators,
                                               bool offload = true, bool ecn_capable = false);
 
 // The transport cfg.transport names for cfg.rank: "udp" (make_udp_transport) or "dpdk"
