@@ -79,6 +79,7 @@ struct Options : netagg::report::TensorOptions {
   std::string fpga_model = "rtl";
   unsigned switchd_threads = 1;
   int leaves = 0;  // > 0: a two-level tree of switch daemons, this many leaves under a root
+  int trees = 1;   // with leaves: the job's trees, each with a root of its own
   bool json = false;
   bool verbose = false;
   int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
@@ -100,6 +101,10 @@ void check_options(const Options& o) {
         "--transport dpdk)");
   if (o.leaves < 0 || o.leaves > kMaxWorkers)
     usage_error(fmt::format("--leaves: {} leaves; 0..{} are supported", o.leaves, kMaxWorkers));
+  if (o.trees < 1 || o.trees > 16) usage_error("--trees: must be in 1..16");
+  if (o.trees > 1 && o.leaves == 0) usage_error("--trees: needs --leaves");
+  if (o.leaves > 0 && static_cast<long>(o.trees) * o.window > 0xFFFF)
+    usage_error("--trees: the trees' slots (trees x window) exceed a leaf's 16-bit slot space");
   if (o.leaves > 0 && o.target != "switch-sim")
     usage_error("--leaves: trees of daemons are built for --target switch-sim");
   const int max_workers = kMaxWorkers * std::max(1, o.leaves);
@@ -186,11 +191,11 @@ class TempDir {
 };
 
 std::vector<std::string> worker_args(const Program& worker, const Options& o, int rank,
-                                     const fs::path& job, const Endpoint& aggregator,
+                                     const fs::path& job, const std::optional<Endpoint>& aggregator,
                                      std::uint32_t epoch) {
-  std::vector<std::string> a{worker.path.string(),  "--rank",   std::to_string(rank),   "--job",
-                             job.string(),          "--target", aggregator.to_string(), "--epoch",
-                             std::to_string(epoch), "--json"};
+  std::vector<std::string> a{worker.path.string(), "--rank",  std::to_string(rank),  "--job",
+                             job.string(),         "--epoch", std::to_string(epoch), "--json"};
+  if (aggregator) a.insert(a.end(), {"--target", aggregator->to_string()});
   const auto tensor = netagg::report::tensor_args(o);
   a.insert(a.end(), tensor.begin(), tensor.end());
   if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
@@ -213,7 +218,7 @@ std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, co
     args.insert(args.end(), {"--model", o.fpga_model});
     return {find_program("netagg-fpgad", "fpgad", o.fpgad, NETAGG_LOCAL_FPGAD), args};
   }
-  args.insert(args.end(), {"--slots", std::to_string(o.window), "--threads",
+  args.insert(args.end(), {"--slots", std::to_string(o.window * o.trees), "--threads",
                            std::to_string(o.switchd_threads)});
   if (!as.empty()) args.insert(args.end(), {"--as", as});
   return {find_program("netagg-switchd", "switchd", o.switchd, NETAGG_LOCAL_SWITCHD), args};
@@ -286,7 +291,7 @@ int run(const Options& o) {
   check_exists(worker_program);
   const TempDir tmp;
   const fs::path job_path = tmp.path() / "job.json";
-  const int daemons_wanted = is_address(o.target) ? 0 : o.leaves > 0 ? o.leaves + 1 : 1;
+  const int daemons_wanted = is_address(o.target) ? 0 : o.leaves > 0 ? o.leaves + o.trees : 1;
 
   // Ports: consecutive from --port-base (the daemons first), or whatever the kernel says is
   // free (a single daemon picks its own; a tree's daemons need theirs in the job file first).
@@ -313,26 +318,32 @@ int run(const Options& o) {
   for (int r = 0; r < n; ++r)
     job.workers.push_back({static_cast<std::uint16_t>(r), Endpoint{0x7F000001, ports[r]},
                            std::nullopt, std::nullopt});
-  // A two-level tree: "root", and "leaf0".. under it, the workers spread over the leaves in
-  // rank order (leaf i takes ranks i, i + L, ...).
+  // Two-level trees: "leaf0".. with the workers spread over them in rank order (leaf i takes
+  // ranks i, i + L, ...), under "root" (one tree) or under "root0", "root1", ... (one tree each,
+  // the leaves in every tree with its slots from k * window, PANAMA's several trees per job).
+  // Daemons: the roots, then the leaves.
   std::vector<std::string> daemon_names(daemons_wanted);
   if (o.leaves > 0) {
-    netagg::TreeSpec tree;
-    tree.job_id = job.job_id;
-    tree.window = job.slot_count;
-    tree.aggregators.push_back(
-        {"root", Endpoint{0x7F000001, daemon_ports[0]}, 0, std::nullopt, {}});
-    for (int l = 0; l < o.leaves; ++l) {
-      netagg::TreeNode leaf{fmt::format("leaf{}", l),
-                            Endpoint{0x7F000001, daemon_ports[l + 1]},
-                            0,
-                            std::size_t{0},
-                            {}};
-      for (int r = l; r < n; r += o.leaves) leaf.workers.push_back(static_cast<std::uint16_t>(r));
-      tree.aggregators.push_back(leaf);
+    for (int k = 0; k < o.trees; ++k) {
+      netagg::TreeSpec tree;
+      tree.job_id = static_cast<std::uint16_t>(job.job_id + k);
+      tree.window = job.slot_count;
+      const std::string root = o.trees == 1 ? "root" : fmt::format("root{}", k);
+      tree.aggregators.push_back(
+          {root, Endpoint{0x7F000001, daemon_ports[k]}, 0, std::nullopt, {}});
+      daemon_names[k] = root;
+      for (int l = 0; l < o.leaves; ++l) {
+        netagg::TreeNode leaf{fmt::format("leaf{}", l),
+                              Endpoint{0x7F000001, daemon_ports[o.trees + l]},
+                              static_cast<std::uint16_t>(k * o.window),
+                              std::size_t{0},
+                              {}};
+        for (int r = l; r < n; r += o.leaves) leaf.workers.push_back(static_cast<std::uint16_t>(r));
+        tree.aggregators.push_back(leaf);
+        daemon_names[o.trees + l] = leaf.name;
+      }
+      job.trees.push_back(tree);
     }
-    job.trees.push_back(tree);
-    for (int i = 0; i < daemons_wanted; ++i) daemon_names[i] = tree.aggregators[i].name;
   }
 
   std::vector<DaemonRun> daemons(daemons_wanted);
@@ -361,9 +372,9 @@ int run(const Options& o) {
   const std::uint32_t epoch = netagg::random_epoch();
   std::vector<Worker> workers;
   for (int r = 0; r < n; ++r) {
-    const Endpoint to =
-        o.leaves > 0 ? *netagg::worker_view(job, 0, static_cast<std::uint16_t>(r)).job.aggregator
-                     : aggregator;
+    // On trees a worker takes its aggregators from the job (one per tree).
+    const std::optional<Endpoint> to =
+        o.leaves > 0 ? std::nullopt : std::optional<Endpoint>(aggregator);
     workers.push_back({ChildProcess(worker_args(worker_program, o, r, job_path, to, epoch))});
   }
 
@@ -420,7 +431,7 @@ int run(const Options& o) {
     std::ifstream in(d.counters_path);
     if (in) counters = json::parse(in, nullptr, false);
     if (counters.is_discarded()) counters = nullptr;
-    if (d.name.empty() || d.name == "root") aggregator_counters = counters;
+    if (d.name.empty() || d.name == "root" || d.name == "root0") aggregator_counters = counters;
     if (!d.name.empty()) tree_counters[d.name] = counters;
   }
   std::optional<ChildProcess>& daemon = daemons.empty() ? g_no_daemon : daemons.front().process;
@@ -618,6 +629,10 @@ int main(int argc, char** argv) {
   app.add_option("--leaves", o.leaves,
                  "switch-sim: a two-level tree of netagg-switchd daemons, L leaves under a root; "
                  "worker r sends to leaf r mod L")
+      ->capture_default_str();
+  app.add_option("--trees", o.trees,
+                 "with --leaves: the job's trees, each with a root of its own and the leaves in "
+                 "every tree; the chunks go to the trees in turn")
       ->capture_default_str();
   app.add_option("--switchd-threads", o.switchd_threads,
                  "switch-sim: netagg-switchd serves from N threads (its --threads)")

@@ -117,6 +117,31 @@ TEST(EndToEnd, ATwoLevelTreeOfDaemonsGetsTheSums) {
   }
 }
 
+// PANAMA's several trees per job through real daemons: three leaves in two trees, each tree with
+// a root of its own; the chunks alternate between the trees.
+TEST(EndToEnd, AJobOnTwoTreesOfDaemonsGetsTheSums) {
+  const ToolRun run =
+      run_tool({"--workers",    "6",      "--leaves",  "3",      "--trees", "2",        "--target",
+                "switch-sim",   "--json", "--timeout", "5",      "--dtype", "fp32",     "--count",
+                "60000",        "--loss", "0.03",      "--seed", "9",       "--window", "32",
+                "--iterations", "2"});
+  const json s = run.summary();
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(s["verification"], "ok");
+  const json& tree = s["tree_counters"];
+  const auto root0 = tree["root0"]["completions"].get<std::uint64_t>();
+  const auto root1 = tree["root1"]["completions"].get<std::uint64_t>();
+  EXPECT_GT(root0, 0u);
+  EXPECT_GT(root1, 0u);
+  // Equal weights: 59 chunks of 1024 elements, 30 on tree 0 and 29 on tree 1, each fewer than
+  // the window, so block floating point takes two rounds a chunk (exponents, then values); and
+  // the tool's one-element barrier before each all-reduce goes to tree 0.
+  EXPECT_EQ(root0, 2u * (2 * 30 + 1));
+  EXPECT_EQ(root1, 2u * (2 * 29));
+  for (const char* leaf : {"leaf0", "leaf1", "leaf2"})
+    EXPECT_EQ(tree[leaf]["completions"].get<std::uint64_t>(), root0 + root1) << leaf;
+}
+
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
   const ToolRun run =
