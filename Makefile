@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps configure build test test-long demo bench clean sim xclbin p4 formats format-check
+.PHONY: all deps configure build test test-long demo bench bench-fabric clean sim xclbin p4 formats format-check
 
 all: build
 
@@ -69,6 +69,13 @@ bench: build
 	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
 	if [ "$${BENCH_COMPETING:-1}" != 0 ]; then bash scripts/bench-competing.sh $(BUILD) || status=$$?; fi; \
 	exit $$status
+
+# The ns-3 fabric (docs/fabric.md): all-reduce completion time against the number of workers,
+# in-network (a two-level tree of switch models) and ring over TCP, JSON and a plot in
+# $(BUILD)/bench/. Builds only netagg-fabric.
+bench-fabric: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target netagg-fabric
+	bash scripts/bench-fabric.sh $(BUILD)
 
 # The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what
 # is missing and where to get it, and exits 0 (not part of `make test`; scripts/p4-build.sh).

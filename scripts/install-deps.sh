@@ -21,6 +21,7 @@ packages=(
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
   iproute2 nftables ethtool  # namespace tests and benches: namespaces, veths, tbf, loss, offloads
+  libns3-dev ns3 libgsl-dev  # the ns-3 fabric (sim/fabric, netagg-fabric): ns-3 3.37's headers, libraries, its GSL
 )
 
 missing=()

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fabric's netagg side (C++20): the job from netagg's job code, the workers' protocol engines
+// (netagg::Engine, the same engine the UDP and DPDK transports drive) and the aggregators' switch
+// model (netagg::sim::SwitchModel, as netagg-switchd serves it). See bridge.hpp.
+#include "bridge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "netagg/engine.hpp"
+#include "netagg/error.hpp"
+#include "netagg/job.hpp"
+#include "netagg/split.hpp"
+#include "netagg/wire.hpp"
+#include "switch_model.hpp"
+
+namespace netagg::fabric {
+
+namespace {
+
+// ns-3 time (ns from the simulation's start) as the engine's clock. One second is added so that
+// the simulation's start is not the clock's epoch (a default-constructed TimePoint).
+TimePoint to_time_point(std::int64_t ns) {
+  return TimePoint{} + std::chrono::seconds(1) + std::chrono::nanoseconds(ns);
+}
+std::int64_t to_ns(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t - TimePoint{} -
+                                                              std::chrono::seconds(1))
+      .count();
+}
+
+std::span<const std::byte> bytes_of(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const std::byte*>(data), size};
+}
+
+// The tensor's formula: element i of rank r. int32 with wrap-around, computed as uint32.
+std::uint32_t element(std::uint32_t rank, std::uint64_t i) {
+  return (rank + 1u) * static_cast<std::uint32_t>(i % 251 + 1);
+}
+
+void store_be32(std::uint32_t v, std::byte* p) {
+  p[0] = std::byte(v >> 24);
+  p[1] = std::byte(v >> 16);
+  p[2] = std::byte(v >> 8);
+  p[3] = std::byte(v);
+}
+
+std::uint32_t load_be32(const std::byte* p) {
+  return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 |
+         std::uint32_t(p[3]);
+}
+
+}  // namespace
+
+// ---- JobPlan ------------------------------------------------------------------------------------
+
+struct JobPlan::Impl {
+  JobSpec job;
+};
+
+JobPlan::JobPlan(const PlanSpec& spec) : impl_(std::make_unique<Impl>()) {
+  if (spec.trees.empty()) throw Error(Errc::kConfig, "fabric job: no aggregation tree");
+  JobSpec job;
+  job.job_id = spec.job_id;
+  job.elements_per_packet = spec.elements_per_packet;
+  for (std::size_t r = 0; r < spec.workers.size(); ++r) {
+    WorkerSpec w;
+    w.rank = static_cast<std::uint16_t>(r);
+    w.address = Endpoint{spec.workers[r].first, spec.workers[r].second};
+    job.workers.push_back(w);
+  }
+  for (std::size_t t = 0; t < spec.trees.size(); ++t) {
+    TreeSpec tree;
+    tree.job_id = static_cast<std::uint16_t>(spec.job_id + t);
+    tree.weight = 1;
+    tree.window = spec.window;
+    const std::size_t base = t * spec.window;
+    if (base + spec.window > 65536)
+      throw Error(Errc::kConfig, fmt::format("fabric job: {} trees of window {} do not fit the "
+                                             "16-bit slot space",
+                                             spec.trees.size(), spec.window));
+    for (const PlanNode& n : spec.trees[t].nodes) {
+      TreeNode node;
+      node.name = n.name;
+      node.address = Endpoint{n.ip, spec.aggregator_port};
+      node.slot_base = static_cast<std::uint16_t>(base);
+      node.parent = n.parent;
+      node.workers = n.workers;
+      tree.aggregators.push_back(std::move(node));
+    }
+    job.trees.push_back(std::move(tree));
+  }
+  // Through netagg's own parser, which checks the whole description (ranks, a tree's root,
+  // parents, every rank at exactly one aggregator of each tree).
+  impl_->job = parse_job(netagg::to_json(job), "fabric job");
+  for (std::size_t t = 0; t < impl_->job.trees.size(); ++t)
+    for (const TreeNode& n : impl_->job.trees[t].aggregators) {
+      const JobSpec v = aggregator_view(impl_->job, t, n.name);
+      if (v.workers.size() > sim::kMaxWorkersPerJob)
+        throw Error(Errc::kConfig,
+                    fmt::format("fabric job: aggregator '{}' of tree {} has {} members, the switch "
+                                "model holds at most {} per job (its bitmap); use \"tree\"",
+                                n.name, t, v.workers.size(), sim::kMaxWorkersPerJob));
+    }
+}
+
+JobPlan::~JobPlan() = default;
+std::size_t JobPlan::world_size() const { return impl_->job.world_size(); }
+std::size_t JobPlan::trees() const { return impl_->job.trees.size(); }
+std::uint16_t JobPlan::elements_per_packet() const { return impl_->job.elements_per_packet; }
+std::string JobPlan::to_json() const { return netagg::to_json(impl_->job); }
+
+// ---- WorkerCore ---------------------------------------------------------------------------------
+
+struct WorkerCore::Impl {
+  // Tree t's share of the tensor: its chunks, from the formula; results checked element by
+  // element.
+  class Source final : public PacketSource {
+   public:
+    Source(Impl& w, std::size_t tree, std::uint64_t packets)
+        : w_(w), tree_(tree), packets_(packets) {}
+    std::uint64_t packet_count() const override { return packets_; }
+    void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
+      const auto [first, n] = w_.chunk(w_.split.global(tree_, p));
+      h.dtype = wire::DataType::kInt32;
+      h.count = static_cast<std::uint16_t>(n);
+      h.exponent = wire::kExponentNone;
+      for (std::uint64_t k = 0; k < n; ++k) {
+        std::uint32_t v = element(w_.rank, first + k);
+        if (static_cast<int>(w_.rank) == w_.options.corrupt_rank && first + k == 0) v += 1;
+        store_be32(v, payload.data() + 4 * k);
+      }
+    }
+    void deliver(std::uint64_t p, const wire::Header& h,
+                 std::span<const std::byte> payload) override {
+      const auto [first, n] = w_.chunk(w_.split.global(tree_, p));
+      if (h.count != n || h.dtype != wire::DataType::kInt32) {
+        w_.mismatches += n;  // the engine delivers only the shape sent; counted all the same
+        return;
+      }
+      for (std::uint64_t k = 0; k < n; ++k)
+        if (load_be32(payload.data() + 4 * k) != w_.expected(first + k)) ++w_.mismatches;
+      w_.checked += n;
+    }
+
+   private:
+    Impl& w_;
+    std::size_t tree_;
+    std::uint64_t packets_;
+  };
+
+  Impl(const JobSpec& job, std::uint16_t r, const WorkerOptions& o)
+      : rank(r),
+        options(o),
+        world(job.world_size()),
+        epp(job.elements_per_packet),
+        split(weights(job)) {
+    chunks = (options.elements + epp - 1) / epp;
+    // Sum over ranks of (r + 1) = N (N + 1) / 2, modulo 2^32 like the aggregator's adds.
+    rank_sum = static_cast<std::uint32_t>(world * (world + 1) / 2);
+    for (std::size_t t = 0; t < job.trees.size(); ++t) {
+      const WorkerView v = worker_view(job, t, rank);
+      EngineParams p;
+      p.job_id = v.job.job_id;
+      p.rank = v.rank;
+      p.slot_base = v.job.slot_base;
+      p.window = v.job.slot_count;
+      p.adaptive_retransmit = true;
+      p.retransmit_timeout = std::chrono::nanoseconds(options.retransmit_timeout_ns);
+      p.min_retransmit_timeout = std::chrono::nanoseconds(options.min_retransmit_timeout_ns);
+      p.max_retransmit_timeout = std::chrono::nanoseconds(options.max_retransmit_timeout_ns);
+      p.job_timeout = std::chrono::nanoseconds(options.job_timeout_ns);
+      p.epoch = options.epoch;
+      p.congestion_control = options.congestion_control;
+      engines.push_back(std::make_unique<Engine>(p));
+      sources.push_back(std::make_unique<Source>(*this, t, split.count(t, chunks)));
+      aggregators.emplace_back(v.job.aggregator->ip, v.job.aggregator->port);
+    }
+  }
+
+  static std::vector<std::uint32_t> weights(const JobSpec& job) {
+    std::vector<std::uint32_t> w;
+    for (const TreeSpec& t : job.trees) w.push_back(t.weight);
+    return w;
+  }
+
+  struct Chunk {
+    std::uint64_t first, size;
+  };
+  Chunk chunk(std::uint64_t c) const {
+    const std::uint64_t first = c * epp;
+    return {first, std::min<std::uint64_t>(epp, options.elements - first)};
+  }
+  std::uint32_t expected(std::uint64_t i) const {
+    return rank_sum * static_cast<std::uint32_t>(i % 251 + 1);
+  }
+
+  void flush(std::size_t t, const SendFn& send) {
+    Engine& e = *engines[t];
+    for (const auto packet : e.transmits()) {
+      Outgoing o;
+      o.ip = aggregators[t].first;
+      o.port = aggregators[t].second;
+      o.data = reinterpret_cast<const std::uint8_t*>(packet.data());
+      o.size = packet.size();
+      send(o);
+    }
+    e.clear_transmits();
+  }
+
+  std::uint16_t rank;
+  WorkerOptions options;
+  std::uint64_t world;
+  std::uint64_t epp;
+  ChunkSplit split;
+  std::uint64_t chunks = 0;
+  std::uint32_t rank_sum = 0;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<Source>> sources;
+  std::vector<std::pair<std::uint32_t, std::uint16_t>> aggregators;
+  std::uint64_t checked = 0, mismatches = 0, unroutable = 0;
+};
+
+WorkerCore::WorkerCore(const JobPlan& plan, std::uint16_t rank, const WorkerOptions& options)
+    : impl_(std::make_unique<Impl>(plan.impl().job, rank, options)) {}
+WorkerCore::~WorkerCore() = default;
+
+std::pair<std::uint32_t, std::uint16_t> WorkerCore::aggregator(std::size_t tree) const {
+  return impl_->aggregators.at(tree);
+}
+
+void WorkerCore::start(std::int64_t now_ns, const SendFn& send) {
+  for (std::size_t t = 0; t < impl_->engines.size(); ++t) {
+    impl_->engines[t]->start(*impl_->sources[t], to_time_point(now_ns));
+    impl_->flush(t, send);
+  }
+}
+
+void WorkerCore::on_packet(const std::uint8_t* data, std::size_t size, std::uint8_t ecn,
+                           std::int64_t now_ns, const SendFn& send) {
+  const wire::Decoded d = wire::decode(bytes_of(data, size));
+  std::size_t t = 0;
+  if (impl_->engines.size() > 1) {
+    // Several trees: a result's job id is its tree's. An undecodable packet goes to tree 0's
+    // engine, which counts it rejected.
+    if (d) {
+      while (t < impl_->engines.size() && impl_->engines[t]->params().job_id != d.header.job_id)
+        ++t;
+      if (t == impl_->engines.size()) {
+        ++impl_->unroutable;
+        return;
+      }
+    }
+  }
+  impl_->engines[t]->on_packet(bytes_of(data, size), to_time_point(now_ns), ecn);
+  impl_->flush(t, send);
+}
+
+void WorkerCore::on_timer(std::int64_t now_ns, const SendFn& send) {
+  const TimePoint now = to_time_point(now_ns);
+  for (std::size_t t = 0; t < impl_->engines.size(); ++t) {
+    Engine& e = *impl_->engines[t];
+    if (e.state() != Engine::State::kRunning) continue;
+    const auto deadline = e.next_deadline();
+    if (deadline && now >= *deadline) e.on_timer(now);
+    impl_->flush(t, send);
+  }
+}
+
+std::optional<std::int64_t> WorkerCore::next_deadline_ns() const {
+  std::optional<std::int64_t> best;
+  for (const auto& e : impl_->engines) {
+    if (e->state() != Engine::State::kRunning) continue;
+    if (const auto d = e->next_deadline()) {
+      const std::int64_t ns = to_ns(*d);
+      if (!best || ns < *best) best = ns;
+    }
+  }
+  return best;
+}
+
+WorkerCore::State WorkerCore::state() const {
+  bool running = false, idle = false;
+  for (const auto& e : impl_->engines) {
+    switch (e->state()) {
+      case Engine::State::kFailed:
+        return State::kFailed;
+      case Engine::State::kRunning:
+        running = true;
+        break;
+      case Engine::State::kIdle:
+        idle = true;
+        break;
+      case Engine::State::kDone:
+        break;
+    }
+  }
+  return running ? State::kRunning : idle ? State::kIdle : State::kDone;
+}
+
+std::string WorkerCore::failure() const {
+  std::string out;
+  for (std::size_t t = 0; t < impl_->engines.size(); ++t)
+    if (impl_->engines[t]->state() == Engine::State::kFailed)
+      out += fmt::format("{}tree {}: {}", out.empty() ? "" : "; ", t, impl_->engines[t]->failure());
+  return out;
+}
+
+WorkerCounters WorkerCore::counters() const {
+  WorkerCounters c;
+  for (const auto& e : impl_->engines) {
+    const EngineStats& s = e->stats();
+    c.packets_sent += s.packets_sent;
+    c.retransmissions += s.retransmissions;
+    c.results += s.results;
+    c.duplicates += s.duplicates;
+    c.rejected += s.rejected;
+    c.foreign_epoch += s.foreign_epoch;
+    c.recovery_resends += s.recovery_resends;
+    c.ce_results += s.ce_results;
+    c.window_cuts += s.window_cuts;
+    c.rtt_samples += s.rtt_samples;
+    c.spurious_retransmissions += s.spurious_retransmissions;
+  }
+  if (!impl_->engines.empty()) {
+    const EngineStats& s = impl_->engines.front()->stats();
+    c.cwnd = s.cwnd;
+    c.srtt_us = std::chrono::duration<double, std::micro>(s.srtt).count();
+  }
+  c.elements_checked = impl_->checked;
+  c.mismatches = impl_->mismatches;
+  c.unroutable = impl_->unroutable;
+  return c;
+}
+
+// ---- AggregatorCore -----------------------------------------------------------------------------
+
+struct AggregatorCore::Impl {
+  // The model's output, handed to the SendFn of the call in progress.
+  class Sink final : public sim::PacketSink {
+   public:
+    void send(const Endpoint& destination, std::span<const std::byte> packet,
+              std::uint8_t ecn) override {
+      Outgoing o;
+      o.ip = destination.ip;
+      o.port = destination.port;
+      o.data = reinterpret_cast<const std::uint8_t*>(packet.data());
+      o.size = packet.size();
+      o.ecn = ecn;
+      (*to)(o);
+    }
+    const SendFn* to = nullptr;
+  };
+
+  Impl(const std::vector<JobSpec>& jobs, std::size_t pool, std::size_t lanes) : model(pool, lanes) {
+    for (const JobSpec& j : jobs) model.add_job(j);
+  }
+
+  sim::SwitchModel model;
+  Sink sink;
+};
+
+namespace {
+std::size_t pool_for(const std::vector<JobSpec>& jobs) {
+  std::size_t pool = 1;
+  for (const JobSpec& j : jobs)
+    pool = std::max<std::size_t>(pool, std::size_t{j.slot_base} + j.slot_count);
+  return pool;
+}
+}  // namespace
+
+AggregatorCore::AggregatorCore(const JobPlan& plan, const std::string& name) {
+  const std::vector<JobSpec> jobs = jobs_at_aggregator(plan.impl().job, name, std::nullopt);
+  impl_ = std::make_unique<Impl>(jobs, pool_for(jobs), plan.elements_per_packet());
+}
+AggregatorCore::~AggregatorCore() = default;
+
+void AggregatorCore::process(std::uint32_t src_ip, std::uint16_t src_port, const std::uint8_t* data,
+                             std::size_t size, std::uint8_t ecn, const SendFn& send) {
+  impl_->sink.to = &send;
+  impl_->model.process(Endpoint{src_ip, src_port}, bytes_of(data, size), impl_->sink, ecn);
+  impl_->sink.to = nullptr;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> AggregatorCore::counters() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& [name, value] : impl_->model.counters().named())
+    out.emplace_back(std::string(name), value);
+  return out;
+}
+
+std::size_t AggregatorCore::open_rounds() const { return impl_->model.open_rounds().size(); }
+
+}  // namespace netagg::fabric

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// One ns-3 simulation per mode of a scenario: the topology, then either the in-network all-reduce
+// (workers running netagg's engine, aggregators running the switch model) or the ring baseline
+// over TCP, optional background traffic, and the result document.
+#include "fabric.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/ipv4-address-generator.h"
+#include "ns3/nstime.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/type-id.h"
+#include "ns3/uinteger.h"
+
+#include "apps.hpp"
+#include "bridge.hpp"
+#include "network.hpp"
+#include "scenario.hpp"
+
+namespace netagg::fabric {
+
+namespace {
+
+using namespace ns3;
+using nlohmann::json;
+
+constexpr std::uint16_t kWorkerPort = 31000;
+constexpr std::uint16_t kAggregatorPort = 20033;  // netagg's well-known aggregator port
+constexpr std::uint16_t kRingPort = 32000;
+
+// ns-3's TCP for the ring and the background flows. Set before any socket exists.
+void configure_tcp(const Scenario& s) {
+  TypeId tid;
+  const std::string flavour = s.tcp_flavour();
+  if (!TypeId::LookupByNameFailSafe("ns3::" + flavour, &tid))
+    throw std::runtime_error(
+        fmt::format("scenario: ring.tcp: no ns-3 TCP congestion control 'ns3::{}'", flavour));
+  Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(tid));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(s.ring.segment_bytes));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(s.ring.buffer_bytes));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(s.ring.buffer_bytes));
+  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
+  Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MicroSeconds(20)));
+  Config::SetDefault("ns3::TcpSocketBase::MinRto",
+                     TimeValue(NanoSeconds(std::llround(s.ring.min_rto_us * 1e3))));
+  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MicroSeconds(1)));
+  // DCTCP sets ECN on itself; any other flavour uses it when the queues mark.
+  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(s.marks() ? "On" : "Off"));
+}
+
+struct Measure {
+  bool completed = false;
+  double completion_s = 0;  // slowest worker, from the start
+  double fastest_s = 0;
+  double mean_s = 0;
+};
+
+Measure measure(const std::vector<double>& finish, double start_s, bool all_finished) {
+  Measure m;
+  m.completed = all_finished && !finish.empty();
+  if (finish.empty()) return m;
+  double sum = 0;
+  m.completion_s = 0;
+  m.fastest_s = 1e300;
+  for (const double f : finish) {
+    m.completion_s = std::max(m.completion_s, f - start_s);
+    m.fastest_s = std::min(m.fastest_s, f - start_s);
+    sum += f - start_s;
+  }
+  m.mean_s = sum / static_cast<double>(finish.size());
+  return m;
+}
+
+json queue_json(const QueueSummary& q) {
+  return json{{"switch_queues", q.queues},      {"max_packets", q.max_packets},
+              {"mean_packets", q.mean_packets}, {"busiest_mean_packets", q.busiest_mean_packets},
+              {"ecn_marks", q.ecn_marks},       {"drops", q.drops},
+              {"enqueued", q.enqueued}};
+}
+
+// What every mode reports about the simulation itself.
+struct SimRun {
+  double wall_s = 0;
+  std::uint64_t events = 0;
+  double simulated_s = 0;
+};
+
+SimRun run_simulation(double time_limit_s) {
+  Simulator::Stop(Seconds(time_limit_s));
+  const std::uint64_t events_before = Simulator::GetEventCount();
+  const auto t0 = std::chrono::steady_clock::now();
+  Simulator::Run();
+  SimRun r;
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.events = Simulator::GetEventCount() - events_before;
+  r.simulated_s = Simulator::Now().GetSeconds();
+  return r;
+}
+
+void add_sim_stats(json& out, const SimRun& r, const Network& net) {
+  out["simulated_s"] = r.simulated_s;
+  out["simulated_packets"] = net.link_packets;
+  out["events"] = r.events;
+  out["wall_s"] = r.wall_s;
+  out["simulated_packets_per_wall_s"] =
+      r.wall_s > 0 ? static_cast<double>(net.link_packets) / r.wall_s : 0.0;
+}
+
+// Every mode's simulation starts from a clean ns-3 state: a fresh simulator, node list and
+// address allocator.
+void reset_ns3(std::uint64_t seed) {
+  Simulator::Destroy();
+  Ipv4AddressGenerator::Reset();
+  RngSeedManager::SetSeed(static_cast<std::uint32_t>(seed == 0 ? 1 : seed));
+  RngSeedManager::SetRun(1);
+}
+
+std::unique_ptr<BackgroundTraffic> start_background(const Scenario& s, const Network& net,
+                                                    Time start) {
+  if (s.background.load <= 0) return nullptr;
+  return std::make_unique<BackgroundTraffic>(net.hosts, net.host_ip, s.background.load,
+                                             s.topology.host_gbps * 1e9, s.background.flow_bytes,
+                                             s.background.seed, start);
+}
+
+void add_background(json& out, const BackgroundTraffic* bg) {
+  if (!bg) return;
+  out["background"] = {{"flows_started", bg->flows_started()},
+                       {"bytes_received", bg->bytes_received()}};
+}
+
+PlanSpec make_plan(const Scenario& s, const Network& net) {
+  PlanSpec spec;
+  spec.job_id = 1;
+  spec.window = static_cast<std::uint16_t>(s.job.window);
+  spec.elements_per_packet = static_cast<std::uint16_t>(s.job.elements_per_packet);
+  spec.aggregator_port = kAggregatorPort;
+  const unsigned n = s.workers();
+  for (unsigned r = 0; r < n; ++r) spec.workers.emplace_back(net.host_ip[r].Get(), kWorkerPort);
+  for (unsigned t = 0; t < s.job.trees; ++t) {
+    const unsigned root = t % s.topology.spines;
+    PlanTree tree;
+    PlanNode top;
+    top.name = fmt::format("spine{}", root);
+    top.ip = net.spine_ip[root].Get();
+    if (s.job.aggregation == "single") {
+      for (unsigned r = 0; r < n; ++r) top.workers.push_back(static_cast<std::uint16_t>(r));
+      tree.nodes.push_back(top);
+    } else {
+      tree.nodes.push_back(top);
+      for (unsigned l = 0; l < s.topology.leaves; ++l) {
+        PlanNode leaf;
+        leaf.name = fmt::format("leaf{}", l);
+        leaf.ip = net.leaf_ip[l].Get();
+        leaf.parent = 0;
+        for (unsigned r = 0; r < n; ++r)
+          if (net.host_leaf[r] == l) leaf.workers.push_back(static_cast<std::uint16_t>(r));
+        if (!leaf.workers.empty()) tree.nodes.push_back(leaf);
+      }
+    }
+    spec.trees.push_back(std::move(tree));
+  }
+  return spec;
+}
+
+json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
+  reset_ns3(s.background.seed);
+  configure_tcp(s);  // the background flows
+  std::unique_ptr<Network> net = build_network(s);
+  const JobPlan plan(make_plan(s, *net));
+  const Time start = NanoSeconds(std::llround(s.start_us * 1e3));
+  const unsigned n = s.workers();
+
+  // Aggregators: one per switch in the plan, holding its part of every tree.
+  std::map<std::string, std::pair<Ptr<Node>, Ipv4Address>> switches;
+  for (unsigned l = 0; l < s.topology.leaves; ++l)
+    switches[fmt::format("leaf{}", l)] = {net->leaves.Get(l), net->leaf_ip[l]};
+  for (unsigned sp = 0; sp < s.topology.spines; ++sp)
+    switches[fmt::format("spine{}", sp)] = {net->spines.Get(sp), net->spine_ip[sp]};
+  std::vector<std::string> used;
+  {
+    const PlanSpec spec = make_plan(s, *net);
+    for (const PlanTree& t : spec.trees)
+      for (const PlanNode& node : t.nodes)
+        if (std::find(used.begin(), used.end(), node.name) == used.end()) used.push_back(node.name);
+  }
+  std::vector<std::unique_ptr<AggregatorCore>> aggregator_cores;
+  std::vector<Ptr<AggregatorApp>> aggregator_apps;
+  const Time per_packet = s.aggregator.rate_mpps > 0
+                              ? NanoSeconds(std::llround(1e3 / s.aggregator.rate_mpps))
+                              : Time(0);
+  const double per_byte_ns = s.aggregator.rate_gbps > 0 ? 8.0 / s.aggregator.rate_gbps : 0;
+  for (const std::string& name : used) {
+    aggregator_cores.push_back(std::make_unique<AggregatorCore>(plan, name));
+    Ptr<AggregatorApp> app = CreateObject<AggregatorApp>();
+    app->Setup(aggregator_cores.back().get(), switches.at(name).second, kAggregatorPort, per_packet,
+               per_byte_ns, s.aggregator.queue_packets);
+    switches.at(name).first->AddApplication(app);
+    app->SetStartTime(Seconds(0));
+    aggregator_apps.push_back(app);
+  }
+
+  WorkerOptions wo;
+  wo.elements = s.elements();
+  wo.epoch = s.job.epoch;
+  wo.congestion_control = s.job.congestion_control;
+  wo.retransmit_timeout_ns = std::llround(s.job.retransmit_timeout_us * 1e3);
+  wo.min_retransmit_timeout_ns = std::llround(s.job.min_retransmit_timeout_us * 1e3);
+  wo.max_retransmit_timeout_ns = std::llround(s.job.max_retransmit_timeout_us * 1e3);
+  wo.job_timeout_ns = std::llround(s.job.job_timeout_ms * 1e6);
+  wo.corrupt_rank = s.job.corrupt_rank;
+  std::vector<std::unique_ptr<WorkerCore>> cores;
+  std::vector<Ptr<WorkerApp>> apps;
+  unsigned remaining = n;
+  for (unsigned r = 0; r < n; ++r) {
+    cores.push_back(std::make_unique<WorkerCore>(plan, static_cast<std::uint16_t>(r), wo));
+    Ptr<WorkerApp> app = CreateObject<WorkerApp>();
+    app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.job.congestion_control,
+               [&remaining] {
+                 if (--remaining == 0) Simulator::Stop();
+               });
+    net->hosts.Get(r)->AddApplication(app);
+    app->SetStartTime(Seconds(0));
+    apps.push_back(app);
+  }
+  const auto background = start_background(s, *net, start);
+  Simulator::Schedule(start, [&net] { restart_queue_stats(*net); });
+
+  const SimRun sim = run_simulation(s.time_limit_s);
+
+  // Collect.
+  std::vector<double> finish;
+  bool all_done = true;
+  std::uint64_t mismatches = 0, checked = 0, retransmissions = 0, packets_sent = 0, ce = 0,
+                cuts = 0, duplicates = 0, rejected = 0, spurious = 0;
+  json per_worker_retx = json::array();
+  json failures = json::array();
+  json per_worker = json::array();
+  for (unsigned r = 0; r < n; ++r) {
+    const WorkerCounters c = cores[r]->counters();
+    const WorkerCore::State st = cores[r]->state();
+    if (st != WorkerCore::State::kDone) {
+      all_done = false;
+      failures.push_back({{"rank", r},
+                          {"state", st == WorkerCore::State::kFailed ? "failed" : "unfinished"},
+                          {"failure", cores[r]->failure()}});
+    }
+    if (apps[r]->finished() && st == WorkerCore::State::kDone)
+      finish.push_back(apps[r]->finished_at().GetSeconds());
+    mismatches += c.mismatches;
+    checked += c.elements_checked;
+    retransmissions += c.retransmissions;
+    packets_sent += c.packets_sent;
+    ce += c.ce_results;
+    cuts += c.window_cuts;
+    duplicates += c.duplicates;
+    rejected += c.rejected;
+    spurious += c.spurious_retransmissions;
+    per_worker_retx.push_back(c.retransmissions);
+    per_worker.push_back(
+        {{"rank", r},
+         {"completion_s",
+          apps[r]->finished() ? apps[r]->finished_at().GetSeconds() - start.GetSeconds() : -1.0},
+         {"packets_sent", c.packets_sent},
+         {"retransmissions", c.retransmissions},
+         {"ce_results", c.ce_results},
+         {"window_cuts", c.window_cuts},
+         {"cwnd", c.cwnd},
+         {"srtt_us", c.srtt_us},
+         {"mismatches", c.mismatches}});
+  }
+  const Measure m = measure(finish, start.GetSeconds(), all_done);
+  const std::uint64_t expected_checked = static_cast<std::uint64_t>(n) * s.elements();
+  const bool verified = m.completed && mismatches == 0 && checked == expected_checked;
+
+  std::map<std::string, std::uint64_t> switch_sum;
+  std::size_t open_rounds = 0;
+  for (const auto& a : aggregator_cores) {
+    for (const auto& [k, v] : a->counters()) switch_sum[k] += v;
+    open_rounds += a->open_rounds();
+  }
+  std::uint64_t rate_drops = 0, backlog = 0;
+  for (const auto& a : aggregator_apps) {
+    rate_drops += a->rate_limit_drops();
+    backlog = std::max(backlog, a->max_backlog());
+  }
+  const QueueSummary q = summarize_queues(*net);
+
+  json out{{"completed", m.completed},
+           {"verified", verified},
+           {"completion_s", m.completion_s},
+           {"fastest_s", m.fastest_s},
+           {"mean_s", m.mean_s},
+           {"algorithm_gbps",
+            m.completion_s > 0 ? static_cast<double>(s.job.tensor_bytes) * 8 / m.completion_s / 1e9
+                               : 0.0},
+           {"mismatches", mismatches},
+           {"elements_checked", checked},
+           {"elements_expected", expected_checked},
+           {"packets_sent", packets_sent},
+           {"retransmissions", retransmissions},
+           {"spurious_retransmissions", spurious},
+           {"retransmissions_per_worker", per_worker_retx},
+           {"duplicates", duplicates},
+           {"rejected", rejected},
+           {"ce_results", ce},
+           {"window_cuts", cuts},
+           {"failures", failures},
+           {"aggregators", used},
+           {"switch", switch_sum},
+           {"open_rounds", open_rounds},
+           {"aggregator_rate_limit", {{"drops", rate_drops}, {"max_backlog", backlog}}},
+           {"queues", queue_json(q)},
+           {"job", json::parse(plan.to_json())},
+           {"per_worker", per_worker}};
+  add_sim_stats(out, sim, *net);
+  add_background(out, background.get());
+  ok = verified;
+  line = fmt::format(
+      "innetwork ({}, {} tree{}): {} in {:.3f} ms, {} mismatches, {} retransmissions, "
+      "{} CE marks, {} link packets in {:.2f} s wall ({:.0f}/s)",
+      s.job.aggregation, s.job.trees, s.job.trees == 1 ? "" : "s",
+      verified ? "verified" : (m.completed ? "WRONG RESULT" : "DID NOT COMPLETE"),
+      m.completion_s * 1e3, mismatches, retransmissions, q.ecn_marks, net->link_packets, sim.wall_s,
+      sim.wall_s > 0 ? net->link_packets / sim.wall_s : 0.0);
+  if (!quiet) std::fprintf(stderr, "netagg-fabric: %s\n", line.c_str());
+
+  Simulator::Destroy();
+  return out;
+}
+
+json run_ring(const Scenario& s, bool quiet, bool& ok, std::string& line) {
+  reset_ns3(s.background.seed);
+  configure_tcp(s);
+  std::unique_ptr<Network> net = build_network(s);
+  const Time start = NanoSeconds(std::llround(s.start_us * 1e3));
+  const unsigned n = s.workers();
+  std::vector<std::uint64_t> chunks(n);
+  for (unsigned c = 0; c < n; ++c)
+    chunks[c] = s.job.tensor_bytes / n + (c < s.job.tensor_bytes % n ? 1 : 0);
+
+  std::vector<Ptr<RingApp>> apps;
+  unsigned remaining = n;
+  for (unsigned r = 0; r < n; ++r) {
+    Ptr<RingApp> app = CreateObject<RingApp>();
+    app->Setup(r, n, net->host_ip[(r + 1) % n], kRingPort, chunks, start, [&remaining] {
+      if (--remaining == 0) Simulator::Stop();
+    });
+    net->hosts.Get(r)->AddApplication(app);
+    app->SetStartTime(Seconds(0));
+    apps.push_back(app);
+  }
+  const auto background = start_background(s, *net, start);
+  Simulator::Schedule(start, [&net] { restart_queue_stats(*net); });
+
+  const SimRun sim = run_simulation(s.time_limit_s);
+
+  std::vector<double> finish;
+  bool all_done = true;
+  std::uint64_t sent = 0;
+  for (const auto& a : apps) {
+    if (a->finished())
+      finish.push_back(a->finished_at().GetSeconds());
+    else
+      all_done = false;
+    sent += a->bytes_sent();
+  }
+  const Measure m = measure(finish, start.GetSeconds(), all_done);
+  const QueueSummary q = summarize_queues(*net);
+  json out{{"completed", m.completed},
+           {"completion_s", m.completion_s},
+           {"fastest_s", m.fastest_s},
+           {"mean_s", m.mean_s},
+           {"algorithm_gbps",
+            m.completion_s > 0 ? static_cast<double>(s.job.tensor_bytes) * 8 / m.completion_s / 1e9
+                               : 0.0},
+           {"tcp", s.tcp_flavour()},
+           {"steps", 2 * (n - 1)},
+           {"bytes_sent_per_worker", n ? sent / n : 0},
+           {"unfinished_workers", n - finish.size()},
+           {"queues", queue_json(q)}};
+  add_sim_stats(out, sim, *net);
+  add_background(out, background.get());
+  ok = m.completed;
+  line = fmt::format(
+      "ring ({}): {} in {:.3f} ms, {} CE marks, {} drops, {} link packets in "
+      "{:.2f} s wall ({:.0f}/s)",
+      s.tcp_flavour(), m.completed ? "completed" : "DID NOT COMPLETE", m.completion_s * 1e3,
+      q.ecn_marks, q.drops, net->link_packets, sim.wall_s,
+      sim.wall_s > 0 ? net->link_packets / sim.wall_s : 0.0);
+  if (!quiet) std::fprintf(stderr, "netagg-fabric: %s\n", line.c_str());
+
+  Simulator::Destroy();
+  return out;
+}
+
+}  // namespace
+
+RunOutput run_scenario(const std::string& scenario_json, bool quiet) {
+  json doc;
+  try {
+    doc = json::parse(scenario_json);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("scenario: not JSON: {}", e.what()));
+  }
+  const Scenario s = parse_scenario(doc);
+  const unsigned n = s.workers();
+  const double bytes = static_cast<double>(s.job.tensor_bytes);
+  const double host_bps = s.topology.host_gbps * 1e9;
+
+  json result{{"scenario", to_json(s)},
+              {"workers", n},
+              {"tensor_bytes", s.job.tensor_bytes},
+              // Each worker's bytes sent (and received), over the in-network all-reduce's:
+              // ring all-reduce moves 2(N-1)/N times the tensor, in-network the tensor once.
+              {"bound", 2.0 * (n - 1) / n},
+              {"ideal",
+               {{"innetwork_s", bytes * 8 / host_bps},
+                {"ring_s", 2.0 * (n - 1) / n * bytes * 8 / host_bps}}}};
+  RunOutput out;
+  out.ok = true;
+  for (const std::string& mode : s.modes) {
+    bool ok = false;
+    std::string line;
+    result[mode] =
+        mode == "innetwork" ? run_innetwork(s, quiet, ok, line) : run_ring(s, quiet, ok, line);
+    out.ok = out.ok && ok;
+    out.summary += line + "\n";
+  }
+  if (result.contains("innetwork") && result.contains("ring") &&
+      result["innetwork"]["completion_s"].get<double>() > 0)
+    result["ring_over_innetwork"] = result["ring"]["completion_s"].get<double>() /
+                                    result["innetwork"]["completion_s"].get<double>();
+  result["ok"] = out.ok;
+  out.result_json = result.dump(2);
+  return out;
+}
+
+}  // namespace netagg::fabric

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scenario.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace netagg::fabric {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& field, const std::string& what) {
+  throw std::runtime_error(fmt::format("scenario: {}: {}", field, what));
+}
+
+void only_keys(const json& o, const std::string& where, std::initializer_list<const char*> keys) {
+  if (!o.is_object()) fail(where, "expected an object");
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
+      fail(where.empty() ? it.key() : where + "." + it.key(), "unknown field");
+}
+
+template <typename T>
+void get(const json& o, const std::string& where, const char* key, T& out) {
+  if (!o.contains(key)) return;
+  const std::string field = where.empty() ? key : where + "." + key;
+  try {
+    out = o.at(key).get<T>();
+  } catch (const json::exception& e) {
+    fail(field, e.what());
+  }
+}
+
+void positive(double v, const std::string& field) {
+  if (!(v > 0) || !std::isfinite(v)) fail(field, "must be > 0");
+}
+
+void in_range(double v, double lo, double hi, const std::string& field) {
+  if (!(v >= lo && v <= hi)) fail(field, fmt::format("must be in [{}, {}]", lo, hi));
+}
+
+}  // namespace
+
+std::string Scenario::tcp_flavour() const {
+  if (ring.tcp != "auto") return ring.tcp;
+  return marks() ? "TcpDctcp" : "TcpNewReno";
+}
+
+Scenario parse_scenario(const json& j) {
+  Scenario s;
+  only_keys(j, "",
+            {"name", "topology", "queues", "job", "aggregator", "ring", "background", "modes",
+             "start_us", "time_limit_s"});
+  get(j, "", "name", s.name);
+  get(j, "", "start_us", s.start_us);
+  get(j, "", "time_limit_s", s.time_limit_s);
+  if (j.contains("modes")) {
+    get(j, "", "modes", s.modes);
+    if (s.modes.empty()) fail("modes", "empty");
+    for (const auto& m : s.modes)
+      if (m != "innetwork" && m != "ring")
+        fail("modes", fmt::format("unknown mode '{}' (innetwork, ring)", m));
+  }
+  in_range(s.start_us, 0, 1e6, "start_us");
+  positive(s.time_limit_s, "time_limit_s");
+
+  if (j.contains("topology")) {
+    const json& o = j.at("topology");
+    only_keys(o, "topology",
+              {"kind", "leaves", "spines", "hosts_per_leaf", "host_gbps", "spine_gbps",
+               "oversubscription", "delay_us", "mtu", "ecmp"});
+    Topology& t = s.topology;
+    get(o, "topology", "kind", t.kind);
+    get(o, "topology", "leaves", t.leaves);
+    get(o, "topology", "spines", t.spines);
+    get(o, "topology", "hosts_per_leaf", t.hosts_per_leaf);
+    get(o, "topology", "host_gbps", t.host_gbps);
+    get(o, "topology", "spine_gbps", t.spine_gbps);
+    get(o, "topology", "oversubscription", t.oversubscription);
+    get(o, "topology", "delay_us", t.delay_us);
+    get(o, "topology", "mtu", t.mtu);
+    get(o, "topology", "ecmp", t.ecmp);
+    if (o.contains("spine_gbps") && o.contains("oversubscription"))
+      fail("topology", "give spine_gbps or oversubscription, not both");
+  }
+  Topology& t = s.topology;
+  if (t.kind != "leaf-spine") fail("topology.kind", "only \"leaf-spine\" is built");
+  in_range(t.leaves, 1, 1024, "topology.leaves");
+  in_range(t.spines, 1, 256, "topology.spines");
+  in_range(t.hosts_per_leaf, 1, 1024, "topology.hosts_per_leaf");
+  positive(t.host_gbps, "topology.host_gbps");
+  if (t.oversubscription != 0) {
+    positive(t.oversubscription, "topology.oversubscription");
+    t.spine_gbps = t.hosts_per_leaf * t.host_gbps / (t.spines * t.oversubscription);
+  } else {
+    t.oversubscription = t.hosts_per_leaf * t.host_gbps / (t.spines * t.spine_gbps);
+  }
+  positive(t.spine_gbps, "topology.spine_gbps");
+  in_range(t.delay_us, 0, 1e6, "topology.delay_us");
+  in_range(t.mtu, 576, 9000, "topology.mtu");
+  if (t.ecmp != "none" && t.ecmp != "per-packet")
+    fail("topology.ecmp", "\"none\" or \"per-packet\"");
+  if (s.hosts() > 65535) fail("topology", "more than 65535 hosts");
+
+  if (j.contains("queues")) {
+    const json& o = j.at("queues");
+    only_keys(o, "queues",
+              {"kind", "ecn_threshold_packets", "capacity_packets", "host_capacity_packets"});
+    get(o, "queues", "kind", s.queues.kind);
+    get(o, "queues", "ecn_threshold_packets", s.queues.ecn_threshold_packets);
+    get(o, "queues", "capacity_packets", s.queues.capacity_packets);
+    get(o, "queues", "host_capacity_packets", s.queues.host_capacity_packets);
+  }
+  if (s.queues.kind != "red-ecn" && s.queues.kind != "drop-tail")
+    fail("queues.kind", "\"red-ecn\" or \"drop-tail\"");
+  in_range(s.queues.capacity_packets, 2, 1e7, "queues.capacity_packets");
+  in_range(s.queues.host_capacity_packets, 2, 1e7, "queues.host_capacity_packets");
+  in_range(s.queues.ecn_threshold_packets, 1, s.queues.capacity_packets,
+           "queues.ecn_threshold_packets");
+
+  if (j.contains("job")) {
+    const json& o = j.at("job");
+    only_keys(o, "job",
+              {"workers", "tensor_bytes", "elements_per_packet", "window", "aggregation", "trees",
+               "congestion_control", "epoch", "retransmit_timeout_us", "min_retransmit_timeout_us",
+               "max_retransmit_timeout_us", "job_timeout_ms", "corrupt_rank"});
+    Job& b = s.job;
+    get(o, "job", "workers", b.workers);
+    get(o, "job", "tensor_bytes", b.tensor_bytes);
+    get(o, "job", "elements_per_packet", b.elements_per_packet);
+    get(o, "job", "window", b.window);
+    get(o, "job", "aggregation", b.aggregation);
+    get(o, "job", "trees", b.trees);
+    get(o, "job", "congestion_control", b.congestion_control);
+    get(o, "job", "epoch", b.epoch);
+    get(o, "job", "retransmit_timeout_us", b.retransmit_timeout_us);
+    get(o, "job", "min_retransmit_timeout_us", b.min_retransmit_timeout_us);
+    get(o, "job", "max_retransmit_timeout_us", b.max_retransmit_timeout_us);
+    get(o, "job", "job_timeout_ms", b.job_timeout_ms);
+    get(o, "job", "corrupt_rank", b.corrupt_rank);
+  }
+  Job& b = s.job;
+  if (b.workers > s.hosts())
+    fail("job.workers", fmt::format("{} workers, the topology has {} hosts", b.workers, s.hosts()));
+  if (s.workers() < 2) fail("job.workers", "at least 2");
+  if (b.tensor_bytes < 4 || b.tensor_bytes % 4 != 0)
+    fail("job.tensor_bytes", "a positive multiple of 4 (int32 elements)");
+  in_range(b.elements_per_packet, 1, 1024, "job.elements_per_packet");
+  // One netagg packet per IP datagram: 22 bytes of header, 4 per element, UDP and IPv4 headers.
+  if (22 + 4 * b.elements_per_packet + 28 > t.mtu)
+    fail("job.elements_per_packet",
+         fmt::format("{} elements make a {}-byte datagram, above the MTU of {}",
+                     b.elements_per_packet, 22 + 4 * b.elements_per_packet + 28, t.mtu));
+  in_range(b.window, 1, 32768, "job.window");
+  if (b.aggregation != "single" && b.aggregation != "tree")
+    fail("job.aggregation", "\"single\" or \"tree\"");
+  in_range(b.trees, 1, 64, "job.trees");
+  if (std::uint64_t{b.trees} * b.window > 65536)
+    fail("job.trees", "trees * window exceeds the 16-bit slot space");
+  positive(b.retransmit_timeout_us, "job.retransmit_timeout_us");
+  positive(b.min_retransmit_timeout_us, "job.min_retransmit_timeout_us");
+  if (b.max_retransmit_timeout_us < b.retransmit_timeout_us)
+    fail("job.max_retransmit_timeout_us", "below retransmit_timeout_us");
+  positive(b.job_timeout_ms, "job.job_timeout_ms");
+  if (b.corrupt_rank >= static_cast<int>(s.workers())) fail("job.corrupt_rank", "no such rank");
+
+  if (j.contains("aggregator")) {
+    const json& o = j.at("aggregator");
+    only_keys(o, "aggregator", {"rate_gbps", "rate_mpps", "queue_packets"});
+    get(o, "aggregator", "rate_gbps", s.aggregator.rate_gbps);
+    get(o, "aggregator", "rate_mpps", s.aggregator.rate_mpps);
+    get(o, "aggregator", "queue_packets", s.aggregator.queue_packets);
+  }
+  in_range(s.aggregator.rate_gbps, 0, 1e6, "aggregator.rate_gbps");
+  in_range(s.aggregator.rate_mpps, 0, 1e6, "aggregator.rate_mpps");
+  if (s.aggregator.rate_gbps > 0 && s.aggregator.rate_mpps > 0)
+    fail("aggregator", "give rate_gbps or rate_mpps, not both");
+
+  if (j.contains("ring")) {
+    const json& o = j.at("ring");
+    only_keys(o, "ring", {"tcp", "segment_bytes", "buffer_bytes", "min_rto_us"});
+    get(o, "ring", "tcp", s.ring.tcp);
+    get(o, "ring", "segment_bytes", s.ring.segment_bytes);
+    get(o, "ring", "buffer_bytes", s.ring.buffer_bytes);
+    get(o, "ring", "min_rto_us", s.ring.min_rto_us);
+  }
+  if (s.ring.segment_bytes + 52 > t.mtu || s.ring.segment_bytes < 64)
+    fail("ring.segment_bytes", "between 64 and MTU - 52 (IPv4, TCP and its timestamp option)");
+  in_range(static_cast<double>(s.ring.buffer_bytes), 4096, 1 << 30, "ring.buffer_bytes");
+  positive(s.ring.min_rto_us, "ring.min_rto_us");
+
+  if (j.contains("background")) {
+    const json& o = j.at("background");
+    only_keys(o, "background", {"load", "flow_bytes", "seed"});
+    get(o, "background", "load", s.background.load);
+    get(o, "background", "flow_bytes", s.background.flow_bytes);
+    get(o, "background", "seed", s.background.seed);
+  }
+  in_range(s.background.load, 0, 1, "background.load");
+  if (s.background.flow_bytes == 0) fail("background.flow_bytes", "must be > 0");
+  return s;
+}
+
+json to_json(const Scenario& s) {
+  const Topology& t = s.topology;
+  const Job& b = s.job;
+  return json{{"name", s.name},
+              {"topology",
+               {{"kind", t.kind},
+                {"leaves", t.leaves},
+                {"spines", t.spines},
+                {"hosts_per_leaf", t.hosts_per_leaf},
+                {"host_gbps", t.host_gbps},
+                {"spine_gbps", t.spine_gbps},
+                {"oversubscription", t.oversubscription},
+                {"delay_us", t.delay_us},
+                {"mtu", t.mtu},
+                {"ecmp", t.ecmp}}},
+              {"queues",
+               {{"kind", s.queues.kind},
+                {"ecn_threshold_packets", s.queues.ecn_threshold_packets},
+                {"capacity_packets", s.queues.capacity_packets},
+                {"host_capacity_packets", s.queues.host_capacity_packets}}},
+              {"job",
+               {{"workers", s.workers()},
+                {"tensor_bytes", b.tensor_bytes},
+                {"elements_per_packet", b.elements_per_packet},
+                {"window", b.window},
+                {"aggregation", b.aggregation},
+                {"trees", b.trees},
+                {"congestion_control", b.congestion_control},
+                {"epoch", b.epoch},
+                {"retransmit_timeout_us", b.retransmit_timeout_us},
+                {"min_retransmit_timeout_us", b.min_retransmit_timeout_us},
+                {"max_retransmit_timeout_us", b.max_retransmit_timeout_us},
+                {"job_timeout_ms", b.job_timeout_ms},
+                {"corrupt_rank", b.corrupt_rank}}},
+              {"aggregator",
+               {{"rate_gbps", s.aggregator.rate_gbps},
+                {"rate_mpps", s.aggregator.rate_mpps},
+                {"queue_packets", s.aggregator.queue_packets}}},
+              {"ring",
+               {{"tcp", s.tcp_flavour()},
+                {"segment_bytes", s.ring.segment_bytes},
+                {"buffer_bytes", s.ring.buffer_bytes},
+                {"min_rto_us", s.ring.min_rto_us}}},
+              {"background",
+               {{"load", s.background.load},
+                {"flow_bytes", s.background.flow_bytes},
+                {"seed", s.background.seed}}},
+              {"modes", s.modes},
+              {"start_us", s.start_us},
+              {"time_limit_s", s.time_limit_s}};
+}
+
+}  // namespace netagg::fabric

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// A fabric scenario: the topology, its queues, the job, the aggregators, the ring baseline and
+// the background traffic (docs/fabric.md, "Scenario"). Parsed from JSON with every default
+// filled in, so the result can echo exactly what ran.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace netagg::fabric {
+
+struct Topology {
+  std::string kind = "leaf-spine";
+  unsigned leaves = 2;
+  unsigned spines = 1;
+  unsigned hosts_per_leaf = 4;
+  double host_gbps = 100;
+  // Each leaf-spine link. Derived when `oversubscription` is given:
+  // hosts_per_leaf * host_gbps / (spines * oversubscription).
+  double spine_gbps = 100;
+  double oversubscription = 0;  // 0: not given
+  double delay_us = 1;          // every link's propagation delay
+  unsigned mtu = 1500;
+  // "none": ns-3 global routing's first equal-cost path; "per-packet": a random one per packet.
+  std::string ecmp = "none";
+};
+
+struct Queues {
+  std::string kind = "red-ecn";            // "red-ecn" or "drop-tail", on every switch egress port
+  unsigned ecn_threshold_packets = 65;     // K: RED with MinTh = MaxTh = K, instantaneous
+  unsigned capacity_packets = 1000;        // the queue's limit (both kinds)
+  unsigned host_capacity_packets = 10000;  // hosts' NIC queue (drop-tail, never marks)
+};
+
+struct Job {
+  unsigned workers = 0;  // 0: every host; else the first `workers` hosts in leaf order
+  std::uint64_t tensor_bytes = 1 << 20;  // int32 elements = tensor_bytes / 4
+  unsigned elements_per_packet = 256;
+  unsigned window = 128;
+  std::string aggregation = "tree";  // "single" (one aggregator on a spine) or "tree"
+  unsigned trees = 1;                // K: roots on spines 0..K-1 (mod spines), chunks round-robin
+  bool congestion_control = true;
+  std::uint32_t epoch = 1;
+  double retransmit_timeout_us = 1000;  // before the first round trip is measured
+  double min_retransmit_timeout_us = 100;
+  double max_retransmit_timeout_us = 50000;
+  double job_timeout_ms = 1000;
+  int corrupt_rank = -1;  // fault injection for the tests (bridge.hpp, WorkerOptions)
+};
+
+struct Aggregator {
+  // Processing-rate limit: a FIFO served at this rate (0: unlimited, no queueing). At most one
+  // of the two may be set.
+  double rate_gbps = 0;        // of UDP payload
+  double rate_mpps = 0;        // million packets per second
+  unsigned queue_packets = 0;  // the FIFO's limit, 0: unlimited
+};
+
+struct Ring {
+  // ns-3 TCP congestion control: "TcpDctcp", "TcpNewReno", "TcpCubic", ...; "auto": TcpDctcp
+  // (with ECN) when the queues mark, else TcpNewReno.
+  std::string tcp = "auto";
+  unsigned segment_bytes = 1448;
+  std::uint64_t buffer_bytes = 4 << 20;  // send and receive buffers
+  double min_rto_us = 1000;
+};
+
+struct Background {
+  double load = 0;  // offered load as a fraction of a host link, per host (0: none)
+  std::uint64_t flow_bytes = 1 << 20;
+  std::uint64_t seed = 1;
+};
+
+struct Scenario {
+  std::string name = "fabric";
+  Topology topology;
+  Queues queues;
+  Job job;
+  Aggregator aggregator;
+  Ring ring;
+  Background background;
+  std::vector<std::string> modes = {"innetwork", "ring"};
+  double start_us = 100;     // the all-reduce starts here (TCP connections are set up before)
+  double time_limit_s = 10;  // of simulated time, per mode
+
+  unsigned hosts() const { return topology.leaves * topology.hosts_per_leaf; }
+  unsigned workers() const { return job.workers == 0 ? hosts() : job.workers; }
+  std::uint64_t elements() const { return job.tensor_bytes / 4; }
+  bool marks() const { return queues.kind == "red-ecn"; }
+  std::string tcp_flavour() const;
+};
+
+// Throws std::runtime_error naming the field on bad input (unknown keys included).
+Scenario parse_scenario(const nlohmann::json& j);
+nlohmann::json to_json(const Scenario& s);
+
+}  // namespace netagg::fabric

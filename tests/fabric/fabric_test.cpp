@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ns-3 fabric end to end, in this process: 8 workers on 2 leaves all-reduce 1 MiB through
+// one aggregator and through a two-level tree of switch models, and by ring over TCP; the
+// results are checked element by element by the workers, and the timings against what the links
+// allow.
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fabric.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+std::string scenario_text(const std::string& name) {
+  std::ifstream in(std::string(NETAGG_FABRIC_SCENARIOS) + "/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw std::runtime_error("no scenario " + name);
+  return s.str();
+}
+
+json run(const std::string& text, bool* ok = nullptr) {
+  const netagg::fabric::RunOutput out = netagg::fabric::run_scenario(text, /*quiet=*/true);
+  if (ok) *ok = out.ok;
+  return json::parse(out.result_json);
+}
+
+constexpr std::uint64_t kWorkers = 8;
+constexpr std::uint64_t kElements = (1u << 20) / 4;
+
+// What any verified in-network run must show.
+void expect_verified(const json& m) {
+  EXPECT_TRUE(m["completed"].get<bool>());
+  EXPECT_TRUE(m["verified"].get<bool>());
+  EXPECT_EQ(m["mismatches"].get<std::uint64_t>(), 0u);
+  // Every worker checked every element of the tensor.
+  EXPECT_EQ(m["elements_checked"].get<std::uint64_t>(), kWorkers * kElements);
+  EXPECT_TRUE(m["failures"].empty());
+  EXPECT_EQ(m["open_rounds"].get<std::uint64_t>(), 0u);
+  // 256 elements a packet: 1024 packets per worker, each answered once.
+  EXPECT_EQ(m["packets_sent"].get<std::uint64_t>(), kWorkers * 1024);
+}
+
+TEST(Fabric, SingleAggregatorOnTheSpineVerifies) {
+  bool ok = false;
+  const json r = run(scenario_text("single.json"), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  expect_verified(m);
+  EXPECT_EQ(m["aggregators"], json::array({"spine0"}));
+  // One switch aggregates all 8 workers: 1024 rounds, each answered to every worker.
+  EXPECT_EQ(m["switch"]["completions"].get<std::uint64_t>(), 1024u);
+  EXPECT_EQ(m["switch"]["results_multicast"].get<std::uint64_t>(), kWorkers * 1024);
+  EXPECT_EQ(m["switch"]["sent_to_parent"].get<std::uint64_t>(), 0u);
+  // 4 hosts of a leaf share its one 100 Gbit/s uplink to the aggregator: the all-reduce cannot
+  // take less than 4 tensors' time on it, and the uplink's queue must have marked.
+  const double uplink_bound = 4.0 * r["ideal"]["innetwork_s"].get<double>();
+  EXPECT_GE(m["completion_s"].get<double>(), uplink_bound);
+  EXPECT_LT(m["completion_s"].get<double>(), 2 * uplink_bound);
+  EXPECT_GT(m["queues"]["ecn_marks"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(m["ce_results"].get<std::uint64_t>(), 0u);
+}
+
+TEST(Fabric, TreeVerifiesAndBeatsTheRing) {
+  bool ok = false;
+  const json r = run(scenario_text("tree.json"), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  expect_verified(m);
+  // Each leaf aggregates its 4 workers and sends one partial sum per round to the root spine,
+  // which answers each leaf once per round.
+  EXPECT_EQ(m["aggregators"], json::array({"spine0", "leaf0", "leaf1"}));
+  EXPECT_EQ(m["switch"]["sent_to_parent"].get<std::uint64_t>(), 2u * 1024);
+  EXPECT_EQ(m["switch"]["results_from_parent"].get<std::uint64_t>(), 2u * 1024);
+  EXPECT_EQ(m["switch"]["completions"].get<std::uint64_t>(), 3u * 1024);
+
+  const json& ring = r["ring"];
+  EXPECT_TRUE(ring["completed"].get<bool>());
+  // Ring all-reduce: 2(N-1) steps of S/N bytes from each worker.
+  EXPECT_EQ(ring["steps"].get<unsigned>(), 2 * (kWorkers - 1));
+  EXPECT_EQ(ring["bytes_sent_per_worker"].get<std::uint64_t>(),
+            2 * (kWorkers - 1) * (1u << 20) / kWorkers);
+
+  // Nothing beats the host link: the in-network time is at least the tensor's time on it, the
+  // ring's at least 2(N-1)/N times that.
+  const double tree_s = m["completion_s"].get<double>();
+  const double ring_s = ring["completion_s"].get<double>();
+  EXPECT_GE(tree_s, r["ideal"]["innetwork_s"].get<double>());
+  EXPECT_GE(ring_s, r["ideal"]["ring_s"].get<double>());
+  EXPECT_DOUBLE_EQ(r["bound"].get<double>(), 2.0 * (kWorkers - 1) / kWorkers);
+  // The tree's all-reduce is faster than the ring's.
+  EXPECT_LT(tree_s, ring_s);
+  EXPECT_NEAR(r["ring_over_innetwork"].get<double>(), ring_s / tree_s, 1e-9);
+  EXPECT_GT(m["simulated_packets"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(ring["simulated_packets"].get<std::uint64_t>(), 0u);
+}
+
+TEST(Fabric, TwoTreesRootedOnTwoSpinesVerify) {
+  json s = json::parse(scenario_text("tree.json"));
+  s["job"]["trees"] = 2;
+  s["modes"] = json::array({"innetwork"});
+  bool ok = false;
+  const json r = run(s.dump(), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  expect_verified(m);
+  EXPECT_EQ(m["aggregators"], json::array({"spine0", "leaf0", "leaf1", "spine1"}));
+  // Chunk c goes to tree c mod 2: each leaf sends each of its 1024 rounds up one of the trees.
+  EXPECT_EQ(m["switch"]["sent_to_parent"].get<std::uint64_t>(), 2u * 1024);
+  EXPECT_EQ(m["job"]["trees"].size(), 2u);
+}
+
+TEST(Fabric, TheAggregatorsRateLimitHolds) {
+  // The spine aggregates all 8192 contributions at 10 million packets a second: the all-reduce
+  // cannot take less than 819.2 us, far above the 335 us its links alone need.
+  json s = json::parse(scenario_text("single.json"));
+  s["aggregator"] = {{"rate_mpps", 10}};
+  bool ok = false;
+  const json r = run(s.dump(), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  expect_verified(m);
+  EXPECT_GE(m["completion_s"].get<double>(), 8192 / 10e6);
+  EXPECT_LT(m["completion_s"].get<double>(), 1.5 * 8192 / 10e6);
+  EXPECT_GT(m["aggregator_rate_limit"]["max_backlog"].get<std::uint64_t>(), 1u);
+}
+
+TEST(Fabric, BackgroundTrafficSharesTheFabric) {
+  json s = json::parse(scenario_text("tree.json"));
+  s["background"] = {{"load", 0.3}, {"flow_bytes", 65536}};
+  bool ok = false;
+  const json r = run(s.dump(), &ok);
+  EXPECT_TRUE(ok);
+  expect_verified(r["innetwork"]);
+  EXPECT_TRUE(r["ring"]["completed"].get<bool>());
+  for (const char* mode : {"innetwork", "ring"}) {
+    EXPECT_GT(r[mode]["background"]["flows_started"].get<std::uint64_t>(), 0u) << mode;
+    EXPECT_GT(r[mode]["background"]["bytes_received"].get<std::uint64_t>(), 0u) << mode;
+  }
+}
+
+TEST(Fabric, AWrongContributionIsCaughtByEveryWorker) {
+  bool ok = true;
+  const json r = run(scenario_text("corrupt.json"), &ok);
+  EXPECT_FALSE(ok);
+  const json& m = r["innetwork"];
+  EXPECT_TRUE(m["completed"].get<bool>());
+  EXPECT_FALSE(m["verified"].get<bool>());
+  // Element 0 of every worker's result is off by one; nothing else is.
+  EXPECT_EQ(m["mismatches"].get<std::uint64_t>(), kWorkers);
+  for (const json& w : m["per_worker"]) EXPECT_EQ(w["mismatches"].get<std::uint64_t>(), 1u);
+}
+
+TEST(Fabric, AnUnfinishedRunIsAFailure) {
+  json s = json::parse(scenario_text("tree.json"));
+  s["time_limit_s"] = 110e-6;  // 10 us after the start: too soon for either mode to finish
+  bool ok = true;
+  const json r = run(s.dump(), &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_FALSE(r["innetwork"]["completed"].get<bool>());
+  EXPECT_FALSE(r["innetwork"]["verified"].get<bool>());
+  EXPECT_EQ(r["innetwork"]["failures"].size(), kWorkers);
+  EXPECT_FALSE(r["ring"]["completed"].get<bool>());
+}
+
+TEST(Fabric, BadScenariosAreRefused) {
+  EXPECT_THROW(run(R"({"job": {"no_such_field": 1}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"queues": {"kind": "codel"}})"), std::runtime_error);
+  EXPECT_THROW(run("not json"), std::runtime_error);
+  // One switch-model job holds at most 32 workers: 40 on one aggregator is refused by name.
+  try {
+    run(R"({"topology": {"leaves": 2, "hosts_per_leaf": 20}, "job": {"aggregation": "single"},
+            "modes": ["innetwork"]})");
+    FAIL() << "40 workers on one aggregator were accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("spine0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
