@@ -35,6 +35,7 @@ struct FpgaOptions {
   unsigned entry = 0;
   std::string aggregator;
   std::string aggregator_mac;
+  std::string as;  // this aggregator's name in the jobs' trees
   // job remove
   unsigned remove_entry = 0;
   // stats
@@ -110,10 +111,13 @@ void load(const FpgaOptions& o) {
 }
 
 void job_add(const FpgaOptions& o) {
-  // The file first: its errors name the field and need no device.
-  const std::vector<JobSpec> jobs = load_jobs(o.job_file);
+  // The file first: its errors name the field and need no device. A job with trees becomes this
+  // aggregator's part of each tree it is in (by --as, else by --aggregator's address).
   std::optional<Endpoint> aggregator;
   if (!o.aggregator.empty()) aggregator = Endpoint::parse(o.aggregator, "--aggregator");
+  std::vector<JobSpec> jobs;
+  for (const JobSpec& job : load_jobs(o.job_file))
+    for (JobSpec& part : jobs_at_aggregator(job, o.as, aggregator)) jobs.push_back(std::move(part));
   std::optional<wire::Mac> mac;
   if (!o.aggregator_mac.empty()) mac = parse_mac(o.aggregator_mac);
 
@@ -144,6 +148,10 @@ void job_add(const FpgaOptions& o) {
         "by rank %s\n",
         job.job_id, o.entry + static_cast<unsigned>(i), job.workers.size(), job.slot_base,
         job.slot_base + job.slot_count, job.elements_per_packet, ports.c_str());
+    if (job.parent)
+      std::printf("  child of %s as rank %u of job %u (its slots from %u, port %u)\n",
+                  job.parent->address.to_string().c_str(), job.parent->rank, job.parent->job_id,
+                  job.parent->slot_base, fpga::parent_port(*job.parent));
   }
   const bool changed =
       address.ip != before.ip || address.udp_port != before.udp_port || address.mac != before.mac;
@@ -248,6 +256,9 @@ void add_fpga_command(CLI::App& app) {
   add->add_option("--aggregator", o->aggregator,
                   "the aggregator's IP:PORT (default: the job file's \"aggregator\", else the "
                   "device's current address)");
+  add->add_option("--as", o->as,
+                  "this aggregator's name in the jobs' trees: a job with trees becomes its part "
+                  "of each (default: the tree aggregator at --aggregator)");
   add->add_option("--aggregator-mac", o->aggregator_mac,
                   "the aggregator's MAC, the source of result frames (default: the device's)");
   add->callback(guarded(o, job_add));

@@ -23,8 +23,11 @@ extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg:
                                   uint32_t job_elements, uint32_t worker_index, uint32_t worker_ip,
                                   uint32_t worker_udp_port, uint32_t worker_mac_lo,
                                   uint32_t worker_mac_hi, uint32_t commit, uint32_t counter_index,
-                                  uint32_t* version, uint32_t* features, uint32_t* status,
-                                  uint32_t* counter_lo, uint32_t* counter_hi) {
+                                  uint32_t job_parent_id, uint32_t job_parent_rank,
+                                  uint32_t job_parent_slots, uint32_t job_parent_ip,
+                                  uint32_t job_parent_udp_port, uint32_t job_parent_mac_lo,
+                                  uint32_t job_parent_mac_hi, uint32_t* version, uint32_t* features,
+                                  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi) {
 #pragma HLS INTERFACE axis register both port = rx
 #pragma HLS INTERFACE axis register both port = tx
   NETAGG_HLS_CSR_INTERFACE
@@ -32,10 +35,30 @@ extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg:
 #pragma HLS INTERFACE ap_ctrl_none port = return
   static netagg::fpga::Aggregator<netagg::fpga::DefaultParams> aggregator;
 
-  const netagg::fpga::CsrInputs in = {
-      control,         agg_mac_lo,    agg_mac_hi,    agg_ip,       agg_udp_port, job_index,
-      job_id,          job_workers,   job_slots,     job_elements, worker_index, worker_ip,
-      worker_udp_port, worker_mac_lo, worker_mac_hi, commit,       counter_index};
+  const netagg::fpga::CsrInputs in = {control,
+                                      agg_mac_lo,
+                                      agg_mac_hi,
+                                      agg_ip,
+                                      agg_udp_port,
+                                      job_index,
+                                      job_id,
+                                      job_workers,
+                                      job_slots,
+                                      job_elements,
+                                      worker_index,
+                                      worker_ip,
+                                      worker_udp_port,
+                                      worker_mac_lo,
+                                      worker_mac_hi,
+                                      commit,
+                                      counter_index,
+                                      job_parent_id,
+                                      job_parent_rank,
+                                      job_parent_slots,
+                                      job_parent_ip,
+                                      job_parent_udp_port,
+                                      job_parent_mac_lo,
+                                      job_parent_mac_hi};
   aggregator.apply_csr_inputs(in);
   aggregator.step(rx, tx);
   netagg::fpga::CsrOutputs out;

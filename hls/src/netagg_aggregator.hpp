@@ -22,7 +22,10 @@ extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg:
                                   uint32_t job_elements, uint32_t worker_index, uint32_t worker_ip,
                                   uint32_t worker_udp_port, uint32_t worker_mac_lo,
                                   uint32_t worker_mac_hi, uint32_t commit, uint32_t counter_index,
-                                  uint32_t* version, uint32_t* features, uint32_t* status,
-                                  uint32_t* counter_lo, uint32_t* counter_hi);
+                                  uint32_t job_parent_id, uint32_t job_parent_rank,
+                                  uint32_t job_parent_slots, uint32_t job_parent_ip,
+                                  uint32_t job_parent_udp_port, uint32_t job_parent_mac_lo,
+                                  uint32_t job_parent_mac_hi, uint32_t* version, uint32_t* features,
+                                  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi);
 
 #endif  // NETAGG_HLS_NETAGG_AGGREGATOR_HPP

@@ -47,7 +47,9 @@ struct Registers {
   uint32_t control = 0, agg_mac_lo = 0x00000001u, agg_mac_hi = 0x0226u, agg_ip = kAggIp,
            agg_udp_port = 20033, job_index = 0, job_id = 0, job_workers = 0, job_slots = 0,
            job_elements = 0, worker_index = 0, worker_ip = 0, worker_udp_port = 0,
-           worker_mac_lo = 0, worker_mac_hi = 0, commit = 0, counter_index = 0;
+           worker_mac_lo = 0, worker_mac_hi = 0, commit = 0, counter_index = 0, job_parent_id = 0,
+           job_parent_rank = 0, job_parent_slots = 0, job_parent_ip = 0, job_parent_udp_port = 0,
+           job_parent_mac_lo = 0, job_parent_mac_hi = 0;
   uint32_t version = 0, features = 0, status = 0, counter_lo = 0, counter_hi = 0;
   uint32_t commit_seq = 0;
 };
@@ -59,8 +61,10 @@ void run(Registers& r) {
   netagg_aggregator(rx, tx, r.control, r.agg_mac_lo, r.agg_mac_hi, r.agg_ip, r.agg_udp_port,
                     r.job_index, r.job_id, r.job_workers, r.job_slots, r.job_elements,
                     r.worker_index, r.worker_ip, r.worker_udp_port, r.worker_mac_lo,
-                    r.worker_mac_hi, r.commit, r.counter_index, &r.version, &r.features, &r.status,
-                    &r.counter_lo, &r.counter_hi);
+                    r.worker_mac_hi, r.commit, r.counter_index, r.job_parent_id, r.job_parent_rank,
+                    r.job_parent_slots, r.job_parent_ip, r.job_parent_udp_port, r.job_parent_mac_lo,
+                    r.job_parent_mac_hi, &r.version, &r.features, &r.status, &r.counter_lo,
+                    &r.counter_hi);
 }
 
 void commit(Registers& r, uint32_t command) {

@@ -260,6 +260,12 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
     ps.job_id = get_uint<std::uint16_t>(*parent, "job_id", source, pp, 0, 0xFFFF, job.job_id);
     ps.rank = get_uint<std::uint16_t>(*parent, "rank", source, pp, 0, 0xFFFF);
     ps.slot_base = get_uint<std::uint16_t>(*parent, "slot_base", source, pp, 0, 0xFFFF);
+    if (auto m = parent->find("mac"); m != parent->end()) {
+      if (!m->is_string()) config_error(source, pp + "mac", "must be a string");
+      ps.mac = parse_mac(m->get<std::string>(), source, pp + "mac");
+    }
+    if (parent->contains("switch_port"))
+      ps.switch_port = get_uint<std::uint16_t>(*parent, "switch_port", source, pp, 0, 0xFFFF);
     if (std::uint32_t(ps.slot_base) + job.slot_count > 0x10000)
       config_error(source, pp + "slot_base",
                    "slot_base + slots.count exceeds the 16-bit slot space");
@@ -394,11 +400,18 @@ std::string to_json(const JobSpec& job) {
     j["slots"] = {{"base", job.slot_base}, {"count", job.slot_count}};
   else
     j.erase("slots");
-  if (job.parent)
-    j["parent"] = {{"address", job.parent->address.to_string()},
-                   {"job_id", job.parent->job_id},
-                   {"rank", job.parent->rank},
-                   {"slot_base", job.parent->slot_base}};
+  if (job.parent) {
+    const ParentSpec& p = *job.parent;
+    j["parent"] = {{"address", p.address.to_string()},
+                   {"job_id", p.job_id},
+                   {"rank", p.rank},
+                   {"slot_base", p.slot_base}};
+    if (p.mac)
+      j["parent"]["mac"] =
+          fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", (*p.mac)[0], (*p.mac)[1],
+                      (*p.mac)[2], (*p.mac)[3], (*p.mac)[4], (*p.mac)[5]);
+    if (p.switch_port) j["parent"]["switch_port"] = *p.switch_port;
+  }
   if (!job.trees.empty()) {
     j["trees"] = json::array();
     for (const TreeSpec& t : job.trees) {

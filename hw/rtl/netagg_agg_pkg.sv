@@ -18,7 +18,7 @@ package netagg_agg_pkg;
   localparam int unsigned MAX_WORKERS = 32;   // worker bitmap width, = MAX_WORKERS_DEFAULT
   localparam int unsigned RANK_W = 5;         // log2(MAX_WORKERS)
   localparam int unsigned NWORKERS_W = 6;     // 0..MAX_WORKERS
-  localparam int unsigned REASON_W = 5;       // = netagg_csr_pkg::COUNTER_INDEX_BITS
+  localparam int unsigned REASON_W = 6;       // = netagg_csr_pkg::COUNTER_INDEX_BITS
   localparam int unsigned CSR_AW = 12;        // = netagg_csr_pkg::CSR_ADDR_BITS
 
   // The AXI4-Lite control bus inside the design: what the manager drives, what the CSR block
@@ -75,8 +75,9 @@ package netagg_agg_pkg;
   // $bits(desc_t), spelled out for yosys; Verilator's WIDTH lint catches a mismatch.
   localparam int unsigned DESC_W = 2 * REASON_W + 218;
 
-  // A result to send: everything the replication stage needs besides the job table's addresses
-  // and the accumulators. Kept as a plain vector in queues (yosys takes no arrays of structs).
+  // A result to send (or, trees, a round's sum to the parent): everything the replication stage
+  // needs besides the job table's addresses and the accumulators. Kept as a plain vector in
+  // queues (yosys takes no arrays of structs).
   typedef struct packed {
     logic [15:0] slot;
     logic        set_bit;
@@ -88,9 +89,11 @@ package netagg_agg_pkg;
     logic [31:0] seq;
     logic [31:0] epoch;
     logic [1:0]  ecn;
+    logic        up;     // trees: the round's sum to the job's parent (one frame), not results
+    logic        fresh;  // up: the round's packets were fresh (the frame carries the flag)
     logic [MAX_WORKERS-1:0] dest;  // ranks that get a copy
   } result_t;
-  localparam int unsigned RESULT_W = 173;  // $bits(result_t), spelled out for yosys
+  localparam int unsigned RESULT_W = 175;  // $bits(result_t), spelled out for yosys
 
   // One's complement sum of 16-bit words, folded, as the IPv4 header checksum uses it.
   function automatic logic [15:0] fold16(input logic [19:0] sum);

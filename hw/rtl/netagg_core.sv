@@ -41,6 +41,7 @@ module netagg_core #(
   localparam int unsigned RW = netagg_agg_pkg::RANK_W;
   localparam int unsigned NC = netagg_csr_pkg::NUM_COUNTERS;
   localparam int unsigned JOB_W = (MAX_JOBS > 1) ? $clog2(MAX_JOBS) : 1;
+  localparam int unsigned PORT_W = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 1;
   localparam int unsigned FI_W = (IN_FRAMES > 1) ? $clog2(IN_FRAMES) : 1;
   localparam int unsigned BI_W = (MAX_BEATS > 1) ? $clog2(MAX_BEATS) : 1;
   localparam int unsigned SLOT_W = $clog2(SLOTS);
@@ -68,7 +69,9 @@ module netagg_core #(
   end
 
   // ---- configuration and control -----------------------------------------------------------
-  logic [47:0] agg_mac, worker_mac;
+  logic [47:0] agg_mac, worker_mac, parent_mac;
+  logic [31:0] parent_id, parent_ip, parent_udp;
+  logic [15:0] parent_rank, parent_slots;
   logic [31:0] agg_ip, job_index, job_id, job_workers, job_slots, job_elements;
   logic [31:0] worker_index, worker_ip, worker_udp;
   logic [15:0] agg_udp_port;
@@ -105,6 +108,12 @@ module netagg_core #(
       .worker_ip_o     (worker_ip),
       .worker_udp_o    (worker_udp),
       .worker_mac_o    (worker_mac),
+      .parent_id_o     (parent_id),
+      .parent_rank_o   (parent_rank),
+      .parent_slots_o  (parent_slots),
+      .parent_ip_o     (parent_ip),
+      .parent_udp_o    (parent_udp),
+      .parent_mac_o    (parent_mac),
       .commit_o        (commit),
       .commit_cmd_o    (commit_cmd),
       .soft_reset_o    (soft_reset),
@@ -180,7 +189,9 @@ module netagg_core #(
 
   // ---- job table and head checks ------------------------------------------------------------
   logic [NP*16-1:0] lk_job_id, lk_rank, lk_base, lk_count, lk_elements, lk_udp;
-  logic [NP-1:0] lk_found, drop, eligible;
+  logic [NP*16-1:0] lk_id, lk_parent_rank, lk_parent_base, lk_src_udp, adm_slot;
+  logic [NP*32-1:0] lk_src_ip;
+  logic [NP-1:0] lk_found, drop, eligible, lk_result, lk_parent;
   logic [NP*JOB_W-1:0] lk_entry;
   logic [NP*NW-1:0] lk_workers;
   logic [NP*32-1:0] lk_ip;
@@ -191,6 +202,10 @@ module netagg_core #(
   logic [NP*48-1:0] rp_mac;
   logic [NP*32-1:0] rp_ip;
   logic [NP*16-1:0] rp_udp;
+  logic [PORT_W-1:0] pm_parent_port;
+  logic [47:0] rp_parent_mac;
+  logic [31:0] rp_parent_ip;
+  logic [15:0] rp_parent_udp, rp_parent_id, rp_parent_rank, rp_parent_delta;
 
   /* verilator lint_off UNUSEDSIGNAL */
   netagg_agg_pkg::desc_t head_d;  // one head at a time (yosys: no structs in generate blocks)
@@ -200,6 +215,9 @@ module netagg_core #(
       head_d = head_desc[p*DESC_W+:DESC_W];
       lk_job_id[p*16+:16] = head_d.job_id;
       lk_rank[p*16+:16] = head_d.rank;
+      lk_result[p] = !head_d.contribution;
+      lk_src_ip[p*32+:32] = head_d.src_ip;
+      lk_src_udp[p*16+:16] = head_d.src_port;
     end
   end
 
@@ -223,11 +241,24 @@ module netagg_core #(
       .wr_ip_i         (worker_ip),
       .wr_udp_i        (worker_udp),
       .wr_mac_i        (worker_mac),
+      .wr_parent_id_i  (parent_id),
+      .wr_parent_rank_i(parent_rank),
+      .wr_parent_base_i(parent_slots),
+      .wr_parent_ip_i  (parent_ip),
+      .wr_parent_udp_i (parent_udp),
+      .wr_parent_mac_i (parent_mac),
       .ent_slot_base_o (ent_base),
       .ent_slot_count_o(ent_count),
       .lk_job_id_i     (lk_job_id),
       .lk_rank_i       (lk_rank),
+      .lk_result_i     (lk_result),
+      .lk_src_ip_i     (lk_src_ip),
+      .lk_src_udp_i    (lk_src_udp),
       .lk_found_o      (lk_found),
+      .lk_id_o         (lk_id),
+      .lk_parent_o     (lk_parent),
+      .lk_parent_rank_o(lk_parent_rank),
+      .lk_parent_base_o(lk_parent_base),
       .lk_entry_o      (lk_entry),
       .lk_workers_o    (lk_workers),
       .lk_slot_base_o  (lk_base),
@@ -241,7 +272,14 @@ module netagg_core #(
       .rp_rank_i       (rp_rank),
       .rp_mac_o        (rp_mac),
       .rp_ip_o         (rp_ip),
-      .rp_udp_o        (rp_udp)
+      .rp_udp_o        (rp_udp),
+      .pm_parent_port_o(pm_parent_port),
+      .rp_parent_mac_o (rp_parent_mac),
+      .rp_parent_ip_o  (rp_parent_ip),
+      .rp_parent_udp_o (rp_parent_udp),
+      .rp_parent_id_o  (rp_parent_id),
+      .rp_parent_rank_o(rp_parent_rank),
+      .rp_parent_delta_o(rp_parent_delta)
   );
 
   // netagg_round registers the head checks: a check made against a job table or AGG_UDP_PORT
@@ -267,10 +305,29 @@ module netagg_core #(
         .elements_i    (lk_elements[p*16+:16]),
         .worker_ip_i   (lk_ip[p*32+:32]),
         .worker_udp_i  (lk_udp[p*16+:16]),
+        .parent_rank_i (lk_parent_rank[p*16+:16]),
+        .parent_base_i (lk_parent_base[p*16+:16]),
         .drop_o        (drop[p]),
         .reason_o      (reason[p*REASON_W+:REASON_W]),
-        .eligible_o    (eligible[p])
+        .eligible_o    (eligible[p]),
+        .slot_o        (adm_slot[p*16+:16])
     );
+  end
+
+  // What the round decision sees of a head: a result from a job's parent (trees) as the job's
+  // own, its slot and job id the child's (the replication stage sends its results to the
+  // child's workers).
+  logic [NP*DESC_W-1:0] round_desc;
+  /* verilator lint_off UNUSEDSIGNAL */
+  netagg_agg_pkg::desc_t round_d;
+  /* verilator lint_on UNUSEDSIGNAL */
+  always_comb begin
+    for (int p = 0; p < NP; p++) begin
+      round_d = head_desc[p*DESC_W+:DESC_W];
+      round_d.slot = adm_slot[p*16+:16];
+      if (!round_d.contribution) round_d.job_id = lk_id[p*16+:16];
+      round_desc[p*DESC_W+:DESC_W] = round_d;
+    end
   end
 
   // ---- rounds -------------------------------------------------------------------------------
@@ -307,10 +364,11 @@ module netagg_core #(
       .drop_i       (drop),
       .reason_i     (reason),
       .eligible_i   (eligible),
-      .desc_i       (head_desc),
+      .desc_i       (round_desc),
       .frame_i      (head_frame),
       .entry_i      (lk_entry),
       .workers_i    (lk_workers),
+      .parent_i     (lk_parent),
       .pop_o        (pop),
       .hold_o       (hold),
       .accum_ready_i(accum_ready),
@@ -425,6 +483,13 @@ module netagg_core #(
       .rp_mac_i       (rp_mac),
       .rp_ip_i        (rp_ip),
       .rp_udp_i       (rp_udp),
+      .pm_parent_port_i(pm_parent_port),
+      .rp_parent_mac_i(rp_parent_mac),
+      .rp_parent_ip_i (rp_parent_ip),
+      .rp_parent_udp_i(rp_parent_udp),
+      .rp_parent_id_i (rp_parent_id),
+      .rp_parent_rank_i(rp_parent_rank),
+      .rp_parent_delta_i(rp_parent_delta),
       .agg_mac_i      (agg_mac),
       .agg_ip_i       (agg_ip),
       .agg_udp_port_i (agg_udp_port),
@@ -465,7 +530,7 @@ module netagg_core #(
   );
 
   logic unused;
-  assign unused = ^{job_elements[31:16], worker_index[31:RW], job_id[30:16], round_inc};
+  assign unused = ^{job_elements[31:16], worker_index[31:RW], job_id[30:16], round_inc, lk_id};
 
 endmodule
 

@@ -2,10 +2,11 @@
 // AXI4-Lite slave with the registers of formats/csr.json (offsets from the generated
 // netagg_csr_pkg). Holds the configuration (aggregator address, the staged JOB_* / WORKER_*
 // fields, COUNTER_INDEX) and turns a write that changes the sequence field of COMMIT or CONTROL
-// into a one-cycle command for netagg_control. While a command executes (busy_i) STATUS.busy is
-// set and a further COMMIT or CONTROL write is not accepted until it is done; other registers
-// stay writable. Reading COUNTER_LO latches the whole 64-bit counter for COUNTER_HI. Unmapped
-// addresses read 0 and ignore writes; every response is OKAY.
+// into a one-cycle command for netagg_control. The JOB_PARENT_* registers are staged like JOB_*
+// (a child's parent in an aggregation tree, stored with the job). While a command executes
+// (busy_i) STATUS.busy is set and a further COMMIT or CONTROL write is not accepted until it is
+// done; other registers stay writable. Reading COUNTER_LO latches the whole 64-bit counter for
+// COUNTER_HI. Unmapped addresses read 0 and ignore writes; every response is OKAY.
 `default_nettype none
 
 module netagg_csr #(
@@ -35,6 +36,12 @@ module netagg_csr #(
     output logic [31:0]      worker_ip_o,
     output logic [31:0]      worker_udp_o,
     output logic [47:0]      worker_mac_o,
+    output logic [31:0]      parent_id_o,     // JOB_PARENT_ID: 15:0 job id, 31 valid
+    output logic [15:0]      parent_rank_o,
+    output logic [15:0]      parent_slots_o,  // the job's first slot at the parent
+    output logic [31:0]      parent_ip_o,
+    output logic [31:0]      parent_udp_o,    // 15:0 UDP port, 19:16 egress port
+    output logic [47:0]      parent_mac_o,
     // commands
     output logic             commit_o,        // COMMIT sequence changed: command ...
     output logic [1:0]       commit_cmd_o,    // ... this one
@@ -56,6 +63,8 @@ module netagg_csr #(
   logic [31:0] job_id_q, job_workers_q, job_slots_q, job_elements_q, worker_index_q;
   logic [31:0] worker_ip_q, worker_udp_q, worker_mac_lo_q, worker_mac_hi_q, commit_q;
   logic [31:0] counter_index_q, counter_hi_q;
+  logic [31:0] parent_id_q, parent_rank_q, parent_slots_q, parent_ip_q, parent_udp_q;
+  logic [31:0] parent_mac_lo_q, parent_mac_hi_q;
   logic bvalid_q, rvalid_q, cmd_pending_q, busy;
   logic [31:0] rdata_q;
 
@@ -104,6 +113,13 @@ module netagg_csr #(
       worker_mac_hi_q <= '0;
       commit_q <= '0;
       counter_index_q <= '0;
+      parent_id_q <= '0;
+      parent_rank_q <= '0;
+      parent_slots_q <= '0;
+      parent_ip_q <= '0;
+      parent_udp_q <= '0;
+      parent_mac_lo_q <= '0;
+      parent_mac_hi_q <= '0;
       bvalid_q <= 1'b0;
       cmd_pending_q <= 1'b0;
       commit_o <= 1'b0;
@@ -153,6 +169,18 @@ module netagg_csr #(
           end
           netagg_csr_pkg::CSR_COUNTER_INDEX:
             counter_index_q <= merge(counter_index_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_ID: parent_id_q <= merge(parent_id_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_RANK:
+            parent_rank_q <= merge(parent_rank_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_SLOTS:
+            parent_slots_q <= merge(parent_slots_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_IP: parent_ip_q <= merge(parent_ip_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_UDP_PORT:
+            parent_udp_q <= merge(parent_udp_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_MAC_LO:
+            parent_mac_lo_q <= merge(parent_mac_lo_q, axil_i.wdata, wmask);
+          netagg_csr_pkg::CSR_JOB_PARENT_MAC_HI:
+            parent_mac_hi_q <= merge(parent_mac_hi_q, axil_i.wdata, wmask);
           default: ;  // read-only or unmapped
         endcase
       end
@@ -195,6 +223,13 @@ module netagg_csr #(
       netagg_csr_pkg::CSR_COUNTER_INDEX: rvalue = counter_index_q;
       netagg_csr_pkg::CSR_COUNTER_LO: rvalue = counter_value_i[31:0];
       netagg_csr_pkg::CSR_COUNTER_HI: rvalue = counter_hi_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_ID: rvalue = parent_id_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_RANK: rvalue = parent_rank_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_SLOTS: rvalue = parent_slots_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_IP: rvalue = parent_ip_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_UDP_PORT: rvalue = parent_udp_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_MAC_LO: rvalue = parent_mac_lo_q;
+      netagg_csr_pkg::CSR_JOB_PARENT_MAC_HI: rvalue = parent_mac_hi_q;
       default: rvalue = '0;
     endcase
   end
@@ -226,12 +261,19 @@ module netagg_csr #(
   assign worker_ip_o = worker_ip_q;
   assign worker_udp_o = worker_udp_q;
   assign worker_mac_o = {worker_mac_hi_q[15:0], worker_mac_lo_q};
+  assign parent_id_o = parent_id_q;
+  assign parent_rank_o = parent_rank_q[15:0];
+  assign parent_slots_o = parent_slots_q[15:0];
+  assign parent_ip_o = parent_ip_q;
+  assign parent_udp_o = parent_udp_q;
+  assign parent_mac_o = {parent_mac_hi_q[15:0], parent_mac_lo_q};
   assign counter_index_o = (counter_index_q < 32'(netagg_csr_pkg::NUM_COUNTERS)) ?
                            IDX_W'(counter_index_q) : IDX_W'(netagg_csr_pkg::NUM_COUNTERS);
 
   logic unused;
   assign unused = ^{axil_i.awaddr[1:0], axil_i.araddr[1:0], agg_mac_hi_q[31:16], agg_udp_port_q[31:16],
-                    worker_mac_hi_q[31:16]};
+                    worker_mac_hi_q[31:16], parent_rank_q[31:16], parent_slots_q[31:16],
+                    parent_mac_hi_q[31:16]};
 
 endmodule
 

@@ -28,6 +28,13 @@
 //  0x050   rw      COUNTER_INDEX
 //  0x054   ro      COUNTER_LO
 //  0x058   ro      COUNTER_HI
+//  0x05C   rw      JOB_PARENT_ID
+//  0x060   rw      JOB_PARENT_RANK
+//  0x064   rw      JOB_PARENT_SLOTS
+//  0x068   rw      JOB_PARENT_IP
+//  0x06C   rw      JOB_PARENT_UDP_PORT
+//  0x070   rw      JOB_PARENT_MAC_LO
+//  0x074   rw      JOB_PARENT_MAC_HI
 
 `default_nettype none
 
@@ -78,9 +85,9 @@ package netagg_csr_pkg;
   // rw: worker MAC bytes 0..1
   localparam logic [CSR_ADDR_BITS-1:0] CSR_WORKER_MAC_HI = 12'h044;
   // rw: bits 1:0 command, bits 31:16 sequence: the design acts once each time the sequence changes
-  // (so a free-running HLS kernel can poll it). Commands: 1 store JOB_* into entry JOB_INDEX and
-  // clear the job's slots (STATUS.busy while clearing); 2 store WORKER_* as rank WORKER_INDEX of
-  // entry JOB_INDEX; 3 remove entry JOB_INDEX and clear its slots
+  // (so a free-running HLS kernel can poll it). Commands: 1 store JOB_* (JOB_PARENT_* too) into
+  // entry JOB_INDEX and clear the job's slots (STATUS.busy while clearing); 2 store WORKER_* as
+  // rank WORKER_INDEX of entry JOB_INDEX; 3 remove entry JOB_INDEX and clear its slots
   localparam logic [CSR_ADDR_BITS-1:0] CSR_COMMIT = 12'h048;
   // rw: counter (see counters) that COUNTER_LO/HI read; reading COUNTER_LO latches the 64-bit value
   localparam logic [CSR_ADDR_BITS-1:0] CSR_COUNTER_INDEX = 12'h050;
@@ -88,6 +95,24 @@ package netagg_csr_pkg;
   localparam logic [CSR_ADDR_BITS-1:0] CSR_COUNTER_LO = 12'h054;
   // ro: bits 63:32 of the counter latched by the last COUNTER_LO read
   localparam logic [CSR_ADDR_BITS-1:0] CSR_COUNTER_HI = 12'h058;
+  // rw: bits 15:0 the job's id at its parent, bit 31 valid: the job is a child in an aggregation
+  // tree (a completed round's sum goes to the parent as one contribution, the parent's result
+  // completes the round). Stored with JOB_* by command 1
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_ID = 12'h05C;
+  // rw: bits 15:0 this aggregator's rank among the parent's members
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_RANK = 12'h060;
+  // rw: bits 15:0 the job's first slot at the parent (the slot count is the job's)
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_SLOTS = 12'h064;
+  // rw: the parent's IPv4 address (host order value): destination of the frames to the parent,
+  // source of its results
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_IP = 12'h068;
+  // rw: bits 15:0 the parent's UDP port, bits 19:16 the egress port the frames to the parent leave
+  // on
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_UDP_PORT = 12'h06C;
+  // rw: the parent's MAC bytes 2..5 (byte 2 in bits 31:24)
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_MAC_LO = 12'h070;
+  // rw: the parent's MAC bytes 0..1 (byte 0 in bits 15:8)
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_MAC_HI = 12'h074;
 
   // Reset values other than 0.
   localparam logic [31:0] CSR_AGG_UDP_PORT_RESET = 32'd20033;
@@ -99,11 +124,12 @@ package netagg_csr_pkg;
   localparam logic [31:0] CONTROL_SOFT_RESET = 32'h00000001;  // CONTROL
   localparam logic [31:0] CONTROL_CLEAR_COUNTERS = 32'h00000002;  // CONTROL
   localparam logic [31:0] JOB_ID_VALID = 32'h80000000;  // JOB_ID
+  localparam logic [31:0] JOB_PARENT_VALID = 32'h80000000;  // JOB_PARENT_ID
   localparam logic [31:0] STATUS_BUSY = 32'h00000001;  // STATUS
 
   // Counter indices (COUNTER_INDEX), 64-bit counters.
-  localparam int unsigned NUM_COUNTERS = 30;
-  localparam int unsigned COUNTER_INDEX_BITS = 5;
+  localparam int unsigned NUM_COUNTERS = 33;
+  localparam int unsigned COUNTER_INDEX_BITS = 6;
   localparam int unsigned CNT_FRAMES_IN                       = 0;
   localparam int unsigned CNT_FRAMES_OUT                      = 1;
   localparam int unsigned CNT_AGGREGATED                      = 2;
@@ -134,6 +160,9 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_DROPPED_STALE                   = 27;
   localparam int unsigned CNT_DROPPED_STALE_EPOCH             = 28;
   localparam int unsigned CNT_DROPPED_NO_ROUND                = 29;
+  localparam int unsigned CNT_SENT_TO_PARENT                  = 30;
+  localparam int unsigned CNT_RESENT_TO_PARENT                = 31;
+  localparam int unsigned CNT_RESULTS_FROM_PARENT             = 32;
 
   /* verilator lint_on UNUSEDPARAM */
 

@@ -19,6 +19,11 @@
 //
 // A queued result keeps its (slot, set) locked (lock_*): netagg_round starts no new round there
 // until the result's last accumulator read, so a result always carries the round it announces.
+//
+// Trees: a queued entry with `up` is a round's sum for the job's parent: one frame, on the
+// egress port towards the parent, with the parent's addresses, a contribution header (the job's
+// id and this aggregator's rank at the parent, the parent's slot, fresh if the round was) and
+// the accumulators as the payload, as a result's.
 // flush_i (soft reset) finishes the wave in progress, then drops the rest.
 `default_nettype none
 
@@ -33,7 +38,8 @@ module netagg_replicate #(
     parameter int unsigned SLOT_W = $clog2(SLOTS),
     parameter int unsigned KEY_W = SLOT_W + 1,
     parameter int unsigned MA_W = $clog2(2 * SLOTS * MAX_BEATS),
-    parameter int unsigned LOCK_N = RQ_DEPTH + 1
+    parameter int unsigned LOCK_N = RQ_DEPTH + 1,
+    parameter int unsigned PORT_W = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 1
 ) (
     input  logic                                         clk_i,
     input  logic                                         rst_ni,
@@ -55,6 +61,14 @@ module netagg_replicate #(
     input  logic [NUM_PORTS*48-1:0]                      rp_mac_i,
     input  logic [NUM_PORTS*32-1:0]                      rp_ip_i,
     input  logic [NUM_PORTS*16-1:0]                      rp_udp_i,
+    // job table: the parent of entry pm_entry_o (its port) and of rp_entry_o
+    input  logic [PORT_W-1:0]                            pm_parent_port_i,
+    input  logic [47:0]                                  rp_parent_mac_i,
+    input  logic [31:0]                                  rp_parent_ip_i,
+    input  logic [15:0]                                  rp_parent_udp_i,
+    input  logic [15:0]                                  rp_parent_id_i,
+    input  logic [15:0]                                  rp_parent_rank_i,
+    input  logic [15:0]                                  rp_parent_delta_i,  // parent slot - slot
     // configuration
     input  logic [47:0]                                  agg_mac_i,
     input  logic [31:0]                                  agg_ip_i,
@@ -165,7 +179,10 @@ module netagg_replicate #(
   always_ff @(posedge clk_i) begin
     if (load) begin
       cur_q <= head;
-      for (int p = 0; p < NP; p++) rem_q[p*MW+:MW] <= head.dest & pm_port_ranks_i[p*MW+:MW];
+      // (to the parent: one frame, as "rank 0" of the port towards it)
+      for (int p = 0; p < NP; p++)
+        rem_q[p*MW+:MW] <= head.up ? MW'(PORT_W'(p) == pm_parent_port_i)
+                                   : head.dest & pm_port_ranks_i[p*MW+:MW];
     end else if (step && last_step) begin
       rem_q <= rem_after;
     end
@@ -254,6 +271,9 @@ module netagg_replicate #(
   logic [NP*48-1:0] o_mac_q;
   logic [NP*32-1:0] o_ip_q;
   logic [NP*16-1:0] o_udp_q;
+  logic [47:0] o_pt_mac_q;
+  logic [31:0] o_pt_ip_q;
+  logic [15:0] o_pt_udp_q, o_pt_id_q, o_pt_rank_q, o_pt_delta_q;
   logic [6:0] o_beat_bytes_q;
   logic [15:0] s_wire_beat, s_payload_bytes, s_bytes_before, s_rest;
   logic [6:0] s_beat_bytes;
@@ -269,6 +289,12 @@ module netagg_replicate #(
       o_mac_q <= rp_mac_i;
       o_ip_q <= rp_ip_i;
       o_udp_q <= rp_udp_i;
+      o_pt_mac_q <= rp_parent_mac_i;
+      o_pt_ip_q <= rp_parent_ip_i;
+      o_pt_udp_q <= rp_parent_udp_i;
+      o_pt_id_q <= rp_parent_id_i;
+      o_pt_rank_q <= rp_parent_rank_i;
+      o_pt_delta_q <= rp_parent_delta_i;
       o_beat_bytes_q <= s_beat_bytes;
     end
   end
@@ -305,7 +331,8 @@ module netagg_replicate #(
   end
 
   // The header beat of port p: wire::encode_frame's Ethernet/IPv4/UDP headers (DF, TTL 64, the
-  // IPv4 checksum, UDP checksum 0) and the netagg result header, at netagg_pkg's offsets.
+  // IPv4 checksum, UDP checksum 0) and the netagg result header, at netagg_pkg's offsets; or,
+  // for the parent, the contribution header with the parent's addresses, job id, rank, slot.
   localparam int unsigned H = netagg_pkg::FRM_NETAGG;
   logic [15:0] ip_total, udp_total;
   assign ip_total = 16'(netagg_pkg::IPV4_HEADER_SIZE + netagg_pkg::UDP_HEADER_SIZE +
@@ -316,10 +343,33 @@ module netagg_replicate #(
   for (genvar p = 0; p < NP; p++) begin : gen_header
     logic [W-1:0] h;
     logic [19:0] sum;
+    logic [47:0] dst_mac;
+    logic [31:0] dst_ip;
+    logic [15:0] dst_udp, job_id, rank, slot;
+    logic [7:0] msg_type, flags;
     always_comb begin
+      if (oc.up) begin
+        dst_mac = o_pt_mac_q;
+        dst_ip = o_pt_ip_q;
+        dst_udp = o_pt_udp_q;
+        msg_type = netagg_pkg::MSG_CONTRIBUTION;
+        flags = {6'd0, oc.fresh, oc.set_bit};
+        job_id = o_pt_id_q;
+        rank = o_pt_rank_q;
+        slot = oc.slot + o_pt_delta_q;
+      end else begin
+        dst_mac = o_mac_q[p*48+:48];
+        dst_ip = o_ip_q[p*32+:32];
+        dst_udp = o_udp_q[p*16+:16];
+        msg_type = netagg_pkg::MSG_RESULT;
+        flags = {7'd0, oc.set_bit};
+        job_id = oc.job_id;
+        rank = {11'd0, o_rank_q[p*RW+:RW]};
+        slot = oc.slot;
+      end
       h = '0;
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST_ADDR, o_mac_q[p*48+32+:16]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST_ADDR + 2, o_mac_q[p*48+:32]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST_ADDR, dst_mac[47:32]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST_ADDR + 2, dst_mac[31:0]);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC_ADDR, agg_mac_i[47:32]);
       h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC_ADDR + 2, agg_mac_i[31:0]);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_ETHER_TYPE, netagg_pkg::ETHERTYPE_IPV4);
@@ -330,22 +380,22 @@ module netagg_replicate #(
       h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_TTL, netagg_pkg::IP_TTL);
       h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
       h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_SRC_ADDR, agg_ip_i);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_DST_ADDR, o_ip_q[p*32+:32]);
+      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_DST_ADDR, dst_ip);
       sum = '0;
       for (int w = 0; w < 10; w++)
         sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IPV4_VERSION + 2 * w)};
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_HDR_CHECKSUM,
                                    ~netagg_agg_pkg::fold16(sum));
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, o_udp_q[p*16+:16]);
+      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, dst_udp);
       h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total);
       h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION);
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_TYPE, netagg_pkg::MSG_RESULT);
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_TYPE, msg_type);
       h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_DTYPE, {6'd0, oc.dtype});
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_FLAGS, {7'd0, oc.set_bit});
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_JOB_ID, oc.job_id);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_RANK, {11'd0, o_rank_q[p*RW+:RW]});
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_SLOT, oc.slot);
+      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_FLAGS, flags);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_JOB_ID, job_id);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_RANK, rank);
+      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_SLOT, slot);
       h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_COUNT, oc.count);
       h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_EXPONENT, oc.exponent);
       h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_SEQ, oc.seq);

@@ -32,6 +32,17 @@
 // A member that would start a new round or get a resend after an earlier member was added,
 // get a resend its rank already gets in this group, or start a new round while that
 // (slot, set) still has result frames queued, stays at its port's head.
+//
+// Trees (a job with a parent, parent_i): a round that completes sends its sum to the parent
+// (one frame, queued like a result) instead of its results, and waits (`upstream`); a
+// retransmission to a waiting round sends the sum up again (one per group: a second member
+// asking for it stays at its head). A result from the job's parent (a head that is no
+// contribution; netagg_admit passed it and gave it the job's own slot and id) forms a group
+// alone; it is taken only by the round that waits for it (else dropped: no_round, stale_epoch,
+// stale, duplicate, count_mismatch, dtype_mismatch, in the switch model's order), and not while
+// the (slot, set) has frames queued (it stays at its head). Taken, its values overwrite the
+// accumulators (a token that stores, as for a new round), its exponent replaces the round's,
+// its ECN bits are ORed in, and the round completes: results to every member.
 `default_nettype none
 
 module netagg_round #(
@@ -61,6 +72,7 @@ module netagg_round #(
     input  logic [NUM_PORTS*FI_W-1:0]                   frame_i,   // buffer entry of the head
     input  logic [NUM_PORTS*JOB_W-1:0]                  entry_i,   // job table entry
     input  logic [NUM_PORTS*netagg_agg_pkg::NWORKERS_W-1:0] workers_i,
+    input  logic [NUM_PORTS-1:0]                        parent_i,  // the job has a parent
     output logic [NUM_PORTS-1:0]                        pop_o,
     output logic [NUM_PORTS-1:0]                        hold_o,    // popped, payload read later
     // adder pipeline
@@ -122,6 +134,8 @@ module netagg_round #(
   logic [1:0] dtype_q[NK];
   logic [15:0] exponent_q[NK];
   logic [1:0] ecn_q[NK];
+  logic [NK-1:0] upstream_q;  // trees: complete here, its sum sent to the parent, no result yet
+  logic [NK-1:0] fresh_q;     // the round's first contribution was fresh (its sum goes up so)
 
   // ---- C: the heads' checks, registered ------------------------------------------------------
   logic [NP-1:0] c_valid_q, c_drop_q, c_elig_q;
@@ -130,6 +144,7 @@ module netagg_round #(
   logic [FI_W-1:0] c_frame_q[NP];
   logic [JOB_W-1:0] c_entry_q[NP];
   logic [NW-1:0] c_workers_q[NP];
+  logic [NP-1:0] c_parent_q;
   logic [NP-1:0] busy, drop_pop, group_pop, taken_pop;
 
   always_ff @(posedge clk_i) begin
@@ -139,6 +154,7 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     c_drop_q <= drop_i;
     c_elig_q <= eligible_i;
+    c_parent_q <= parent_i;
     for (int p = 0; p < NP; p++) begin
       c_reason_q[p] <= reason_i[p*REASON_W+:REASON_W];
       c_desc_q[p] <= desc_i[p*DESC_W+:DESC_W];
@@ -151,7 +167,7 @@ module netagg_round #(
   logic [KEY_W-1:0] c_key[NP];
   logic [RW-1:0] c_rank[NP];
   logic [31:0] c_seq[NP], c_epoch[NP];
-  logic [NP-1:0] c_fresh, c_recovery;
+  logic [NP-1:0] c_fresh, c_recovery, c_result;
   logic [15:0] c_count[NP];
   logic [1:0] c_dtype[NP];
   logic [15:0] c_exponent[NP];
@@ -170,6 +186,7 @@ module netagg_round #(
       c_epoch[p] = d.epoch;
       c_fresh[p] = d.fresh;
       c_recovery[p] = d.recovery;
+      c_result[p] = !d.contribution;  // (eligible: a result from the job's parent)
       c_count[p] = d.count;
       c_dtype[p] = d.dtype;
       c_exponent[p] = d.exponent;
@@ -193,7 +210,10 @@ module netagg_round #(
   logic [BEATS_W-1:0] r1_est_q, r2_est_q;  // beats the group's token will likely take
   logic [RW-1:0] r1_rank_q[NP];  // (compared in D2)
   logic [31:0] r1_seq_q[NP], r2_seq_q[NP];
-  logic [NP-1:0] r1_fresh_q, r1_recovery_q;
+  logic [NP-1:0] r1_fresh_q, r1_recovery_q, r2_fresh_q;
+  logic r1_res_q, r2_res_q;        // the group is a result from the job's parent
+  logic r1_parent_q, r2_parent_q;  // the job has a parent
+  logic r1_s_up_q, r2_s_up_q, r1_s_fresh_q, r2_s_fresh_q;
   logic [31:0] r1_epoch_q, r2_epoch_q;  // the group's epoch (every member's)
   logic [31:0] r1_s_epoch_q;
   logic [15:0] r1_count_q[NP], r2_count_q[NP];
@@ -261,10 +281,12 @@ module netagg_round #(
     end
   end
   assign lentry = c_entry_q[lead];
+  // A result from the parent is a group of its own.
   always_comb begin
     for (int p = 0; p < NP; p++)
       cand[p] = elig[p] && c_key[p] == lkey && c_entry_q[p] == lentry &&
-                c_epoch[p] == c_epoch[lead];
+                c_epoch[p] == c_epoch[lead] &&
+                (c_result[lead] ? 32'(p) == 32'(lead) : !c_result[p]);
   end
   // A group in D2 or D3 on the same slot writes the state D1 would read.
   assign conflict = (r1_valid_q && r1_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
@@ -300,6 +322,10 @@ module netagg_round #(
       r1_epoch_q <= c_epoch[lead];
       r1_fresh_q <= c_fresh;
       r1_recovery_q <= c_recovery;
+      r1_res_q <= c_result[lead];
+      r1_parent_q <= c_parent_q[lead];
+      r1_s_up_q <= upstream_q[lkey];
+      r1_s_fresh_q <= fresh_q[lkey];
       r1_s_epoch_q <= epoch_q[lkey];
       for (int p = 0; p < NP; p++) begin
         r1_rank_q[p] <= c_rank[p];
@@ -348,7 +374,8 @@ module netagg_round #(
   logic [31:0] diff;  // (its sign)
   /* verilator lint_on UNUSEDSIGNAL */
   logic locked, zero, cnt_eq, dt_eq, blocked, epoch_eq, s_has;
-  logic [NP-1:0] want_start, starter_d2;
+  logic [NP-1:0] want_start, starter_d2, res_ok;
+  logic [REASON_W-1:0] res_reason[NP];
 
   function automatic logic [CL_W-1:0] classify(input logic has, input logic older,
                                                input logic same_seq, input logic same_count,
@@ -380,6 +407,18 @@ module netagg_round #(
       if (r1_s_has_q && !epoch_eq && (!r1_fresh_q[p] || r1_recovery_q[p]))
         st_cls[p] = CL_W'(1) << CL_EPOCH;
       st_dup[p] = s_has && r1_s_bitmap_q[r1_rank_q[p]];
+      // A result from the parent, against the round waiting for it.
+      res_ok[p] = 1'b0;
+      res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
+      if (!r1_s_has_q) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
+      else if (!epoch_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE_EPOCH);
+      else if (diff[31]) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
+      else if (!zero || r1_s_rem_q != '0)
+        res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
+      else if (!r1_s_up_q) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
+      else if (!cnt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_COUNT_MISMATCH);
+      else if (!dt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
+      else res_ok[p] = 1'b1;
       st_gt[p] = $signed(r1_exp_q[p]) > $signed(r1_s_exp_q);
       st_lt[p] = $signed(r1_exp_q[p]) < $signed(r1_s_exp_q);
       p_beats[p] = BEATS_W'((32'(r1_count_q[p]) + 32'd15) >> 4);
@@ -411,7 +450,7 @@ module netagg_round #(
     starter_d2 = '0;
     for (int p = 0; p < NP; p++) begin
       want_start[p] = st_cls[p][CL_START] || st_cls[p][CL_NEWER];
-      if (r1_cand_q[p]) begin
+      if (r1_cand_q[p] && !r1_res_q) begin
         if (want_start[p] && !blocked) starter_d2[p] = 1'b1;
         if (want_start[p] || (st_cls[p][CL_SAME] && (rem_eq[0] || !st_dup[p]))) blocked = 1'b1;
       end
@@ -434,7 +473,9 @@ module netagg_round #(
   logic [BEATS_W-1:0] r2_beats_q[NP];
   logic [BEATS_W-1:0] r2_s_beats_q;
   logic [31:0] r2_all_mask_q;
-  logic [NP-1:0] r2_starter_q;
+  logic [NP-1:0] r2_starter_q, r2_res_ok_q;
+  logic [REASON_W-1:0] r2_res_reason_q[NP];
+  logic r2_locked_q;
 
   always_ff @(posedge clk_i) begin
     if (r2_load) begin
@@ -445,7 +486,15 @@ module netagg_round #(
       r2_workers_q <= r1_workers_q;
       r2_est_q <= r1_est_q;
       r2_epoch_q <= r1_epoch_q;
+      r2_fresh_q <= r1_fresh_q;
+      r2_res_q <= r1_res_q;
+      r2_parent_q <= r1_parent_q;
+      r2_s_up_q <= r1_s_up_q;
+      r2_s_fresh_q <= r1_s_fresh_q;
+      r2_res_ok_q <= res_ok;
+      r2_locked_q <= locked;
       for (int p = 0; p < NP; p++) begin
+        r2_res_reason_q[p] <= res_reason[p];
         r2_seq_q[p] <= r1_seq_q[p];
         r2_count_q[p] <= r1_count_q[p];
         r2_dtype_q[p] <= r1_dtype_q[p];
@@ -499,8 +548,8 @@ module netagg_round #(
   //    `remaining` reaches 0 once as many joiners as the round still needs came before p;
   //  - a resend needs the stored round complete and no member added before it, and is sent
   //    once per rank.
-  logic started, acc_any, new_round, resend_any, complete_now;
-  logic [NP-1:0] starter, added, resent, round_drop, exp_win;
+  logic started, acc_any, new_round, resend_any, complete_now, res_take;
+  logic [NP-1:0] starter, added, resent, round_drop, exp_win, res_taken;
   logic [NP-1:0] after_start, same, would_join, joiner, rem_zero, resend_cand, joined;
   logic [CL_W-1:0] cls[NP];
   logic [REASON_W-1:0] round_reason[NP];
@@ -515,7 +564,7 @@ module netagg_round #(
       for (int q = 0; q < p; q++) if (starter[q]) after_start[p] = 1'b1;
       cls[p] = r2_st_cls_q[p];
       for (int q = 0; q < p; q++) if (starter[q]) cls[p] = r2_pq_cls_q[p*NP+q];
-      same[p] = r2_cand_q[p] && cls[p][CL_SAME];
+      same[p] = r2_cand_q[p] && cls[p][CL_SAME] && !r2_res_q;
       // (after the starter, against the new round's bits: a new round starts from its starter's)
       would_join[p] = same[p] && !(r2_st_dup_q[p] && !after_start[p]);
     end
@@ -536,13 +585,20 @@ module netagg_round #(
       resend_cand[p] = same[p] && r2_rem_eq_q[0] && !after_start[p] && !starter[p];
     end
     for (int p = 0; p < NP; p++) begin
+      // (a round waiting for the parent sends its sum up once per group)
       resent[p] = resend_cand[p];
       for (int q = 0; q < p; q++)
-        if (resend_cand[q] && r2_pq_rank_eq_q[p*NP+q]) resent[p] = 1'b0;
-      added[p] = joined[p] || starter[p];
+        if (resend_cand[q] && (r2_pq_rank_eq_q[p*NP+q] || r2_s_up_q)) resent[p] = 1'b0;
+      // a result from the parent: taken unless results of the (slot, set) are queued
+      res_taken[p] = r2_res_q && r2_cand_q[p] && r2_res_ok_q[p] && !r2_locked_q;
+      added[p] = joined[p] || starter[p] || res_taken[p];
       round_reason[p] = '0;
       round_drop[p] = 1'b0;
-      if (r2_cand_q[p] && !starter[p]) begin
+      if (r2_res_q && r2_cand_q[p] && !r2_res_ok_q[p]) begin
+        round_drop[p] = 1'b1;
+        round_reason[p] = r2_res_reason_q[p];
+      end
+      if (r2_cand_q[p] && !starter[p] && !r2_res_q) begin
         if (cls[p][CL_STALE]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
@@ -571,15 +627,16 @@ module netagg_round #(
       group_pop[p] = added[p] || resent[p] || round_drop[p];
     end
     started = |starter;
-    new_round = started;
-    acc_any = started || |joined;
+    res_take = |res_taken;
+    new_round = started || res_take;  // (the parent's values are stored, not added)
+    acc_any = started || |joined || res_take;
     resend_any = |resent;
     n_joined = '0;
     n_added = '0;
     n_resent = '0;
     for (int p = 0; p < NP; p++) begin
       n_joined = n_joined + J_W'(joined[p]);
-      n_added = n_added + 4'(added[p]);
+      n_added = n_added + 4'(joined[p] || starter[p]);
       n_resent = n_resent + 4'(resent[p]);
     end
   end
@@ -626,7 +683,9 @@ module netagg_round #(
   assign dbg_admit_pop = drop_pop;
 
   // ---- D3 -> D4 ------------------------------------------------------------------------------
-  logic r3_started_q, r3_acc_any_q, r3_resend_any_q;
+  logic r3_started_q, r3_acc_any_q, r3_resend_any_q, r3_res_take_q, r3_parent_q;
+  logic r3_s_up_q, r3_s_fresh_q;
+  logic [NP-1:0] r3_fresh_q;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [NP:0] r3_nw_eq_q;  // (workers >= 1)
   /* verilator lint_on UNUSEDSIGNAL */
@@ -661,6 +720,11 @@ module netagg_round #(
   end
   always_ff @(posedge clk_i) begin
     r3_started_q <= started;
+    r3_res_take_q <= res_take;
+    r3_parent_q <= r2_parent_q;
+    r3_s_up_q <= r2_s_up_q;
+    r3_s_fresh_q <= r2_s_fresh_q;
+    r3_fresh_q <= r2_fresh_q;
     r3_acc_any_q <= acc_any;
     r3_resend_any_q <= resend_any;
     r3_rem_eq_q <= r2_rem_eq_q;
@@ -701,7 +765,7 @@ module netagg_round #(
   end
 
   // ---- D4: the (slot, set)'s new state, the result, the counters -----------------------------
-  logic f_has, state_win;
+  logic f_has, state_win, f_up, f_fresh, up_send, up_resend;
   logic [31:0] f_seq, f_bitmap, added_ranks, resend_mask;
   logic [NW-1:0] f_rem;
   logic [CNT_W-1:0] f_count;
@@ -710,8 +774,9 @@ module netagg_round #(
   logic [J_W-1:0] r3_next;
   always_comb begin
     r3_next = r3_joined_q + 1'b1;
-    complete_now = r3_acc_any_q &&
-                   (r3_started_q ? r3_nw_eq_q[r3_next] : r3_rem_eq_q[r3_joined_q]);
+    // (the parent's result completes the round waiting for it)
+    complete_now = r3_res_take_q || (r3_acc_any_q && (r3_started_q ? r3_nw_eq_q[r3_next] :
+                                                                       r3_rem_eq_q[r3_joined_q]));
     f_has = r3_s_has_q || r3_started_q;
     f_seq = r3_s_seq_q;
     f_count = r3_s_count_q;
@@ -720,14 +785,16 @@ module netagg_round #(
     f_rem = r3_started_q ? r3_workers_q - 1'b1 : r3_s_rem_q;
     added_ranks = '0;
     resend_mask = '0;
+    f_fresh = r3_s_fresh_q;
     for (int p = 0; p < NP; p++) begin
       if (r3_starter_q[p]) begin
         f_seq = r3_seq_q[p];
         f_count = CNT_W'(r3_count_q[p]);
         f_dtype = r3_dtype_q[p];
+        f_fresh = r3_fresh_q[p];
       end
       if (r3_added_q[p]) begin
-        added_ranks = added_ranks | r3_bit_r_q[p];
+        if (!r3_res_take_q) added_ranks = added_ranks | r3_bit_r_q[p];
         f_ecn = f_ecn | r3_ecn_q[p];
       end
       if (r3_resent_q[p]) resend_mask = resend_mask | r3_bit_r_q[p];
@@ -747,6 +814,18 @@ module netagg_round #(
     end
     f_exp = state_win ? r3_s_exp_q : '0;
     for (int p = 0; p < NP; p++) if (exp_win[p]) f_exp = f_exp | r3_exp_q[p];
+    // The parent's result: its exponent is the round's.
+    if (r3_res_take_q) begin
+      f_exp = '0;
+      for (int p = 0; p < NP; p++) if (r3_added_q[p]) f_exp = r3_exp_q[p];
+    end
+    // Trees: a completed round of a job with a parent sends its sum up and waits; a
+    // retransmission to a waiting round sends it again; the parent's result ends the wait.
+    up_send = complete_now && r3_parent_q && !r3_res_take_q;
+    up_resend = r3_resend_any_q && r3_s_up_q;
+    f_up = r3_started_q ? 1'b0 : r3_s_up_q;
+    if (up_send) f_up = 1'b1;
+    if (r3_res_take_q) f_up = 1'b0;
   end
 
   netagg_agg_pkg::result_t result;
@@ -763,6 +842,8 @@ module netagg_round #(
     result.epoch = r3_epoch_q;  // the group's: a completion or resend is of a round of it
     result.ecn = f_ecn;
     result.dest = complete_now ? r3_all_mask_q : resend_mask;
+    result.up = up_send || up_resend;
+    result.fresh = f_fresh;
   end
   assign rq_push_o = r3_valid_q && (complete_now || r3_resend_any_q);
   assign rq_data_o = result;
@@ -790,8 +871,13 @@ module netagg_round #(
       end
     end
     inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_n_added_q;
-    inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] = INC_W'(r3_valid_q && complete_now);
-    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_n_resent_q;
+    inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] =
+        INC_W'(r3_valid_q && complete_now && !up_send);
+    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_s_up_q ? '0 : r3_n_resent_q;
+    inc[netagg_csr_pkg::CNT_SENT_TO_PARENT*INC_W+:INC_W] = INC_W'(r3_valid_q && up_send);
+    inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_up_q ? r3_n_resent_q : '0;
+    inc[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT*INC_W+:INC_W] =
+        INC_W'(r3_valid_q && r3_res_take_q);
   end
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;
@@ -815,10 +901,12 @@ module netagg_round #(
       if (!rst_ni || (clear_i && clear_mask[k])) begin
         has_round_q[k] <= 1'b0;
         bitmap_q[k] <= '0;
+        upstream_q[k] <= 1'b0;
       end else if (r3_valid_q && !clear_i) begin
         if (wkey == KEY_W'(k)) begin
           has_round_q[k] <= f_has;
           bitmap_q[k] <= f_bitmap;
+          upstream_q[k] <= f_up;
         end
       end
     end
@@ -833,6 +921,7 @@ module netagg_round #(
       dtype_q[wkey] <= f_dtype;
       exponent_q[wkey] <= f_exp;
       ecn_q[wkey] <= f_ecn;
+      fresh_q[wkey] <= f_fresh;
     end
   end
 

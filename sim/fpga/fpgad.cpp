@@ -5,10 +5,16 @@
 //
 // Each datagram (a netagg packet) becomes a whole Ethernet/IPv4/UDP frame (wire::encode_frame)
 // on the ingress port of its worker (the job's switch_port, else rank mod NUM_PORTS; a source
-// that is no job's worker goes to port 0, where the device drops it as foreign). A received batch
+// that is no job's worker goes to port 0, where the device drops it as foreign), or, for a
+// datagram from a job's parent (trees), on the job's port towards the parent. A received batch
 // is pushed whole, then the model runs until idle in slices of kCyclesPerSlice cycles; after each
-// slice every egress frame's netagg packet goes out as a datagram to the worker address in its
-// IPv4/UDP header. Jobs are programmed and counters read
+// slice every egress frame's netagg packet goes out as a datagram to the address in its IPv4/UDP
+// header: a worker's, or the parent's for a child's sums.
+//
+// Trees: a job file whose job has trees becomes this aggregator's part of each tree it is in
+// (netagg::jobs_at_aggregator), found by --as NAME, else by the --listen address; a part with a
+// parent is programmed with it (JOB_PARENT_*), so the device sends its completed rounds' sums
+// up and takes the parent's results. Jobs are programmed and counters read
 // through the CSRs (driver/fpga), as on a card.
 //
 // --control IP:PORT opens the CSR control channel (driver/fpga/include/netagg/fpga/
@@ -76,6 +82,7 @@ struct Options {
   std::string trace;
   std::string counters_json;
   std::string control;            // CSR control channel address; empty: none
+  std::string as;                 // this aggregator's name in the jobs' trees; empty: by address
   std::uint64_t idle_cycles = 0;  // 0: the model's default
   double stats_interval = 0;
   bool quiet = false;
@@ -106,9 +113,35 @@ std::string describe(const netagg::JobSpec& job, unsigned num_ports) {
   std::string ports;
   for (const auto& w : job.workers)
     ports += fmt::format("{}{}", ports.empty() ? "" : " ", fpga::worker_port(w, num_ports));
-  return fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet, ports by rank {}",
-                     job.job_id, job.workers.size(), job.slot_base, job.slot_base + job.slot_count,
-                     job.elements_per_packet, ports);
+  std::string text =
+      fmt::format("job {}: {} workers, slots [{}, {}), {} elements per packet, ports by rank {}",
+                  job.job_id, job.workers.size(), job.slot_base, job.slot_base + job.slot_count,
+                  job.elements_per_packet, ports);
+  if (job.covered() != job.workers.size())
+    text += fmt::format(" (members covering {} workers)", job.covered());
+  if (job.parent)
+    text += fmt::format(", child of {} as rank {} of job {} (its slots from {}, port {})",
+                        job.parent->address.to_string(), job.parent->rank, job.parent->job_id,
+                        job.parent->slot_base, fpga::parent_port(*job.parent));
+  return text;
+}
+
+// The jobs of the --job files as this aggregator holds them: a job with trees becomes this
+// aggregator's part of each tree it is in (found by --as, else by the listen address).
+std::vector<netagg::JobSpec> load_job_files(const Options& opt) {
+  std::vector<netagg::JobSpec> jobs;
+  const Endpoint listen = sim::parse_listen_address(opt.listen);
+  for (const auto& file : opt.job_files) {
+    for (auto& job : netagg::load_jobs(file)) {
+      try {
+        for (auto& part : netagg::jobs_at_aggregator(job, opt.as, listen))
+          jobs.push_back(std::move(part));
+      } catch (const Error& e) {
+        throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
+      }
+    }
+  }
+  return jobs;
 }
 
 class Daemon {
@@ -120,14 +153,18 @@ class Daemon {
 
   // Configuration: everything that can be wrong about the jobs is found here (exit 2).
   void load_jobs() {
-    for (const auto& file : opt_.job_files)
-      for (auto& job : netagg::load_jobs(file)) jobs_.push_back(std::move(job));
+    jobs_ = load_job_files(opt_);
     info_ = fpga::read_device_info(*model_);
     fpga::check_jobs(info_, jobs_);
-    for (const auto& job : jobs_)
+    for (const auto& job : jobs_) {
       for (const auto& w : job.workers)
         routes_[endpoint_key(w.address)] = {fpga::worker_port(w, info_.num_ports),
                                             fpga::worker_mac(w)};
+      // The parent's results enter on the port towards it.
+      if (job.parent)
+        routes_[endpoint_key(job.parent->address)] = {fpga::parent_port(*job.parent),
+                                                      fpga::parent_mac(*job.parent)};
+    }
   }
 
   // Programs the device once the UDP port is known (results come from it).
@@ -321,15 +358,27 @@ class Daemon {
       case reg::kWorkerMacHi:
         staged_.mac_hi = value;
         break;
+      case reg::kJobParentId:
+        staged_parent_.id = value;
+        break;
+      case reg::kJobParentIp:
+        staged_parent_.ip = value;
+        break;
+      case reg::kJobParentUdpPort:
+        staged_parent_.udp_port = value;
+        break;
+      case reg::kJobParentMacLo:
+        staged_parent_.mac_lo = value;
+        break;
+      case reg::kJobParentMacHi:
+        staged_parent_.mac_hi = value;
+        break;
       case reg::kCommit:
+        if ((value & 3) == 1 && (value >> 16) != last_commit_sequence_ &&
+            (staged_parent_.id & reg::kJobParentValid) != 0)
+          add_route(staged_parent_);
         if ((value & 3) == 2 && (value >> 16) != last_commit_sequence_) {
-          const unsigned port = (staged_.udp_port >> 16) & 0xF;
-          const wire::Mac mac{
-              std::uint8_t(staged_.mac_hi >> 8),  std::uint8_t(staged_.mac_hi),
-              std::uint8_t(staged_.mac_lo >> 24), std::uint8_t(staged_.mac_lo >> 16),
-              std::uint8_t(staged_.mac_lo >> 8),  std::uint8_t(staged_.mac_lo)};
-          routes_[endpoint_key(Endpoint{staged_.ip, std::uint16_t(staged_.udp_port)})] = {
-              port < model_->num_ports() ? port : 0, mac};
+          add_route(staged_);
         }
         last_commit_sequence_ = value >> 16;
         break;
@@ -338,9 +387,22 @@ class Daemon {
     }
   }
 
+  // The staged registers of a worker (WORKER_*) or a parent (JOB_PARENT_*): `id` only for a
+  // parent.
   struct StagedWorker {
-    std::uint32_t ip = 0, udp_port = 0, mac_lo = 0, mac_hi = 0;
+    std::uint32_t ip = 0, udp_port = 0, mac_lo = 0, mac_hi = 0, id = 0;
   };
+
+  // The staged address becomes a route: its port bits 19:16 (0 if the device has no such port)
+  // and its MAC.
+  void add_route(const StagedWorker& s) {
+    const unsigned port = (s.udp_port >> 16) & 0xF;
+    const wire::Mac mac{std::uint8_t(s.mac_hi >> 8),  std::uint8_t(s.mac_hi),
+                        std::uint8_t(s.mac_lo >> 24), std::uint8_t(s.mac_lo >> 16),
+                        std::uint8_t(s.mac_lo >> 8),  std::uint8_t(s.mac_lo)};
+    routes_[endpoint_key(Endpoint{s.ip, std::uint16_t(s.udp_port)})] = {
+        port < model_->num_ports() ? port : 0, mac};
+  }
 
   const Options& opt_;
   std::unique_ptr<sim::FpgaModel> model_;
@@ -351,7 +413,7 @@ class Daemon {
   std::uint32_t reply_from_ = 0;  // the local address replies leave from (0: the kernel's choice)
   std::map<std::uint64_t, Route> routes_;
   DaemonCounters counters_;
-  StagedWorker staged_;
+  StagedWorker staged_, staged_parent_;
   std::uint32_t last_commit_sequence_ = 0x10000;  // none yet
   std::array<std::byte, wire::kFrameOverhead + sim::DatagramServer::kRecvBufferSize> frame_{};
 };
@@ -480,6 +542,9 @@ int main(int argc, char** argv) {
   app.add_option("--job", opt.job_files,
                  "job description file (docs/job-format.md); repeatable. Required unless "
                  "--control is given (then the table may start empty: netagg-ctl fpga --sim)");
+  app.add_option("--as", opt.as,
+                 "this aggregator's name in the jobs' trees (default: the one whose address is "
+                 "--listen)");
   app.add_option("--control", opt.control,
                  "serve the CSR control channel on UDP IP:PORT (port 0: any free port; bind it to "
                  "loopback: it has no authentication)");

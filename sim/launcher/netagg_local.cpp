@@ -78,8 +78,9 @@ struct Options : netagg::report::TensorOptions {
   std::string fpgad;
   std::string fpga_model = "rtl";
   unsigned switchd_threads = 1;
-  int leaves = 0;  // > 0: a two-level tree of switch daemons, this many leaves under a root
-  int trees = 1;   // with leaves: the job's trees, each with a root of its own
+  int leaves = 0;           // > 0: a two-level tree of daemons, this many leaves under a root
+  int trees = 1;            // with leaves: the job's trees, each with a root of its own
+  std::string root_target;  // with leaves: the roots' daemon (switch-sim, fpga-sim); "": target
   bool json = false;
   bool verbose = false;
   int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
@@ -105,8 +106,13 @@ void check_options(const Options& o) {
   if (o.trees > 1 && o.leaves == 0) usage_error("--trees: needs --leaves");
   if (o.leaves > 0 && static_cast<long>(o.trees) * o.window > 0xFFFF)
     usage_error("--trees: the trees' slots (trees x window) exceed a leaf's 16-bit slot space");
-  if (o.leaves > 0 && o.target != "switch-sim")
-    usage_error("--leaves: trees of daemons are built for --target switch-sim");
+  if (o.leaves > 0 && o.target != "switch-sim" && o.target != "fpga-sim")
+    usage_error("--leaves: trees of daemons are built for --target switch-sim or fpga-sim");
+  if (!o.root_target.empty() && o.leaves == 0) usage_error("--root-target: needs --leaves");
+  if (o.root_target == "switch-sim" && o.target == "fpga-sim" && o.float_wire == "fp32")
+    usage_error(
+        "--root-target switch-sim: the switch adds int32 only; fp32 goes as int32-bfp through "
+        "it (--float-wire int32-bfp)");
   const int max_workers = kMaxWorkers * std::max(1, o.leaves);
   if (o.workers < 1 || o.workers > max_workers)
     usage_error(fmt::format("--workers: {} workers; 1..{} are supported{}", o.workers, max_workers,
@@ -127,6 +133,11 @@ void check_options(const Options& o) {
                       kFpgaMaxElementsPerPacket));
     if (o.window > kFpgaSlots)
       usage_error(fmt::format("--window: the FPGA aggregator has {} slots", kFpgaSlots));
+    if (o.leaves > 0 && o.trees * o.window > kFpgaSlots)
+      usage_error(
+          fmt::format("--trees: {} trees of window {} need {} slots at a leaf; the FPGA "
+                      "aggregator has {}",
+                      o.trees, o.window, o.trees * o.window, kFpgaSlots));
   }
   if (o.port_base > 0 && o.port_base + o.workers + o.leaves + 1 > 0xFFFF)
     usage_error("--port-base: too high for that many workers");
@@ -136,7 +147,8 @@ void check_options(const Options& o) {
 // (it adds floats), packets and a window that fit its slots.
 void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
   if (o.target != "fpga-sim") return;
-  if (o.float_wire.empty()) o.float_wire = "fp32";
+  // (an FPGA leaf under a switch root: block floating point, which both add as int32)
+  if (o.float_wire.empty() && o.root_target != "switch-sim") o.float_wire = "fp32";
   if (!elements_given) o.elements_per_packet = kFpgaMaxElementsPerPacket;
   if (!window_given) o.window = kFpgaSimWindow;
 }
@@ -204,18 +216,18 @@ std::vector<std::string> worker_args(const Program& worker, const Options& o, in
   return a;
 }
 
-// The daemon that serves --target: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim), with
+// The daemon that serves `target`: netagg-switchd (switch-sim) or netagg-fpgad (fpga-sim), with
 // the arguments after its path.
 // `as`: the daemon's aggregator name in the job's tree ("" without one).
-std::pair<Program, std::vector<std::string>> daemon_command(const Options& o, const fs::path& job,
-                                                            const fs::path& counters,
-                                                            std::uint16_t port,
-                                                            const std::string& as = "") {
+std::pair<Program, std::vector<std::string>> daemon_command(
+    const Options& o, const std::string& target, const fs::path& job, const fs::path& counters,
+    std::uint16_t port, const std::string& as = "") {
   std::vector<std::string> args{"--listen",        fmt::format("127.0.0.1:{}", port),
                                 "--job",           job.string(),
                                 "--counters-json", counters.string()};
-  if (o.target == "fpga-sim") {
+  if (target == "fpga-sim") {
     args.insert(args.end(), {"--model", o.fpga_model});
+    if (!as.empty()) args.insert(args.end(), {"--as", as});
     return {find_program("netagg-fpgad", "fpgad", o.fpgad, NETAGG_LOCAL_FPGAD), args};
   }
   args.insert(args.end(), {"--slots", std::to_string(o.window * o.trees), "--threads",
@@ -263,6 +275,7 @@ Endpoint start_daemon(std::optional<ChildProcess>& daemon, const Program& progra
 // A daemon of the run: the single aggregator (name "") or an aggregator of the tree.
 struct DaemonRun {
   std::string name;
+  std::string program;  // netagg-switchd, netagg-fpgad
   std::optional<ChildProcess> process;
   fs::path counters_path;
 };
@@ -355,9 +368,13 @@ int run(const Options& o) {
       daemons[i].name = daemon_names[i];
       daemons[i].counters_path =
           tmp.path() / fmt::format("aggregator-counters{}.json", daemon_names[i]);
-      const auto [program, args] =
-          daemon_command(o, job_path, daemons[i].counters_path, daemon_ports[i], daemon_names[i]);
+      // The roots first: their daemon may be another (--root-target).
+      const bool root = o.leaves > 0 && i < o.trees;
+      const std::string& target = root && !o.root_target.empty() ? o.root_target : o.target;
+      const auto [program, args] = daemon_command(o, target, job_path, daemons[i].counters_path,
+                                                  daemon_ports[i], daemon_names[i]);
       daemon_name = program.name;
+      daemons[i].program = program.name;
       const Endpoint at = start_daemon(daemons[i].process, program, args);
       if (i == 0) aggregator = at;
     }
@@ -416,7 +433,7 @@ int run(const Options& o) {
   std::vector<std::string> daemon_statuses;
   for (auto& d : daemons) {
     ChildProcess& p = *d.process;
-    const std::string who = d.name.empty() ? daemon_name : daemon_name + " " + d.name;
+    const std::string who = d.name.empty() ? d.program : d.program + " " + d.name;
     if (!p.exited()) {
       p.signal(SIGTERM);
       if (!p.wait_exit(Clock::now() + std::chrono::seconds(5))) {
@@ -554,8 +571,13 @@ int run(const Options& o) {
         {"ranks", ranks},
         {"problems", problems},
         {"waiting_for_ranks", waiting_for},
-        {o.target == "fpga-sim" ? "fpga_counters" : "switch_counters", aggregator_counters}};
-    if (o.leaves > 0) summary["tree_counters"] = tree_counters;  // by aggregator name
+        {(o.root_target.empty() ? o.target : o.root_target) == "fpga-sim" ? "fpga_counters"
+                                                                          : "switch_counters",
+         aggregator_counters}};
+    if (o.leaves > 0) {
+      summary["tree_counters"] = tree_counters;  // by aggregator name
+      summary["root_target"] = o.root_target.empty() ? o.target : o.root_target;
+    }
     if (first_mismatch) {
       summary["mismatch"] = first_mismatch->second;
       summary["mismatch"]["rank"] = first_mismatch->first;
@@ -627,9 +649,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"rtl", "hls"}))
       ->capture_default_str();
   app.add_option("--leaves", o.leaves,
-                 "switch-sim: a two-level tree of netagg-switchd daemons, L leaves under a root; "
-                 "worker r sends to leaf r mod L")
+                 "a two-level tree of daemons (netagg-switchd for switch-sim, netagg-fpgad for "
+                 "fpga-sim), L leaves under a root; worker r sends to leaf r mod L")
       ->capture_default_str();
+  app.add_option("--root-target", o.root_target,
+                 "with --leaves: the roots' daemon, switch-sim or fpga-sim (default: --target's), "
+                 "e.g. FPGA leaves under a switch root")
+      ->check(CLI::IsMember({"switch-sim", "fpga-sim"}));
   app.add_option("--trees", o.trees,
                  "with --leaves: the job's trees, each with a root of its own and the leaves in "
                  "every tree; the chunks go to the trees in turn")

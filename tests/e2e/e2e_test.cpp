@@ -142,6 +142,74 @@ TEST(EndToEnd, AJobOnTwoTreesOfDaemonsGetsTheSums) {
     EXPECT_EQ(tree[leaf]["completions"].get<std::uint64_t>(), root0 + root1) << leaf;
 }
 
+bool fpga_model_built(const std::string& model);  // (below)
+
+// A two-level tree of netagg-fpgad processes: two leaves under a root, two workers each, with
+// loss between the workers and the leaves; the workers verify the sums. fp32 on the wire (the
+// FPGA aggregator adds floats: each leaf its workers', the root the leaves' sums) and int32, the
+// HLS model for speed and a run through the RTL; and netagg-fpgad leaves under a netagg-switchd
+// root (int32, and fp32 as block floating point, which both add as int32). Every round a leaf
+// sent up was answered by the root.
+TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
+  struct Case {
+    std::string model, root, dtype, count, iterations;
+  };
+  const std::vector<Case> cases = {
+      {"hls", "fpga-sim", "fp32", "30000", "2"},   {"hls", "fpga-sim", "int32", "30000", "1"},
+      {"rtl", "fpga-sim", "fp32", "20000", "2"},   {"hls", "switch-sim", "int32", "30000", "1"},
+      {"rtl", "switch-sim", "fp32", "20000", "1"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = c.model + " leaves, " + c.root + " root, " + c.dtype;
+    if (!fpga_model_built(c.model)) {
+      std::printf("netagg-fpgad has no %s model: %s skipped\n", c.model.c_str(), what.c_str());
+      continue;
+    }
+    const ToolRun run = run_tool({"--workers",
+                                  "4",
+                                  "--leaves",
+                                  "2",
+                                  "--target",
+                                  "fpga-sim",
+                                  "--root-target",
+                                  c.root,
+                                  "--fpga-model",
+                                  c.model,
+                                  "--json",
+                                  "--timeout",
+                                  "20",
+                                  "--dtype",
+                                  c.dtype,
+                                  "--count",
+                                  c.count,
+                                  "--loss",
+                                  "0.03",
+                                  "--seed",
+                                  "8",
+                                  "--iterations",
+                                  c.iterations},
+                                 std::chrono::seconds(120));
+    const json s = run.summary();
+    ASSERT_EQ(run.exit_code, 0) << what << "\n" << run.out << run.err;
+    EXPECT_EQ(s["verification"], "ok") << what;
+    EXPECT_EQ(s["root_target"], c.root) << what;
+    if (c.dtype == "fp32")
+      EXPECT_EQ(s["float_wire"], c.root == "fpga-sim" ? "fp32" : "int32-bfp") << what;
+    EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u) << what;
+    const json& tree = s["tree_counters"];
+    ASSERT_TRUE(tree.contains("root")) << s.dump(2);
+    const auto root = tree["root"]["completions"].get<std::uint64_t>();
+    EXPECT_GT(root, 0u) << what;
+    for (const char* leaf : {"leaf0", "leaf1"}) {
+      const json& l = tree[leaf];
+      EXPECT_GT(l["sent_to_parent"].get<std::uint64_t>(), 0u) << what << " " << leaf;
+      EXPECT_EQ(l["results_from_parent"], l["sent_to_parent"]) << what << " " << leaf;
+      EXPECT_EQ(l["completions"], l["results_from_parent"]) << what << " " << leaf;
+      EXPECT_EQ(l["completions"].get<std::uint64_t>(), root) << what << " " << leaf;
+    }
+  }
+}
+
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
   // Rank 2 SIGKILLs itself after 100 packets, in the middle of the first all-reduce.
   const ToolRun run =
@@ -489,6 +557,20 @@ TEST(EndToEnd, FpgaSimRefusesWhatItsSlotsCannotHold) {
     EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
     EXPECT_THAT(run.err, HasSubstr(message));
   }
+  // Trees: a leaf's slots hold every tree's window; a switch root adds int32 only.
+  for (const auto& [extra, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--trees", "5"}, "5 trees of window 16 need 80 slots at a leaf"},
+           {{"--root-target", "switch-sim", "--dtype", "fp32", "--float-wire", "fp32"},
+            "the switch adds int32 only"}}) {
+    std::vector<std::string> args = {"--workers", "4", "--target", "fpga-sim", "--leaves", "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ToolRun run = run_tool(args);
+    EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+    EXPECT_THAT(run.err, HasSubstr(message));
+  }
+  const ToolRun alone = run_tool({"--workers", "4", "--root-target", "fpga-sim"});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_THAT(alone.err, HasSubstr("--root-target: needs --leaves"));
 }
 
 TEST(EndToEnd, TheLauncherNamesAProgramItCannotFind) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "../hls/fpga_tree_util.hpp"
 #include "Vnetagg_aggregator_v.h"
 #include "aggregator_rtl_fixture.hpp"
 #include "aggregator_traffic.hpp"
@@ -170,6 +171,55 @@ TEST_F(Variant, FullLoadWithSmallQueues) {
   EXPECT_EQ(egress.size(), 3u * kPackets);
   expect_same_as_model(egress);
   EXPECT_EQ(count(C::kCompletions), kPackets);
+}
+
+// Trees with these parameters: a child job whose parent is reached on port 2 (a sum up, two
+// retransmissions in one group, the parent's result down), then the same job stored with a port
+// the design does not have (3: port 0).
+TEST_F(Variant, AChildsSumGoesUpAndTheParentsResultComesDown) {
+  JobSpec child = make_child_job(6, 3, 2, 2, kVariantElements, 60, 1, 8);
+  child.parent->switch_port = 2;
+  for (const std::uint16_t stored_port : {2, 3}) {
+    child.parent->switch_port = stored_port;
+    install_unchecked(1, child);
+    const auto contribution = [&](std::uint16_t rank) {
+      return Contribution{.job = 6,
+                          .rank = rank,
+                          .slot = 3,
+                          .set = 1,
+                          .seq = 3,
+                          .values = {rank + 1u, 100u * rank, 0xFFFFFFFFu, 7u, 9u}};
+    };
+    for (std::uint16_t r = 0; r < 3; ++r)
+      tb.push_frame(r, contribution_frame(child, contribution(r)));
+    ASSERT_TRUE(run_until_idle());
+    auto up = tb.pop_egress();
+    expect_same_as_model(up);
+    ASSERT_EQ(up.size(), 1u);
+    const unsigned port = stored_port < kUsedPorts ? stored_port : 0;
+    EXPECT_EQ(up[0].port, port);
+    wire::Header round = contribution_header(child, 0, 3, 5);
+    round.set = 1;
+    round.slot = 3;
+    const std::vector<std::uint32_t> sum = {6, 300, 0xFFFFFFFDu, 21, 27};
+    EXPECT_EQ(up[0].bytes, expected_to_parent(child, round, sum).bytes);
+    for (std::uint16_t r = 0; r < 2; ++r)
+      tb.push_frame(r, contribution_frame(child, contribution(r)));
+    ASSERT_TRUE(run_until_idle());
+    const auto again = tb.pop_egress();
+    expect_same_as_model(again);
+    EXPECT_EQ(again.size(), 2u);
+    const std::vector<std::uint32_t> total = {1, 2, 3, 4, 5};
+    tb.push_frame(port, parent_result_frame(child, round, total, 9));
+    ASSERT_TRUE(run_until_idle());
+    const auto down = tb.pop_egress();
+    expect_same_as_model(down);
+    ASSERT_EQ(down.size(), 3u);
+    for (const auto& f : down) EXPECT_EQ(decode_result(f).values, total);
+  }
+  EXPECT_EQ(count(C::kSentToParent), 2u);
+  EXPECT_EQ(count(C::kResentToParent), 4u);
+  EXPECT_EQ(count(C::kResultsFromParent), 2u);
 }
 
 }  // namespace

@@ -253,6 +253,9 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"dropped_stale", 0},
       {"dropped_stale_epoch", 0},
       {"dropped_no_round", 0},
+      {"sent_to_parent", 0},
+      {"resent_to_parent", 0},
+      {"results_from_parent", 0},
       {"datagrams_in", sent},
       {"egress_frames", 3 * kPackets + 1},
       {"egress_undecodable", 0},
@@ -329,6 +332,72 @@ TEST_P(FpgadTest, SeveralJobsAndFloatingPoint) {
                                          "ports by rank 1"));
 }
 
+// Trees: with --as, a job file with trees becomes this aggregator's part: leaf0 of a tree whose
+// root is a socket of the test. A completed round goes up to the root as one contribution (a
+// retransmission meanwhile sends it again), the root's result comes down to the leaf's workers.
+TEST_P(FpgadTest, AsALeafOfATreeItSendsSumsUpAndTakesTheRootsResult) {
+  UdpSocket w0, w1, w2, root;
+  const fs::path job =
+      write("tree.json", fmt::format(R"({{"job_id": 5, "elements_per_packet": 4,
+      "workers": [{}, {}, {}], "trees": [{{"window": 2, "aggregators": [
+        {{"name": "root", "address": "{}"}},
+        {{"name": "leaf0", "address": "127.0.0.1:9", "parent": "root", "workers": [0, 1],
+          "slot_base": 3}},
+        {{"name": "leaf1", "address": "127.0.0.1:10", "parent": "root", "workers": [2]}}]}}]}})",
+                                     worker_json(0, w0.local()), worker_json(1, w1.local()),
+                                     worker_json(2, w2.local()), root.local().to_string()));
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", job.string(), "--as", "leaf0"}));
+  const Endpoint agg = d.wait_listening();
+  // leaf0's view: ranks 0 and 1 (the job's 0 and 1), slots [3, 5); at the root rank 0, slots
+  // from 0.
+  w0.send_to(agg, contribution(5, 0, 3, 0, 0, {1, 2, 3, 4}));
+  w1.send_to(agg, contribution(5, 1, 3, 0, 0, {10, 20, 30, 40}));
+  Endpoint from;
+  auto up = root.receive(&from);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(from, agg) << "from the address the leaf listens on";
+  wire::Decoded sum = wire::decode(*up);
+  ASSERT_TRUE(sum);
+  EXPECT_EQ(sum.header.type, wire::MsgType::kContribution);
+  EXPECT_EQ(sum.header.job_id, 5);
+  EXPECT_EQ(sum.header.rank, 0);
+  EXPECT_EQ(sum.header.slot, 0);
+  EXPECT_EQ(sum.header.seq, 0u);
+  EXPECT_THAT(parse_result(*up).values, ElementsAre(11, 22, 33, 44));
+  // A retransmission while the round waits: the sum again.
+  w0.send_to(agg, contribution(5, 0, 3, 0, 0, {1, 2, 3, 4}));
+  auto again = root.receive();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *up);
+  // The root's result (the whole tree's sum) to both workers of the leaf.
+  std::vector<std::byte> result = contribution(5, 0, 0, 0, 0, {100, 200, 300, 400});
+  result[wire::offset::kType] = std::byte{2};
+  root.send_to(agg, result);
+  for (UdpSocket* w : {&w0, &w1}) {
+    auto r = w->receive();
+    ASSERT_TRUE(r);
+    const Result res = parse_result(*r);
+    EXPECT_EQ(res.header.type, wire::MsgType::kResult);
+    EXPECT_EQ(res.header.job_id, 5);
+    EXPECT_EQ(res.header.slot, 3);
+    EXPECT_EQ(res.header.rank, w == &w0 ? 0 : 1);
+    EXPECT_THAT(res.values, ElementsAre(100, 200, 300, 400));
+  }
+  EXPECT_EQ(d.stop(SIGTERM), 0);
+  const Counters c = Daemon::last_block(d.stdout_text());
+  EXPECT_EQ(c.at("sent_to_parent"), 1u);
+  EXPECT_EQ(c.at("resent_to_parent"), 1u);
+  EXPECT_EQ(c.at("results_from_parent"), 1u);
+  EXPECT_EQ(c.at("completions"), 1u);
+  EXPECT_EQ(c.at("datagrams_sent"), 4u);
+  EXPECT_THAT(d.stderr_text(),
+              HasSubstr(fmt::format("job 5: 2 workers, slots [3, 5), 4 elements per packet, ports "
+                                    "by rank 0 1, child of {} as rank 0 of job 5 (its slots from "
+                                    "0, port 0)",
+                                    root.local().to_string())));
+  EXPECT_FALSE(w2.has_pending());
+}
+
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.
 TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
   UdpSocket w, busy;
@@ -356,6 +425,15 @@ TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
   const fs::path nine = write("nine.json", fmt::format(R"({{"jobs": [{}]}})", nine_jobs));
   const fs::path broken = write("broken.json", R"({"job_id": 1, "slots": )");
   const std::string busy_addr = busy.local().to_string();
+  const fs::path tree = write("tree.json", fmt::format(R"({{"job_id": 7, "elements_per_packet": 2,
+      "workers": [{}], "trees": [{{"window": 2, "aggregators": [
+        {{"name": "root", "address": "127.0.0.1:11"}},
+        {{"name": "leaf", "address": "127.0.0.1:12", "parent": "root", "workers": [0]}}]}}]}})",
+                                                       one));
+  const fs::path far_parent = write("far.json", fmt::format(R"({{"job_id": 8, "slots": {{"base": 0,
+      "count": 2}}, "elements_per_packet": 2, "workers": [{}], "parent": {{"address":
+      "127.0.0.1:11", "rank": 0, "slot_base": 0, "switch_port": 4}}}})",
+                                                            one));
 
   struct Case {
     std::vector<std::string> args;
@@ -371,6 +449,11 @@ TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
       {{"--job", slots.string()}, "uses slots [60, 68) but the FPGA aggregator has 64 slots"},
       {{"--job", port.string()}, "switch_port 4 but the FPGA aggregator has ports 0..3"},
       {{"--job", nine.string()}, "9 jobs; the FPGA aggregator's job table holds 8"},
+      {{"--job", tree.string(), "--as", "nobody"},
+       "job 7: no tree of it has an aggregator named 'nobody'"},
+      {{"--job", tree.string()}, "job 7: no tree of it has an aggregator at 127.0.0.1:0"},
+      {{"--job", far_parent.string()},
+       "parent: switch_port 4 but the FPGA aggregator has ports 0..3"},
       {{"--job", good.string(), "--listen", busy_addr}, "cannot listen on " + busy_addr},
       {{"--job", good.string(), "--listen", "localhost:1"}, "is not an IPv4 address"},
       {{"--job", good.string(), "--listen", "127.0.0.1:70000"}, "is not a port"},

@@ -17,6 +17,7 @@ namespace reg = netagg::fpga::csr;
 constexpr std::uint32_t kSoftReset = reg::kControlSoftReset,
                         kClearCounters = reg::kControlClearCounters;
 constexpr std::uint32_t kJobValid = reg::kJobIdValid;
+constexpr std::uint32_t kParentValid = reg::kJobParentValid;
 constexpr std::uint32_t kStatusBusy = reg::kStatusBusy;
 // A slot clear takes a few cycles per slot; a device busy for this many polls is broken.
 constexpr int kBusyPolls = 1 << 20;
@@ -85,16 +86,28 @@ unsigned worker_port(const WorkerSpec& worker, unsigned num_ports) {
   return num_ports == 0 ? 0 : worker.rank % num_ports;
 }
 
-wire::Mac worker_mac(const WorkerSpec& worker) {
-  if (worker.mac) return *worker.mac;
-  const std::uint64_t h =
-      mix((std::uint64_t(worker.address.ip) << 16) | worker.address.port | (1ull << 63));
+namespace {
+wire::Mac derived_mac(const Endpoint& address) {
+  const std::uint64_t h = mix((std::uint64_t(address.ip) << 16) | address.port | (1ull << 63));
   return {0x02,
           std::uint8_t(h >> 32),
           std::uint8_t(h >> 24),
           std::uint8_t(h >> 16),
           std::uint8_t(h >> 8),
           std::uint8_t(h)};
+}
+}  // namespace
+
+wire::Mac worker_mac(const WorkerSpec& worker) {
+  return worker.mac ? *worker.mac : derived_mac(worker.address);
+}
+
+unsigned parent_port(const ParentSpec& parent) {
+  return parent.switch_port ? *parent.switch_port : 0;
+}
+
+wire::Mac parent_mac(const ParentSpec& parent) {
+  return parent.mac ? *parent.mac : derived_mac(parent.address);
 }
 
 void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index) {
@@ -120,6 +133,15 @@ void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index) {
     if (w.switch_port && *w.switch_port >= info.num_ports)
       fail(fmt::format("rank {}: switch_port {} but the FPGA aggregator has ports 0..{}", w.rank,
                        *w.switch_port, info.num_ports - 1));
+  if (job.parent) {
+    const ParentSpec& p = *job.parent;
+    if (parent_port(p) >= info.num_ports)
+      fail(fmt::format("parent: switch_port {} but the FPGA aggregator has ports 0..{}",
+                       parent_port(p), info.num_ports - 1));
+    if (std::uint32_t(p.slot_base) + job.slot_count > 0x10000)
+      fail(fmt::format("the parent's slots [{}, {}) exceed the 16-bit slot space", p.slot_base,
+                       std::uint32_t(p.slot_base) + job.slot_count));
+  }
 }
 
 void check_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs) {
@@ -167,6 +189,29 @@ void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num
   bus.write32(reg::kJobWorkers, static_cast<std::uint32_t>(job.workers.size()));
   bus.write32(reg::kJobSlots, (std::uint32_t(job.slot_count) << 16) | job.slot_base);
   bus.write32(reg::kJobElements, job.elements_per_packet);
+  // The parent (trees), or none: the staging registers keep what the last job wrote.
+  if (job.parent) {
+    const ParentSpec& p = *job.parent;
+    const wire::Mac mac = parent_mac(p);
+    bus.write32(reg::kJobParentId, kParentValid | p.job_id);
+    // A design without the JOB_PARENT_* registers (before trees) reads them as 0: the job would
+    // be stored as a root and answer its members itself.
+    if (bus.read32(reg::kJobParentId) != (kParentValid | p.job_id))
+      throw Error(Errc::kUnsupported,
+                  fmt::format("job {}: a child in a tree (it has a parent), but the FPGA "
+                              "aggregator has no JOB_PARENT_* registers (JOB_PARENT_ID does not "
+                              "read back): a design before aggregation trees",
+                              job.job_id));
+    bus.write32(reg::kJobParentRank, p.rank);
+    bus.write32(reg::kJobParentSlots, p.slot_base);
+    bus.write32(reg::kJobParentIp, p.address.ip);
+    bus.write32(reg::kJobParentUdpPort,
+                (std::uint32_t(std::min(parent_port(p), 15u)) << 16) | p.address.port);
+    bus.write32(reg::kJobParentMacLo, mac_lo(mac));
+    bus.write32(reg::kJobParentMacHi, mac_hi(mac));
+  } else {
+    bus.write32(reg::kJobParentId, 0);
+  }
   issue(bus, reg::kCommit, std::uint32_t(Command::kStoreJob), "clearing the job's slots");
 }
 

@@ -15,6 +15,10 @@
 //      round) or added to the accumulators, accumulator first: acc <- acc + tree.
 //   4. a completed round sends one result frame to every worker of the job, on the worker's
 //      egress port, in rank order; a resend sends the stored result to the requester alone.
+//   Trees (a job with a parent, JOB_PARENT_*): a completed round instead sends its sum to the
+//   parent as one contribution and waits; a member's retransmission meanwhile sends it again;
+//   the parent's result frame (from the parent's address, for this job at the parent) replaces
+//   the sum, completes the round and goes to every worker as in 4.
 // Kernel code: C++14, no dynamic memory, every loop bounded.
 #ifndef NETAGG_HLS_AGGREGATOR_HPP
 #define NETAGG_HLS_AGGREGATOR_HPP
@@ -37,7 +41,8 @@ constexpr uint32_t kDesignVersion = 1;
 struct CsrInputs {
   uint32_t control, agg_mac_lo, agg_mac_hi, agg_ip, agg_udp_port, job_index, job_id, job_workers,
       job_slots, job_elements, worker_index, worker_ip, worker_udp_port, worker_mac_lo,
-      worker_mac_hi, commit, counter_index;
+      worker_mac_hi, commit, counter_index, job_parent_id, job_parent_rank, job_parent_slots,
+      job_parent_ip, job_parent_udp_port, job_parent_mac_lo, job_parent_mac_hi;
 };
 struct CsrOutputs {
   uint32_t version, features, status, counter_lo, counter_hi;
@@ -45,6 +50,10 @@ struct CsrOutputs {
 
 // The round state of one (slot, set), as in sim/switch plus dtype and the ECN OR.
 struct RoundState {
+  // Trees: the round is complete here and its sum went to the parent, whose result is not here
+  // yet. `fresh`: the round's first contribution was fresh (the sum goes up fresh).
+  bool upstream;
+  bool fresh;
   bool has_round;     // the set holds a round (in progress or complete)
   uint32_t epoch;     // the epoch (run token) of its contributions, echoed in results
   uint32_t seq;       // seq of the round's first contribution, echoed in results
@@ -141,6 +150,13 @@ class Aggregator {
     reg_[csr14::kWorkerMacHi / 4] = in.worker_mac_hi;
     reg_[csr14::kCommit / 4] = in.commit;
     reg_[csr14::kCounterIndex / 4] = in.counter_index;
+    reg_[csr14::kJobParentId / 4] = in.job_parent_id;
+    reg_[csr14::kJobParentRank / 4] = in.job_parent_rank;
+    reg_[csr14::kJobParentSlots / 4] = in.job_parent_slots;
+    reg_[csr14::kJobParentIp / 4] = in.job_parent_ip;
+    reg_[csr14::kJobParentUdpPort / 4] = in.job_parent_udp_port;
+    reg_[csr14::kJobParentMacLo / 4] = in.job_parent_mac_lo;
+    reg_[csr14::kJobParentMacHi / 4] = in.job_parent_mac_hi;
     act_on_sequences();
   }
   // ... and the output registers. The kernel cannot see AXI reads, so COUNTER_LO/HI show the
@@ -239,6 +255,29 @@ class Aggregator {
         ++counters_[csr14::kResultsResent];
         continue;
       }
+      if (decision == kResendToParent) {  // the first copy or the parent's result was lost
+        emit_to_parent(k.job, at, sink);
+        ++counters_[csr14::kResentToParent];
+        continue;
+      }
+      if (decision == kParentResult) {
+        // The parent's values replace the round's sum: a run of this frame alone, stored as a
+        // new round's (a round waiting for the parent has no run open: it takes no member).
+        const int r = free_run(runs);
+        runs[r].open = false;
+        runs[r].first = true;
+        runs[r].at = at;
+        for (int q = 0; q < kTreeLeaves; ++q) runs[r].member[q] = false;
+        runs[r].member[p] = true;
+        apply_run(runs[r], frames);
+        round.exponent = k.exponent;
+        round.ecn |= k.ecn;
+        round.upstream = false;
+        ++counters_[csr14::kResultsFromParent];
+        ++counters_[csr14::kCompletions];
+        multicast(k.job, at, sink);
+        continue;
+      }
       int r = open_run(runs, at);
       const uint32_t bit = 1u << k.rank;
       if (decision == kTakeover || decision == kNewRound) {
@@ -261,6 +300,8 @@ class Aggregator {
         round.dtype = k.dtype;
         round.exponent = k.exponent;
         round.ecn = k.ecn;
+        round.upstream = false;
+        round.fresh = k.fresh != 0;
       } else {
         if (r < 0) {
           r = free_run(runs);
@@ -281,12 +322,13 @@ class Aggregator {
       if (round.remaining == 0) {
         apply_run(runs[r], frames);
         runs[r].open = false;
-        ++counters_[csr14::kCompletions];
-        const int workers = jobs_[k.job].workers;
-      multicast:
-        for (int w = 0; w < kMaxWorkers; ++w) {
-          if (w >= workers) break;
-          emit_result(k.job, w, at, sink);
+        if (jobs_[k.job].has_parent) {  // a child in a tree: the sum goes up, the result down
+          round.upstream = true;
+          ++counters_[csr14::kSentToParent];
+          emit_to_parent(k.job, at, sink);
+        } else {
+          ++counters_[csr14::kCompletions];
+          multicast(k.job, at, sink);
         }
       }
     }
@@ -306,15 +348,32 @@ class Aggregator {
 #endif
 
  private:
-  static constexpr int kRegWords = csr14::kCounterHi / 4 + 1;
+  static constexpr int kRegWords = csr14::kJobParentMacHi / 4 + 1;
   // >= 0: a drop counter index. kTakeover: a new round on a set that holds another epoch's.
-  enum Decision { kNewRound = -1, kJoin = -2, kResend = -3, kTakeover = -4 };
+  // kResendToParent: a member's retransmission while the round waits for the parent.
+  // kParentResult: the parent's result for a round waiting for it.
+  enum Decision {
+    kNewRound = -1,
+    kJoin = -2,
+    kResend = -3,
+    kTakeover = -4,
+    kResendToParent = -5,
+    kParentResult = -6
+  };
 
   struct JobEntry {
     bool valid;
     uint16_t id;
     uint8_t workers;
     uint16_t slot_base, slot_count, elements;
+    // Trees: the job's parent (JOB_PARENT_*), where a completed round's sum goes.
+    bool has_parent;
+    uint16_t parent_id, parent_rank, parent_slot_base;
+    uint32_t parent_ip;
+    uint16_t parent_udp_port;
+    uint8_t parent_port;     // the egress port towards the parent
+    uint32_t parent_mac_lo;  // MAC bytes 2..5
+    uint16_t parent_mac_hi;  // MAC bytes 0..1
   };
   struct WorkerEntry {
     uint32_t ip;
@@ -323,10 +382,11 @@ class Aggregator {
     uint32_t mac_lo;  // MAC bytes 2..5, byte 2 in bits 31:24
     uint16_t mac_hi;  // MAC bytes 0..1, byte 0 in bits 15:8
   };
-  // A frame that passed the frame, header and job table checks.
+  // A frame that passed the frame, header and job table checks: a contribution, or a result from
+  // a job's parent (`from_parent`; then `job` is the child's entry and `slot` its own slot).
   struct Contribution {
     int job;  // job table entry
-    uint8_t dtype, set, fresh, recovery, ecn;
+    uint8_t dtype, set, fresh, recovery, ecn, from_parent;
     uint16_t rank, slot, count;
     int16_t exponent;
     uint32_t seq, epoch;
@@ -365,6 +425,13 @@ class Aggregator {
       case csr14::kWorkerMacHi:
       case csr14::kCommit:
       case csr14::kCounterIndex:
+      case csr14::kJobParentId:
+      case csr14::kJobParentRank:
+      case csr14::kJobParentSlots:
+      case csr14::kJobParentIp:
+      case csr14::kJobParentUdpPort:
+      case csr14::kJobParentMacLo:
+      case csr14::kJobParentMacHi:
         return true;
       default:
         return false;
@@ -419,6 +486,19 @@ class Aggregator {
       job.slot_base = static_cast<uint16_t>(slots & 0xFFFFu);
       job.slot_count = static_cast<uint16_t>(slots >> 16);
       job.elements = static_cast<uint16_t>(reg(csr14::kJobElements) & 0xFFFFu);
+      const uint32_t parent = reg(csr14::kJobParentId);
+      const uint32_t parent_port = reg(csr14::kJobParentUdpPort);
+      const uint32_t parent_egress = (parent_port >> 16) & 0xFu;
+      job.has_parent = (parent & csr14::kJobParentValid) != 0;
+      job.parent_id = static_cast<uint16_t>(parent & 0xFFFFu);
+      job.parent_rank = static_cast<uint16_t>(reg(csr14::kJobParentRank) & 0xFFFFu);
+      job.parent_slot_base = static_cast<uint16_t>(reg(csr14::kJobParentSlots) & 0xFFFFu);
+      job.parent_ip = reg(csr14::kJobParentIp);
+      job.parent_udp_port = static_cast<uint16_t>(parent_port & 0xFFFFu);
+      job.parent_port = static_cast<uint8_t>(
+          parent_egress < static_cast<uint32_t>(kNumPorts) ? parent_egress : 0);
+      job.parent_mac_lo = reg(csr14::kJobParentMacLo);
+      job.parent_mac_hi = static_cast<uint16_t>(reg(csr14::kJobParentMacHi) & 0xFFFFu);
       clear_slots(job.slot_base, job.slot_count);
     } else if (command == csr14::kCommitStoreWorker) {
       const uint32_t rank = reg(csr14::kWorkerIndex);
@@ -433,10 +513,7 @@ class Aggregator {
       w.mac_hi = static_cast<uint16_t>(reg(csr14::kWorkerMacHi) & 0xFFFFu);
     } else if (command == csr14::kCommitRemoveJob) {
       clear_slots(job.slot_base, job.slot_count);
-      job.valid = false;
-      job.id = 0;
-      job.workers = 0;
-      job.slot_base = job.slot_count = job.elements = 0;
+      job = JobEntry();
     }
   }
 
@@ -468,6 +545,17 @@ class Aggregator {
     for (int j = 0; j < kMaxJobs; ++j) {
 #pragma HLS UNROLL
       if (jobs_[j].valid && jobs_[j].id == id) return j;  // the lowest entry wins
+    }
+    return -1;
+  }
+  // The job whose parent sent a result: its id at the parent and the parent's address and UDP
+  // port are the frame's (the lowest entry wins).
+  int find_child_job(uint16_t parent_id, uint32_t ip, uint16_t udp_port) const {
+    for (int j = 0; j < kMaxJobs; ++j) {
+#pragma HLS UNROLL
+      if (jobs_[j].valid && jobs_[j].has_parent && jobs_[j].parent_id == parent_id &&
+          jobs_[j].parent_ip == ip && jobs_[j].parent_udp_port == udp_port)
+        return j;
     }
     return -1;
   }
@@ -507,7 +595,7 @@ class Aggregator {
     if (f.beats > static_cast<uint32_t>(kMaxFrameBeats) && f.bytes != kIpv4 + ip_length)
       return csr14::kMalformedLengthMismatch;
 
-    if (type != kMsgContribution) return csr14::kDroppedNotContribution;
+    if (type != kMsgContribution) return check_parent_result(h, dtype, flags, count, c);
     const int job = find_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)));
     if (job < 0) return csr14::kDroppedUnknownJob;
     const JobEntry& entry = jobs_[job];
@@ -522,6 +610,39 @@ class Aggregator {
     if (count > entry.elements || count > static_cast<unsigned>(kMaxElements))
       return csr14::kDroppedCountTooLargeForJob;
 
+    fill(h, job, dtype, flags, rank, slot, count, c);
+    c.from_parent = 0;
+    return -1;
+  }
+
+  // A result frame (the packet checks passed): only one from a job's parent, for that job at
+  // the parent, goes on, as the switch model's result_from_parent checks it: this aggregator's
+  // rank at the parent, a slot in the parent's range of the job (mapped to the job's own slot).
+  int check_parent_result(const BeatData& h, unsigned dtype, unsigned flags, unsigned count,
+                          Contribution& c) const {
+    using namespace layout;
+    const int job =
+        find_child_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)), get_be32(h, kIpv4SrcAddr),
+                       static_cast<uint16_t>(get_be16(h, kUdpSrcPort)));
+    if (job < 0) return csr14::kDroppedNotContribution;  // a result, and from no parent of ours
+    const JobEntry& entry = jobs_[job];
+    const unsigned rank = get_be16(h, kNetaggRank);
+    if (rank != entry.parent_rank) return csr14::kDroppedRankOutOfRange;
+    const uint32_t offset =
+        get_be16(h, kNetaggSlot) - static_cast<uint32_t>(entry.parent_slot_base);
+    const uint32_t slot = entry.slot_base + offset;
+    if (offset >= entry.slot_count || slot >= static_cast<uint32_t>(kSlots))
+      return csr14::kDroppedSlotOutOfRange;
+    if (count > entry.elements || count > static_cast<unsigned>(kMaxElements))
+      return csr14::kDroppedCountTooLargeForJob;
+    fill(h, job, dtype, flags, rank, slot, count, c);
+    c.from_parent = 1;
+    return -1;
+  }
+
+  static void fill(const BeatData& h, int job, unsigned dtype, unsigned flags, unsigned rank,
+                   uint32_t slot, unsigned count, Contribution& c) {
+    using namespace layout;
     c.job = job;
     c.dtype = static_cast<uint8_t>(dtype);
     c.set = static_cast<uint8_t>(flags & kFlagSet);
@@ -534,12 +655,12 @@ class Aggregator {
     c.exponent = static_cast<int16_t>(get_be16(h, kNetaggExponent));
     c.seq = get_be32(h, kNetaggSeq);
     c.epoch = get_be32(h, kNetaggEpoch);
-    return -1;
   }
 
   // sim/switch/README.md's table, plus dtype_mismatch next to count_mismatch. Returns a drop
   // counter index (>= 0) or a Decision.
   static int decide(const RoundState& round, const Contribution& k) {
+    if (k.from_parent) return decide_parent_result(round, k);
     // A recovery copy never starts a round (and so never takes a set over).
     if (!round.has_round) return k.recovery ? csr14::kDroppedNoRound : static_cast<int>(kNewRound);
     if (k.epoch != round.epoch)
@@ -551,9 +672,23 @@ class Aggregator {
     if (age > 0) return kNewRound;  // the round is over for every worker, complete or not
     if (k.count != round.count) return csr14::kDroppedCountMismatch;
     if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
-    if (complete) return kResend;
+    if (complete)
+      return round.upstream ? static_cast<int>(kResendToParent) : static_cast<int>(kResend);
     if (round.bitmap & (1u << k.rank)) return csr14::kDroppedDuplicate;
     return kJoin;
+  }
+  // A result from the job's parent: taken only by the round that waits for it (same epoch and
+  // seq, complete here, its sum sent up), in the switch model's order of checks.
+  static int decide_parent_result(const RoundState& round, const Contribution& k) {
+    if (!round.has_round) return csr14::kDroppedNoRound;
+    if (k.epoch != round.epoch) return csr14::kDroppedStaleEpoch;
+    const int32_t age = static_cast<int32_t>(k.seq - round.seq);
+    if (age < 0) return csr14::kDroppedStale;
+    if (age > 0 || round.remaining != 0) return csr14::kDroppedNoRound;
+    if (!round.upstream) return csr14::kDroppedDuplicate;  // answered already
+    if (k.count != round.count) return csr14::kDroppedCountMismatch;
+    if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
+    return kParentResult;
   }
 
   static int open_run(const Run runs[kNumPorts], int at) {
@@ -611,20 +746,81 @@ class Aggregator {
     }
   }
 
+  // The round's result to every worker of the job, in rank order.
+  template <class Sink>
+  void multicast(int job, int at, Sink& sink) {
+    const int workers = jobs_[job].workers;
+  multicast:
+    for (int w = 0; w < kMaxWorkers; ++w) {
+      if (w >= workers) break;
+      emit_result(job, w, at, sink);
+    }
+  }
+
   // The result frame of round `at` for rank `rank` of job table entry `job`, on that worker's
   // egress port: Ethernet/IPv4/UDP from the aggregator to the worker, ECN = the round's OR.
   template <class Sink>
   void emit_result(int job, int rank, int at, Sink& sink) {
+    const WorkerEntry& w = workers_[job][rank];
+    Destination d;
+    d.mac_lo = w.mac_lo;
+    d.mac_hi = w.mac_hi;
+    d.ip = w.ip;
+    d.udp_port = w.udp_port;
+    d.port = w.egress_port;
+    d.type = layout::kMsgResult;
+    d.flags = static_cast<unsigned>(at & 1);
+    d.job_id = jobs_[job].id;
+    d.rank = static_cast<uint16_t>(rank);
+    d.slot = static_cast<uint16_t>(at >> 1);
+    emit(d, at, sink);
+  }
+
+  // Trees: the sum of round `at` to the parent of job table entry `job`, as one contribution
+  // (the parent's job id, this aggregator's rank and the parent's slot; fresh if the round was),
+  // on the egress port towards the parent.
+  template <class Sink>
+  void emit_to_parent(int job, int at, Sink& sink) {
+    const JobEntry& j = jobs_[job];
+    Destination d;
+    d.mac_lo = j.parent_mac_lo;
+    d.mac_hi = j.parent_mac_hi;
+    d.ip = j.parent_ip;
+    d.udp_port = j.parent_udp_port;
+    d.port = j.parent_port;
+    d.type = layout::kMsgContribution;
+    d.flags = static_cast<unsigned>(at & 1) | (rounds_[at].fresh ? layout::kFlagFresh : 0u);
+    d.job_id = j.parent_id;
+    d.rank = j.parent_rank;
+    d.slot = static_cast<uint16_t>(j.parent_slot_base + ((at >> 1) - j.slot_base));
+    emit(d, at, sink);
+  }
+
+  // Where a frame of a round goes and the header fields that differ between a result and a
+  // contribution to the parent.
+  struct Destination {
+    uint32_t mac_lo;  // MAC bytes 2..5
+    uint16_t mac_hi;  // MAC bytes 0..1
+    uint32_t ip;
+    uint16_t udp_port;
+    int port;  // egress port
+    unsigned type, flags;
+    uint16_t job_id, rank, slot;
+  };
+
+  // The frame of round `at` to `d`: Ethernet/IPv4/UDP from the aggregator, ECN = the round's
+  // OR, the round's dtype, count, exponent, seq and epoch, and its values as the payload.
+  template <class Sink>
+  void emit(const Destination& dst, int at, Sink& sink) {
     using namespace layout;
     const RoundState& round = rounds_[at];
-    const WorkerEntry& w = workers_[job][rank];
     const unsigned payload = round.count * element_size(round.dtype);
     const unsigned ip_length = kIpv4HeaderSize + kUdpHeaderSize + kNetaggHeaderSize + payload;
     const uint32_t agg_mac_lo = reg(csr14::kAggMacLo), agg_mac_hi = reg(csr14::kAggMacHi);
 
     BeatData h = 0;
-    set_be16(h, kEthDstAddr, w.mac_hi);
-    set_be32(h, kEthDstAddr + 2, w.mac_lo);
+    set_be16(h, kEthDstAddr, dst.mac_hi);
+    set_be32(h, kEthDstAddr + 2, dst.mac_lo);
     set_be16(h, kEthSrcAddr, agg_mac_hi & 0xFFFFu);
     set_be32(h, kEthSrcAddr + 2, agg_mac_lo);
     set_be16(h, kEthEtherType, kEthertypeIpv4);
@@ -635,24 +831,24 @@ class Aggregator {
     set_byte(h, kIpv4Ttl, kIpTtl);
     set_byte(h, kIpv4Protocol, kIpProtocolUdp);
     set_be32(h, kIpv4SrcAddr, reg(csr14::kAggIp));
-    set_be32(h, kIpv4DstAddr, w.ip);
+    set_be32(h, kIpv4DstAddr, dst.ip);
     set_be16(h, kIpv4HdrChecksum, ~ipv4_sum(h) & 0xFFFFu);
     set_be16(h, kUdpSrcPort, reg(csr14::kAggUdpPort) & 0xFFFFu);
-    set_be16(h, kUdpDstPort, w.udp_port);
+    set_be16(h, kUdpDstPort, dst.udp_port);
     set_be16(h, kUdpLength, ip_length - kIpv4HeaderSize);
     set_byte(h, kNetaggVersion, kVersion);
-    set_byte(h, kNetaggType, kMsgResult);
+    set_byte(h, kNetaggType, dst.type);
     set_byte(h, kNetaggDtype, round.dtype);
-    set_byte(h, kNetaggFlags, static_cast<unsigned>(at & 1));
-    set_be16(h, kNetaggJobId, jobs_[job].id);
-    set_be16(h, kNetaggRank, static_cast<unsigned>(rank));
-    set_be16(h, kNetaggSlot, static_cast<unsigned>(at >> 1));
+    set_byte(h, kNetaggFlags, dst.flags);
+    set_be16(h, kNetaggJobId, dst.job_id);
+    set_be16(h, kNetaggRank, dst.rank);
+    set_be16(h, kNetaggSlot, dst.slot);
     set_be16(h, kNetaggCount, round.count);
     set_be16(h, kNetaggExponent, static_cast<uint16_t>(round.exponent));
     set_be32(h, kNetaggSeq, round.seq);
     set_be32(h, kNetaggEpoch, round.epoch);
 
-    const int port = w.egress_port;
+    const int port = dst.port;
     const int beats = static_cast<int>((payload + kBeatBytes - 1) / kBeatBytes);
     AxisBeat out;
     out.data = h;

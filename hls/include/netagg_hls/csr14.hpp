@@ -35,6 +35,13 @@ constexpr unsigned kCommit = 0x048;
 constexpr unsigned kCounterIndex = 0x050;
 constexpr unsigned kCounterLo = 0x054;
 constexpr unsigned kCounterHi = 0x058;
+constexpr unsigned kJobParentId = 0x05C;
+constexpr unsigned kJobParentRank = 0x060;
+constexpr unsigned kJobParentSlots = 0x064;
+constexpr unsigned kJobParentIp = 0x068;
+constexpr unsigned kJobParentUdpPort = 0x06C;
+constexpr unsigned kJobParentMacLo = 0x070;
+constexpr unsigned kJobParentMacHi = 0x074;
 
 constexpr unsigned kAggUdpPortReset = 20033;
 
@@ -45,6 +52,7 @@ constexpr unsigned kCommitRemoveJob = 0x03u;  // COMMIT
 constexpr unsigned kControlSoftReset = 0x01u;  // CONTROL
 constexpr unsigned kControlClearCounters = 0x02u;  // CONTROL
 constexpr unsigned kJobIdValid = 0x80000000u;  // JOB_ID
+constexpr unsigned kJobParentValid = 0x80000000u;  // JOB_PARENT_ID
 constexpr unsigned kStatusBusy = 0x01u;  // STATUS
 
 // Counter indices (COUNTER_INDEX).
@@ -55,7 +63,8 @@ enum Counter {
   kMalformedBadDtype, kMalformedBadFlags, kMalformedCountTooLarge, kMalformedLengthMismatch,
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
-  kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kCounterCount
+  kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kSentToParent,
+  kResentToParent, kResultsFromParent, kCounterCount
 };
 
 }  // namespace csr14
@@ -89,6 +98,13 @@ enum Counter {
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = commit offset = 0x048 bundle = control) \
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = counter_index offset = 0x050 bundle = control) \
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = counter_lo bundle = control) \
-  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = counter_hi bundle = control)
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = counter_hi bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_id offset = 0x05C bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_rank offset = 0x060 bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_slots offset = 0x064 bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_ip offset = 0x068 bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_udp_port offset = 0x06C bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_lo offset = 0x070 bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_hi offset = 0x074 bundle = control)
 
 #endif  // NETAGG_HLS_CSR14_HPP

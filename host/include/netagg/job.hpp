@@ -49,6 +49,10 @@ struct ParentSpec {
   std::uint16_t job_id = 0;     // the job's id at the parent
   std::uint16_t rank = 0;       // this aggregator's rank among the parent's members
   std::uint16_t slot_base = 0;  // the job's first slot at the parent (same slot count)
+  // For the FPGA aggregator's frames to the parent: the parent's MAC (else one derived from its
+  // address) and the FPGA port towards it (else port 0).
+  std::optional<wire::Mac> mac;
+  std::optional<std::uint16_t> switch_port;
   friend bool operator==(const ParentSpec&, const ParentSpec&) = default;
 };
 

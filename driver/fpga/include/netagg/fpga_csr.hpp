@@ -54,9 +54,9 @@ inline constexpr std::uint32_t kWorkerMacLo = 0x040;
 // rw: worker MAC bytes 0..1
 inline constexpr std::uint32_t kWorkerMacHi = 0x044;
 // rw: bits 1:0 command, bits 31:16 sequence: the design acts once each time the sequence changes
-// (so a free-running HLS kernel can poll it). Commands: 1 store JOB_* into entry JOB_INDEX and
-// clear the job's slots (STATUS.busy while clearing); 2 store WORKER_* as rank WORKER_INDEX of
-// entry JOB_INDEX; 3 remove entry JOB_INDEX and clear its slots
+// (so a free-running HLS kernel can poll it). Commands: 1 store JOB_* (JOB_PARENT_* too) into entry
+// JOB_INDEX and clear the job's slots (STATUS.busy while clearing); 2 store WORKER_* as rank
+// WORKER_INDEX of entry JOB_INDEX; 3 remove entry JOB_INDEX and clear its slots
 inline constexpr std::uint32_t kCommit = 0x048;
 // rw: counter (see counters) that COUNTER_LO/HI read; reading COUNTER_LO latches the 64-bit value
 inline constexpr std::uint32_t kCounterIndex = 0x050;
@@ -64,6 +64,23 @@ inline constexpr std::uint32_t kCounterIndex = 0x050;
 inline constexpr std::uint32_t kCounterLo = 0x054;
 // ro: bits 63:32 of the counter latched by the last COUNTER_LO read
 inline constexpr std::uint32_t kCounterHi = 0x058;
+// rw: bits 15:0 the job's id at its parent, bit 31 valid: the job is a child in an aggregation tree
+// (a completed round's sum goes to the parent as one contribution, the parent's result completes
+// the round). Stored with JOB_* by command 1
+inline constexpr std::uint32_t kJobParentId = 0x05C;
+// rw: bits 15:0 this aggregator's rank among the parent's members
+inline constexpr std::uint32_t kJobParentRank = 0x060;
+// rw: bits 15:0 the job's first slot at the parent (the slot count is the job's)
+inline constexpr std::uint32_t kJobParentSlots = 0x064;
+// rw: the parent's IPv4 address (host order value): destination of the frames to the parent, source
+// of its results
+inline constexpr std::uint32_t kJobParentIp = 0x068;
+// rw: bits 15:0 the parent's UDP port, bits 19:16 the egress port the frames to the parent leave on
+inline constexpr std::uint32_t kJobParentUdpPort = 0x06C;
+// rw: the parent's MAC bytes 2..5 (byte 2 in bits 31:24)
+inline constexpr std::uint32_t kJobParentMacLo = 0x070;
+// rw: the parent's MAC bytes 0..1 (byte 0 in bits 15:8)
+inline constexpr std::uint32_t kJobParentMacHi = 0x074;
 
 // Reset values other than 0.
 inline constexpr std::uint32_t kAggUdpPortReset = 20033;
@@ -75,6 +92,7 @@ inline constexpr std::uint32_t kCommitRemoveJob = 0x03;  // COMMIT: command: rem
 inline constexpr std::uint32_t kControlSoftReset = 0x01;  // CONTROL: bit 0: soft reset
 inline constexpr std::uint32_t kControlClearCounters = 0x02;  // CONTROL: bit 1: clear the counters
 inline constexpr std::uint32_t kJobIdValid = 0x80000000;  // JOB_ID: bit 31: the entry is valid
+inline constexpr std::uint32_t kJobParentValid = 0x80000000;  // JOB_PARENT_ID: bit 31: the job has a parent (a child in an aggregation tree)
 inline constexpr std::uint32_t kStatusBusy = 0x01;  // STATUS: bit 0: a commit or reset is clearing slots
 
 enum class Access : std::uint8_t { kReadOnly, kReadWrite, kWriteOnly };
@@ -86,7 +104,7 @@ struct Register {
   std::uint32_t reset;
 };
 
-inline constexpr std::size_t kRegisterCount = 22;
+inline constexpr std::size_t kRegisterCount = 29;
 inline constexpr std::array<Register, kRegisterCount> kRegisters = {{
     {"VERSION", kVersion, Access::kReadOnly, 0},
     {"FEATURES", kFeatures, Access::kReadOnly, 0},
@@ -110,6 +128,13 @@ inline constexpr std::array<Register, kRegisterCount> kRegisters = {{
     {"COUNTER_INDEX", kCounterIndex, Access::kReadWrite, 0},
     {"COUNTER_LO", kCounterLo, Access::kReadOnly, 0},
     {"COUNTER_HI", kCounterHi, Access::kReadOnly, 0},
+    {"JOB_PARENT_ID", kJobParentId, Access::kReadWrite, 0},
+    {"JOB_PARENT_RANK", kJobParentRank, Access::kReadWrite, 0},
+    {"JOB_PARENT_SLOTS", kJobParentSlots, Access::kReadWrite, 0},
+    {"JOB_PARENT_IP", kJobParentIp, Access::kReadWrite, 0},
+    {"JOB_PARENT_UDP_PORT", kJobParentUdpPort, Access::kReadWrite, 0},
+    {"JOB_PARENT_MAC_LO", kJobParentMacLo, Access::kReadWrite, 0},
+    {"JOB_PARENT_MAC_HI", kJobParentMacHi, Access::kReadWrite, 0},
 }};
 
 // Counters, read through COUNTER_INDEX / COUNTER_LO / COUNTER_HI. 64 bits each.
@@ -144,8 +169,11 @@ enum class Counter : std::uint32_t {
   kDroppedStale = 27,
   kDroppedStaleEpoch = 28,
   kDroppedNoRound = 29,
+  kSentToParent = 30,
+  kResentToParent = 31,
+  kResultsFromParent = 32,
 };
-inline constexpr std::size_t kCounterCount = 30;
+inline constexpr std::size_t kCounterCount = 33;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -177,6 +205,9 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "dropped_stale",
     "dropped_stale_epoch",
     "dropped_no_round",
+    "sent_to_parent",
+    "resent_to_parent",
+    "results_from_parent",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }

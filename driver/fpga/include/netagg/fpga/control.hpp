@@ -6,7 +6,8 @@
 // The job table is written indirectly: select an entry (JOB_INDEX) and a rank (WORKER_INDEX),
 // write the fields, then COMMIT a command with a new sequence number; the design acts once per
 // sequence change. program_job() first removes the entry, then stores every worker, then the
-// job with its valid bit, so the device never holds a valid job with missing workers.
+// job with its valid bit (and its parent, JOB_PARENT_*, for a child in a tree), so the device
+// never holds a valid job with missing workers.
 #pragma once
 
 #include <cstdint>
@@ -56,10 +57,16 @@ unsigned worker_port(const WorkerSpec& worker, unsigned num_ports);
 // The job's MAC for the worker, or one derived from its address (locally administered, unique
 // per ip:port with overwhelming probability; the aggregator checks IP and port, not the MAC).
 wire::Mac worker_mac(const WorkerSpec& worker);
+// Trees: the port a job's frames to its parent leave on (and the parent's results arrive on):
+// the parent's switch_port if given, else 0; and the parent's MAC, or one derived from its
+// address as for a worker.
+unsigned parent_port(const ParentSpec& parent);
+wire::Mac parent_mac(const ParentSpec& parent);
 
 // Throws Error(kConfig) naming the first reason the job cannot go into entry job_index: index
 // beyond MAX_JOBS, more workers than the bitmap, slots outside the pool, elements per packet
-// beyond what a slot holds, a switch_port beyond NUM_PORTS.
+// beyond what a slot holds, a switch_port beyond NUM_PORTS; for a job with a parent (a child
+// in a tree): the parent's switch_port beyond NUM_PORTS, the parent's slots beyond 16 bits.
 void check_job(const DeviceInfo& info, const JobSpec& job, unsigned job_index);
 // The same for a whole job table (entry i = jobs[i]): also distinct ids, disjoint slot ranges.
 void check_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs);
@@ -72,7 +79,9 @@ void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
 // The job-table writes of program_job alone: no checks, no address registers, worker ports as
 // worker_port(worker, num_ports). The device checks what it is given once more (a job it cannot
 // hold is stored as not valid, frames beyond a slot's capacity are dropped), and tests program
-// such jobs on purpose to reach those checks.
+// such jobs on purpose to reach those checks. A job with a parent on a device whose
+// JOB_PARENT_ID does not read back (a design before aggregation trees) throws
+// Error(kUnsupported) before the job is stored.
 void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num_ports);
 // Removes entry job_index and clears its slots.
 void remove_job(CsrBus& bus, unsigned job_index);
