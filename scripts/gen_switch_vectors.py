@@ -12,7 +12,9 @@ Nothing here runs or imports the C++ code. Frames are encoded with Python's stru
 expected outputs come from a second implementation of the algorithm in sim/switch/README.md (the
 seq table, the epoch, the bitmap, the countdown) and of the frame handling in
 sim/switch/pipeline.md (ARP, ICMP echo, L2 forwarding, the output frames' IPv4 fields, the
-round's OR of its contributions' ECN bits in its results). Every step also states the outcome
+round's OR of its contributions' ECN bits in its results; for a job with a parent, the partial sum
+that goes up, the resends to the parent and the parent's result multicast, as
+docs/wire-format.md, "Aggregation trees", states them). Every step also states the outcome
 its author expects, and every case may state the sums it expects and the ECN bits of its
 results (0 unless a step says otherwise): the generator stops if its model disagrees, so a
 vector is right by two independent accounts.
@@ -149,6 +151,11 @@ class SlotSet:
         self.epoch = 0
         self.ecn = 0  # the OR of the round's contributions' IPv4 ECN bits
         self.values = []
+        # Trees: the round's partial sum went to the parent and its result is not here yet;
+        # whether the round's first packet was fresh; the partial sum, kept after the result.
+        self.upstream = False
+        self.fresh = 0
+        self.partials = []
 
 
 class Switch:
@@ -162,6 +169,10 @@ class Switch:
         for j in jobs:
             for w in j["workers"]:
                 self.forward[w["mac"]] = w["switch_port"]
+            if "parent" in j:
+                self.forward[j["parent"]["mac"]] = j["parent"]["switch_port"]
+        # Trees: the jobs with a parent (their results come from it)
+        self.children = [j for j in jobs if "parent" in j]
         self.slots = {}
         self.counters = {}
 
@@ -295,6 +306,11 @@ class Switch:
         s, fresh, recovery = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1
         src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
         ecn = f[15] & 3  # the IPv4 ECN bits (the TOS byte's low two)
+        values_in = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0]
+                     for i in range(count)] if dtype != 2 else []
+        if type == RESULT and self.children:
+            return self.from_parent(src, ecn, s, job_id, rank, slot, dtype, count, exponent, seq,
+                                    epoch, values_in)
         if type != CONTRIBUTION:
             return self.drop("not_contribution")
         job = self.jobs.get(job_id)
@@ -348,6 +364,19 @@ class Switch:
             if age == 0:
                 if count != r.count:
                     return self.drop("count_mismatch")
+                if complete and r.upstream:
+                    # Trees: the round waits for the parent; its copy or the parent's answer may
+                    # have been lost: the partial sum goes up again (the parent adds it, or
+                    # answers it from its stored result).
+                    self.count("resent_to_parent")
+                    return "sent_to_parent", [self.to_parent(job, slot, s, recovery=0)]
+                up = []
+                if complete and "parent" in job and recovery:
+                    # Trees: a recovery copy to a round answered here: the parent may have
+                    # restarted without this switch's part, which goes up again, flagged
+                    # recovery, besides the result to the copy's sender.
+                    self.count("resent_to_parent")
+                    up = [self.to_parent(job, slot, s, recovery=1)]
                 if complete:
                     self.count("results_resent")
                     # Back out of the ingress port, MAC, IP and UDP port swapped, with the
@@ -357,7 +386,7 @@ class Switch:
                                           src_mac=mac_text(f[0:6]),
                                           src_ip=ip_text(struct.unpack(">I", f[30:34])[0]),
                                           src_port=struct.unpack(">H", f[36:38])[0])
-                    return "result_resent", [(port, answer)]
+                    return "result_resent", up + [(port, answer)]
                 if r.bitmap & bit:
                     return self.drop("duplicate")
             first = age > 0
@@ -375,6 +404,8 @@ class Switch:
         if first:
             r.has_round = True
             r.epoch = epoch
+            r.upstream = False
+            r.fresh = fresh
             r.remaining = len(workers)
             r.count = count
             r.exponent = exponent
@@ -387,6 +418,13 @@ class Switch:
         self.count("aggregated")
         if r.remaining:
             return "aggregated", []
+        if "parent" in job:
+            # Trees: a child's round is not answered here: its partial sum goes to the parent as
+            # one contribution, and the round waits for the parent's result.
+            r.partials = list(r.values)
+            r.upstream = True
+            self.count("sent_to_parent")
+            return "sent_to_parent", [self.to_parent(job, slot, s, recovery=0)]
         self.count("completions")
         self.count("results_multicast", len(workers))
         out = []
@@ -395,6 +433,67 @@ class Switch:
             out.append((w["switch_port"],
                         self.out_udp(w["mac"], w_ip, int(w_port),
                                      self.result_packet(job_id, slot, s, w["rank"]), r.ecn)))
+        return "completed", out
+
+    def to_parent(self, job, slot, s, recovery):
+        """The round's partial sum as this switch's contribution to the parent: (port, frame)."""
+        parent, r = job["parent"], self.regs(slot, s)
+        pkt = netagg_packet(set=s, fresh=r.fresh if not recovery else 0, recovery=recovery,
+                            job_id=parent.get("job_id", job["job_id"]), rank=parent["rank"],
+                            slot=parent["slot_base"] + slot - job["slots"]["base"],
+                            values=r.partials[:r.count], exponent=r.exponent, seq=r.seq,
+                            epoch=r.epoch)
+        ip, udp_port = parent["address"].split(":")
+        return parent["switch_port"], self.out_udp(parent["mac"], ip, int(udp_port), pkt, r.ecn)
+
+    def from_parent(self, src, ecn, s, job_id, rank, slot, dtype, count, exponent, seq, epoch,
+                    values):
+        """A result packet, with jobs that have a parent: the parent's answer to a round that
+        waits for it completes the round; anything else is dropped."""
+        job = None
+        for j in self.children:
+            ip, udp_port = j["parent"]["address"].split(":")
+            if j["parent"].get("job_id", j["job_id"]) == job_id and (ip, int(udp_port)) == src:
+                job = j
+        if job is None:
+            return self.drop("not_contribution")  # a result, and from no parent of ours
+        parent = job["parent"]
+        base, n_slots = job["slots"]["base"], job["slots"]["count"]
+        if rank != parent["rank"]:
+            return self.drop("rank_out_of_range")
+        if not parent["slot_base"] <= slot < parent["slot_base"] + n_slots:
+            return self.drop("slot_out_of_range")
+        if dtype != 0:
+            return self.drop("unsupported_dtype")
+        own_slot = base + slot - parent["slot_base"]
+        r = self.regs(own_slot, s)
+        if not r.has_round:
+            return self.drop("no_round")
+        if epoch != r.epoch:
+            return self.drop("stale_epoch")
+        age = serial_age(seq, r.seq)
+        if age < 0:
+            return self.drop("stale")
+        if age > 0 or r.remaining:
+            return self.drop("no_round")
+        if not r.upstream:
+            return self.drop("duplicate")  # answered already
+        if count != r.count:
+            return self.drop("count_mismatch")
+        r.values, r.exponent = values, exponent
+        r.ecn |= ecn
+        r.upstream = False
+        workers = sorted(job["workers"], key=lambda w: w["rank"])
+        self.count("results_from_parent")
+        self.count("completions")
+        self.count("results_multicast", len(workers))
+        out = []
+        for w in workers:
+            w_ip, w_port = w["address"].split(":")
+            out.append((w["switch_port"],
+                        self.out_udp(w["mac"], w_ip, int(w_port),
+                                     self.result_packet(job["job_id"], own_slot, s, w["rank"]),
+                                     r.ecn)))
         return "completed", out
 
     def final_counters(self):
@@ -421,6 +520,14 @@ def bmv2_lines(switch_mac, switch_ip, jobs):
             forwarded[w["mac"]] = w["switch_port"]
             lines.append(f"table_add NetaggIngress.forward set_egress_port {w['mac']} => "
                          f"{w['switch_port']}")
+        if "parent" in job:
+            parent = job["parent"]
+            if parent["mac"] in forwarded:
+                assert forwarded[parent["mac"]] == parent["switch_port"], "one MAC on two ports"
+            else:
+                forwarded[parent["mac"]] = parent["switch_port"]
+                lines.append(f"table_add NetaggIngress.forward set_egress_port {parent['mac']} "
+                             f"=> {parent['switch_port']}")
     handle = 0
     for k, job in enumerate(jobs):
         workers = sorted(job["workers"], key=lambda w: w["rank"])
@@ -436,6 +543,18 @@ def bmv2_lines(switch_mac, switch_ip, jobs):
             ip, port = w["address"].split(":")
             lines.append(f"table_add NetaggEgress.result_destination set_result_destination "
                          f"{1 + 32 * k + w['rank']} => {w['mac']} {ip} {port} {w['rank']}")
+        if "parent" in job:
+            # Trees (docs/control-plane.md): the parent, where its results come from, and the
+            # mirroring session (numbered as the group) of the recovery clones, on its port.
+            parent = job["parent"]
+            ip, port = parent["address"].split(":")
+            parent_job = parent.get("job_id", job["job_id"])
+            lines.append(f"table_add NetaggIngress.parent_table set_parent {job['job_id']} => "
+                         f"{parent['mac']} {ip} {port} {parent['switch_port']} {parent_job} "
+                         f"{parent['rank']} {parent['slot_base']}")
+            lines.append(f"table_add NetaggIngress.parent_source set_parent_source {parent_job} "
+                         f"{ip} {port} => {job['job_id']}")
+            lines.append(f"mirroring_add {grp} {parent['switch_port']}")
         lines.append(f"mc_mgrp_create {grp}")
         handles = []
         for w in workers:
@@ -572,10 +691,17 @@ class Case:
         if why:
             note += f": {why}"
         out = self.frame(w["switch_port"], f, expect, note, sums)
+        self.check_out(out, note, epoch, s, result_ecn)
+        return out
+
+    def check_out(self, out, note, epoch, s, result_ecn):
         # A result answers a packet of the round's own epoch: it carries that epoch, fresh and
-        # recovery clear (flags = the set bit only).
+        # recovery clear (flags = the set bit only). A partial sum for a parent (type
+        # contribution) carries the round's epoch and set, fresh or recovery as the model says.
         for _, o in out:
             flags, got = o[45], struct.unpack(">I", o[60:64])[0]
+            if o[43] == CONTRIBUTION:
+                flags &= 1
             if got != epoch or flags != s:
                 raise SystemExit(f"{self.name}: step '{note}': result epoch {got:#010x} flags "
                                  f"{flags:#04x}, case says epoch {epoch:#010x} flags {s:#04x}")
@@ -584,6 +710,35 @@ class Case:
                 raise SystemExit(f"{self.name}: step '{note}': result TOS {o[15]:#04x} (IPv4 "
                                  f"checksum {'right' if checksum(o[14:34]) == 0 else 'wrong'}), "
                                  f"case says ECN {result_ecn}")
+
+    def from_parent(self, job_id, slot, s, seq, values, expect, exponent=EXP_NONE, sums=None,
+                    epoch=None, rank=None, parent_job=None, udp_port=None, ecn=0, why=None,
+                    result_ecn=0, count=None):
+        """A result from job `job_id`'s parent (its job id, rank and slots there unless given),
+        in on the parent's port. `slot` is the job's own slot; the packet carries the parent's."""
+        job = self.jobs_by_id()[job_id]
+        parent = job["parent"]
+        epoch = self.epoch if epoch is None else epoch
+        rank = parent["rank"] if rank is None else rank
+        parent_job = parent.get("job_id", job_id) if parent_job is None else parent_job
+        ip, port = parent["address"].split(":")
+        port = int(port) if udp_port is None else udp_port
+        parent_slot = parent["slot_base"] + slot - job["slots"]["base"]
+        pkt = netagg_packet(type=RESULT, set=s, job_id=parent_job, rank=rank, slot=parent_slot,
+                            values=values, exponent=exponent, seq=seq, epoch=epoch, count=count)
+        f = udp_frame(parent["mac"], SWITCH_MAC, ip, SWITCH_IP, port, NETAGG_PORT, pkt,
+                      tos=ecn)
+        note = (f"the parent's result: job {parent_job} rank {rank} slot {parent_slot} "
+                f"(here {slot}) set {s} seq {seq} values {list(values)}")
+        if exponent != EXP_NONE:
+            note += f" exponent {exponent}"
+        note += f", epoch {epoch:#010x}, from {ip}:{port}"
+        if ecn:
+            note += f", ECN {ECN_NAMES[ecn]} ({ecn})"
+        if why:
+            note += f": {why}"
+        out = self.frame(parent["switch_port"], f, expect, note, sums)
+        self.check_out(out, note, epoch, s, result_ecn)
         return out
 
     def write(self):
@@ -1194,6 +1349,109 @@ def cases():
             "dropped no_forward_entry", "to a MAC the switch does not know")
     c.frame(2, eth("ff:ff:ff:ff:ff:ff", w1["mac"], 0x88B5) + b"broadcast",
             "dropped no_forward_entry", "broadcast is not flooded")
+    out.append(c)
+
+    # ---- trees: this switch is a child; its parent is another aggregator ----------------------
+    def child_job(job_id, n, base, count, epp, parent_ip, parent_job, rank, parent_base, mac,
+                  port, **kw):
+        j = make_job(job_id, n, base, count, epp, **kw)
+        j["parent"] = {"address": f"{parent_ip}:{NETAGG_PORT}", "job_id": parent_job,
+                       "rank": rank, "slot_base": parent_base, "mac": mac, "switch_port": port}
+        return j
+
+    JT = child_job(1, 2, 8, 4, 4, "10.0.9.1", 21, 2, 40, "02:00:00:00:09:01", 9)
+    c = Case("tree_child", "A child in an aggregation tree: job 1 (two members, slots [8, 12)) "
+             "has a parent at 10.0.9.1:20033 (port 9), where it is rank 2 of job 21 with slots "
+             "[40, 44). A completed round goes up as one contribution (the partial sum, the "
+             "round's max exponent and ECN OR, fresh if the round's first packet was), not to the "
+             "members; every retransmission while it waits sends it up again; results that are "
+             "not the parent's answer to a waiting round are dropped; the parent's result is "
+             "multicast to the members (the job's own id and slot, the parent's values and "
+             "exponent, its ECN bits ORed with the round's) and answers later retransmissions; a "
+             "recovery copy also sends the kept partial sum up again, flagged recovery.", [JT])
+    c.send(1, 0, 9, 0, 1, [1, 2, 3, 4], "aggregated", exponent=3, ecn=2)
+    c.send(1, 1, 9, 0, 1, [10, 20, 30, -40], "sent_to_parent", exponent=5, ecn=1,
+           sums=[11, 22, 33, -36], result_ecn=3, why="the round is complete: up it goes")
+    c.send(1, 0, 9, 0, 1, [1, 2, 3, 4], "sent_to_parent", exponent=3, sums=[11, 22, 33, -36],
+           result_ecn=3, why="a retransmission while the round waits: the partial sum again")
+    c.send(1, 1, 9, 0, 1, [10, 20, 30, -40], "sent_to_parent", exponent=5, ecn=3,
+           sums=[11, 22, 33, -36], result_ecn=3, why="and again (its ECN bits are not added)")
+    total = [1000, -2000, 3000, 2147483647]
+    c.from_parent(1, 9, 0, 1, total, "dropped not_contribution", exponent=7, udp_port=20034,
+                  why="from another UDP port of the parent's host")
+    c.from_parent(1, 9, 0, 1, total, "dropped not_contribution", exponent=7, parent_job=22,
+                  why="another job at the parent")
+    c.from_parent(1, 9, 0, 1, total, "dropped rank_out_of_range", exponent=7, rank=1,
+                  why="another member's result")
+    c.from_parent(1, 12, 0, 1, total, "dropped slot_out_of_range", exponent=7,
+                  why="beyond the job's slots at the parent")
+    c.from_parent(1, 9, 0, 5, total, "dropped no_round", exponent=7, why="a newer seq")
+    c.from_parent(1, 9, 0, 0xFFFFFFFF, total, "dropped stale", exponent=7, why="an older seq")
+    c.from_parent(1, 9, 0, 1, total, "dropped stale_epoch", exponent=7, epoch=0x0BADCAFE,
+                  why="another run's")
+    c.from_parent(1, 9, 0, 1, total[:3], "dropped count_mismatch", exponent=7)
+    c.from_parent(1, 10, 0, 1, total, "dropped no_round", exponent=7,
+                  why="a slot whose sets hold no round")
+    c.from_parent(1, 9, 1, 1, total, "dropped no_round", exponent=7, why="the other set")
+    c.from_parent(1, 9, 0, 1, total, "completed", exponent=7, sums=total, result_ecn=3,
+                  why="the parent's answer: multicast to the members")
+    c.from_parent(1, 9, 0, 1, total, "dropped duplicate", exponent=7, ecn=3,
+                  why="the round is answered")
+    c.send(1, 0, 9, 0, 1, [1, 2, 3, 4], "result_resent", exponent=3, sums=total, result_ecn=3,
+           why="a lost result: the parent's, from here")
+    c.send(1, 1, 9, 0, 1, [10, 20, 30, -40], "result_resent", exponent=5, recovery=1,
+           result_ecn=3, why="a recovery copy: the result, and the kept partial sum up again "
+           "for a parent that restarted (the exponent is the round's stored one: the parent's)")
+    c.send(1, 1, 9, 1, 5, [7, 7, 7, 7], "aggregated",
+           why="set 1 of the slot: its first round, fresh")
+    c.send(1, 0, 9, 1, 5, [1, 1, 1, 1], "sent_to_parent", sums=[8, 8, 8, 8])
+    c.from_parent(1, 9, 1, 5, [80, 80, 80, 80], "completed", sums=[80, 80, 80, 80])
+    c.send(1, 0, 9, 0, 9, [2, 2, 2, 2], "aggregated",
+           why="the next round of set 0: not fresh (rank 0's first packet there was seq 1)")
+    c.send(1, 1, 9, 0, 9, [3, 3, 3, 3], "sent_to_parent", sums=[5, 5, 5, 5],
+           why="so its partial sum goes up not fresh")
+    c.from_parent(1, 9, 0, 1, total, "dropped stale", exponent=7,
+                  why="a late copy of the parent's answer to the last round")
+    out.append(c)
+
+    c = Case("tree_child_rounds", "A child's round that waits for its parent is over like any "
+             "round when a newer packet or another run's fresh packet comes to its set: the "
+             "parent's answer to it is then stale (or of another epoch), a result for a round "
+             "still open here is no_round, and the new round goes up when it completes.", [JT])
+    c.send(1, 0, 8, 0, 0, [1, 1], "aggregated")
+    c.send(1, 1, 8, 0, 0, [2, 2], "sent_to_parent", sums=[3, 3])
+    c.send(1, 0, 8, 0, 8, [5, 5], "aggregated",
+           why="a newer seq to the set: a new round (the waiting one is over)")
+    c.from_parent(1, 8, 0, 0, [30, 30], "dropped stale", why="the answer to the old round")
+    c.from_parent(1, 8, 0, 8, [60, 60], "dropped no_round", why="the new round is open here")
+    c.send(1, 0, 8, 0, 8, [5, 5], "dropped duplicate",
+           why="the new round waits for rank 1, not for the parent")
+    c.send(1, 1, 8, 0, 8, [6, 6], "sent_to_parent", sums=[11, 11])
+    c.send(1, 0, 8, 0, 0, [7, 7], "aggregated", epoch=0x0BADCAFE,
+           why="another run's first packet takes the set over")
+    c.from_parent(1, 8, 0, 8, [110, 110], "dropped stale_epoch",
+                  why="the answer to the round taken over")
+    c.send(1, 1, 8, 0, 0, [8, 8], "sent_to_parent", epoch=0x0BADCAFE, sums=[15, 15],
+           why="the new run's round goes up, fresh, with its epoch")
+    c.from_parent(1, 8, 0, 0, [150, 150], "completed", epoch=0x0BADCAFE, sums=[150, 150])
+    out.append(c)
+
+    JA = child_job(1, 2, 8, 4, 4, "10.0.9.1", 21, 2, 40, "02:00:00:00:09:01", 9)
+    JB = child_job(2, 2, 12, 4, 4, "10.0.9.2", 21, 0, 0, "02:00:00:00:09:02", 10,
+                   first_port=32000, switch_port=4)
+    c = Case("tree_two_parents", "Two jobs, each a child of another parent, both job 21 there: a "
+             "parent's result is told apart by the parent's address, and goes to its own job's "
+             "round only.", [JA, JB])
+    c.send(1, 0, 8, 0, 0, [1], "aggregated")
+    c.send(1, 1, 8, 0, 0, [2], "sent_to_parent", sums=[3])
+    c.send(2, 0, 12, 0, 0, [10], "aggregated")
+    c.send(2, 1, 12, 0, 0, [20], "sent_to_parent", sums=[30])
+    c.from_parent(2, 12, 0, 0, [300], "completed", sums=[300],
+                  why="from job 2's parent (10.0.9.2): job 2's round")
+    c.from_parent(2, 12, 0, 0, [300], "dropped duplicate")
+    c.from_parent(1, 8, 0, 0, [33], "completed", sums=[33],
+                  why="from job 1's parent: job 1's round is still waiting")
+    c.send(2, 0, 12, 0, 0, [10], "result_resent", sums=[300])
     out.append(c)
     return out
 

@@ -24,9 +24,11 @@ using p4::Target;
 
 struct P4Options {
   std::vector<std::string> job_files;
-  std::string switch_mac;  // empty: p4::kDefaultSwitchMac
-  std::string switch_ip;   // empty: the jobs' aggregator address
-  std::string output;      // empty: stdout
+  std::string switch_mac;          // empty: p4::kDefaultSwitchMac
+  std::string switch_ip;           // empty: the jobs' aggregator address
+  std::string as;                  // trees: this switch's aggregator name (empty: by --switch-ip)
+  std::vector<std::string> peers;  // IP=MAC,PORT
+  std::string output;              // empty: stdout
 };
 
 // Written to a temporary name and renamed: an existing FILE is replaced whole or not at all.
@@ -55,7 +57,13 @@ void run(Target target, const P4Options& opt) {
   if (!opt.switch_mac.empty()) identity.mac = p4::parse_mac(opt.switch_mac, "--switch-mac");
   if (!opt.switch_ip.empty()) identity.ip = p4::parse_ipv4(opt.switch_ip, "--switch-ip");
   std::vector<std::filesystem::path> files(opt.job_files.begin(), opt.job_files.end());
-  const std::vector<p4::JobInput> jobs = p4::load_job_inputs(files);
+  // Trees: this switch's part of each tree it is in, by --as or by its address (port 20033).
+  std::optional<Endpoint> address;
+  if (identity.ip) address = Endpoint{*identity.ip, wire::kUdpPort};
+  std::vector<p4::JobInput> jobs = p4::expand_trees(p4::load_job_inputs(files), opt.as, address);
+  std::vector<p4::Peer> peers;
+  for (const auto& text : opt.peers) peers.push_back(p4::parse_peer(text, "--peer"));
+  p4::apply_peers(jobs, peers);
   const p4::SwitchConfig config = p4::plan_switch(jobs, identity, target);
   if (target == Target::kBmv2) {
     write_output(opt.output, p4::bmv2_commands(config));
@@ -79,6 +87,12 @@ void add_target(CLI::App& p4, Target target, const char* name, const char* descr
       fmt::format("the switch's MAC (default {})", p4::format_mac(p4::kDefaultSwitchMac)));
   sub->add_option("--switch-ip", opt->switch_ip,
                   "the switch's IPv4 address (default: the jobs' \"aggregator\" address)");
+  sub->add_option("--as", opt->as,
+                  "trees: this switch's aggregator name in the jobs' trees (default: the one at "
+                  "--switch-ip)");
+  sub->add_option("--peer", opt->peers,
+                  "IP=MAC,PORT: the MAC and switch port of a host the jobs give none for (a "
+                  "parent, a child aggregator); repeatable");
   sub->add_option("-o,--output", opt->output, "write to FILE instead of stdout");
   sub->callback([target, opt] { run(target, *opt); });
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // netagg-ctl: the control planes of netagg's devices on one command line.
 //   netagg-ctl p4 bmv2|tofino --job FILE [--job FILE ...] [--switch-mac MAC] [--switch-ip IP]
-//                             [-o FILE]
+//                             [--as NAME] [--peer IP=MAC,PORT ...] [-o FILE]
 // Every subcommand does its work in its callback; a netagg::Error thrown there (a bad job file,
 // a job the device cannot take) is printed and ends the program with status 2, as does a bad
 // command line. A subcommand that reports its own errors throws CLI::RuntimeError(status).

@@ -40,6 +40,22 @@
  * multicast results of a completion and the resend of a completed round leave with the
  * round's OR in their IPv4 ECN field (originate_ipv4's argument), so every worker of the job
  * sees the same marks.
+ * Trees (the model's send_to_parent / result_from_parent; docs/wire-format.md, "Aggregation
+ * trees"): a job with a parent_table entry is a child. The packet that completes one of its
+ * rounds does not become a multicast result: it leaves as ONE contribution to the parent, out
+ * of the parent's port, with the partial sum (job id, rank and slot the parent's; set, seq,
+ * epoch, count the round's; exponent the round's max; fresh if the round's first packet was;
+ * IPv4 ECN the round's OR), and register `upstream` records that the round waits for the
+ * parent. A retransmission of the round while it waits sends the partial sum up again (the
+ * value registers still hold it). A result from the parent (parent_source: the parent's job id
+ * and address give the child job) for a waiting round of its seq and epoch overwrites the value
+ * registers with its values and the exponent with its exponent, ORs its ECN bits in, clears
+ * `upstream` and is multicast to the job's members as a completion. The partial sum is kept in
+ * the egress registers partial_0..31 (written by every frame that goes up), so that a recovery
+ * copy to a round answered already also sends it up again, flagged recovery, to a parent that
+ * restarted: an ingress-to-egress clone (mirroring session = the job's mcast_grp, on the
+ * parent's port) that egress rewrites, next to the stored result resent to the copy's sender.
+ * Register `fresh` holds whether the round's first packet was fresh.
  * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
  * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
  * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
@@ -56,7 +72,10 @@
 #define NETAGG_LANES_PER_PACKET 256     /* NETAGG_LANES_PER_PASS * NETAGG_MAX_PASSES */
 #define NETAGG_REGISTER_SIZE 2048       /* 2 * NETAGG_POOL_SLOTS */
 #define NETAGG_VALUE_REGISTER_SIZE 16384 /* 2 * NETAGG_POOL_SLOTS * NETAGG_MAX_PASSES */
+#define PKT_INSTANCE_TYPE_NORMAL 0
+#define PKT_INSTANCE_TYPE_INGRESS_CLONE 1
 #define PKT_INSTANCE_TYPE_REPLICATION 5
+#define FIELD_LIST_TO_PARENT 1          /* what a recovery clone keeps of ingress's metadata */
 
 #define OP_WRITE 0
 #define OP_ADD 1
@@ -80,9 +99,11 @@ struct headers_t {
     netagg_lane_h[NETAGG_LANES_PER_PACKET] lanes;
 }
 
+/* @field_list(FIELD_LIST_TO_PARENT): the fields egress needs to rewrite a recovery clone into
+ * the partial sum for the parent (a clone keeps only these of the ingress metadata). */
 struct metadata_t {
-    mac_addr_t  switch_mac;
-    ipv4_addr_t switch_ip;
+    @field_list(FIELD_LIST_TO_PARENT) mac_addr_t  switch_mac;
+    @field_list(FIELD_LIST_TO_PARENT) ipv4_addr_t switch_ip;
     bit<16> lanes_left;
     bit<1>  job_hit;
     bit<8>  worker_count;
@@ -90,10 +111,27 @@ struct metadata_t {
     bit<16> slot_count;
     bit<16> elements_per_packet;
     bit<16> mcast_grp;
+    /* trees */
+    bit<1>  from_parent;      /* a result that matched parent_source: job_id is the child's now */
+    bit<16> child_job_id;
+    bit<1>  parent_hit;       /* the job has a parent (parent_table) */
+    @field_list(FIELD_LIST_TO_PARENT) mac_addr_t  parent_mac;
+    @field_list(FIELD_LIST_TO_PARENT) ipv4_addr_t parent_ip;
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> parent_udp_port;
+    bit<9>  parent_port;
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> parent_job_id;
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> parent_rank;
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> parent_slot_base;
+    bit<16> child_slot;       /* the job's slot: a contribution's own, a result's translated */
+    bit<8>  waiting;          /* upstream register: the round waits for the parent */
+    bit<8>  round_fresh;      /* fresh register: the round's first packet was fresh */
+    bit<1>  to_parent;        /* this packet leaves as the partial sum for the parent */
+    @field_list(FIELD_LIST_TO_PARENT) bit<1> clone_to_parent;  /* and a clone of it does */
+    @field_list(FIELD_LIST_TO_PARENT) bit<8> up_flags;  /* the partial sum's netagg flags */
     bit<1>  worker_hit;
     bit<8>  worker_rank;
     bit<32> rank_bit;
-    bit<16> slot_offset;
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> slot_offset;
     bit<16> payload_bytes;
     bit<32> at;
     bit<1>  checked;
@@ -113,8 +151,9 @@ struct metadata_t {
     bit<32> bitmap_s;
     bit<8>  remaining;
     bit<16> exponent_biased;
-    bit<16> exponent_out;
-    bit<8>  ecn_out;          /* the round's ECN OR after this packet (0..3): results carry it */
+    @field_list(FIELD_LIST_TO_PARENT) bit<16> exponent_out;
+    /* the round's ECN OR after this packet (0..3): results and partial sums carry it */
+    @field_list(FIELD_LIST_TO_PARENT) bit<8>  ecn_out;
     bit<8>  op;
     bit<1>  is_result;        /* multicast copies: rewritten by result_destination */
     bit<1>  originated;       /* the switch built this frame: fresh IPv4 checksum, truncated */
@@ -123,7 +162,7 @@ struct metadata_t {
     bit<1>  ipv4_ok;          /* wire::decode_frame's IPv4 header check */
     bit<1>  frame_holds_ipv4; /* the frame holds the IPv4 total length (14 + total_len bytes) */
     bit<1>  frame_ok;         /* a well-formed netagg UDP/20033 frame, up to the netagg header */
-    bit<32> vbase;
+    @field_list(FIELD_LIST_TO_PARENT) bit<32> vbase;
     bit<32> vidx;
     bit<32> v;
 }
@@ -198,6 +237,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(1, CounterType.packets) packets_in;
     counter(1, CounterType.packets) completions;
     counter(1, CounterType.packets) results_resent;
+    counter(1, CounterType.packets) sent_to_parent;       /* trees: a round's partial sum */
+    counter(1, CounterType.packets) resent_to_parent;     /* again: a retransmission, a recovery */
+    counter(1, CounterType.packets) results_from_parent;  /* completions by a parent's result */
 
     register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
     register<bit<32>>(NETAGG_REGISTER_SIZE) epoch;      /* the epoch of the set's round */
@@ -208,6 +250,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(NETAGG_REGISTER_SIZE) remaining;
     register<bit<16>>(NETAGG_REGISTER_SIZE) exponent;   /* exponent XOR 0x8000, as on Tofino */
     register<bit<8>>(NETAGG_REGISTER_SIZE) ecn;         /* OR of the round's IPv4 ECN bits */
+    register<bit<8>>(NETAGG_REGISTER_SIZE) upstream;    /* trees: 1 = waits for the parent */
+    register<bit<8>>(NETAGG_REGISTER_SIZE) fresh;       /* the round's first packet was fresh */
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_0;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_1;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_2;
@@ -265,6 +309,45 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
         key = { hdr.netagg.job_id : exact; }
         actions = { set_job; job_miss; }
         default_action = job_miss();
+        size = 1024;
+    }
+
+    /* Trees: the job's parent. Its partial sums go to ip:udp_port (MAC mac, out of port) as
+     * contributions of job job_id there, rank rank, slot slot_base + (slot - the job's
+     * slot_base). */
+    action set_parent(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<9> port, bit<16> job_id,
+                      bit<16> rank, bit<16> slot_base) {
+        meta.parent_hit = 1;
+        meta.parent_mac = mac;
+        meta.parent_ip = ip;
+        meta.parent_udp_port = udp_port;
+        meta.parent_port = port;
+        meta.parent_job_id = job_id;
+        meta.parent_rank = rank;
+        meta.parent_slot_base = slot_base;
+    }
+    action parent_miss() { meta.parent_hit = 0; }
+    table parent_table {
+        key = { hdr.netagg.job_id : exact; }
+        actions = { set_parent; parent_miss; }
+        default_action = parent_miss();
+        size = 1024;
+    }
+
+    /* Trees: a result from a parent (its job id there, its address) is one of job job_id's. */
+    action set_parent_source(bit<16> job_id) {
+        meta.from_parent = 1;
+        meta.child_job_id = job_id;
+    }
+    action parent_source_miss() { meta.from_parent = 0; }
+    table parent_source {
+        key = {
+            hdr.netagg.job_id : exact;
+            hdr.ipv4.src_addr : exact;
+            hdr.udp.src_port  : exact;
+        }
+        actions = { set_parent_source; parent_source_miss; }
+        default_action = parent_source_miss();
         size = 1024;
     }
 
@@ -396,16 +479,33 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 /* ---- the netagg checks: everything else to the switch's IP ---- */
                 packets_in.count(32w0);
+                /* Trees: a result from a parent (parent_source: the parent's job id and
+                 * address) belongs to a round of the child job the entry names; from here on
+                 * the packet carries that job's id, which its multicast copies keep. */
+                if (hdr.netagg.isValid() && hdr.netagg.msg_type == NETAGG_MSG_RESULT) {
+                    parent_source.apply();
+                    if (meta.from_parent == 1) {
+                        hdr.netagg.job_id = meta.child_job_id;
+                    }
+                }
                 job_table.apply();
                 worker_table.apply();
-                meta.slot_offset = hdr.netagg.slot - meta.slot_base;
+                parent_table.apply();
+                if (meta.from_parent == 1) {
+                    meta.slot_offset = hdr.netagg.slot - meta.parent_slot_base;
+                } else {
+                    meta.slot_offset = hdr.netagg.slot - meta.slot_base;
+                }
+                /* the job's own slot: a contribution's, or a result's translated from the
+                 * parent's slot (one window: the same offset) */
+                meta.child_slot = meta.slot_base + meta.slot_offset;
                 if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
                     meta.payload_bytes = hdr.netagg.count << 1;
                 } else {
                     meta.payload_bytes = hdr.netagg.count << 2;
                 }
                 meta.exponent_biased = hdr.netagg.exponent ^ 0x8000;
-                meta.at = (bit<32>)hdr.netagg.slot * 2 + (bit<32>)hdr.netagg.flags[0:0];
+                meta.at = (bit<32>)meta.child_slot * 2 + (bit<32>)hdr.netagg.flags[0:0];
                 /* wire::decode_frame: bad_ip_header, not_udp, ip_length_mismatch,
                  * udp_length_mismatch, wrong_port; a frame shorter than the netagg header or
                  * than its lanes is a parser error. Not UDP (TCP, ICMP other than an echo
@@ -428,7 +528,19 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                            hdr.udp.length != 8 + NETAGG_HEADER_SIZE + meta.payload_bytes) {
                     drop_for(NETAGG_DROP_MALFORMED);         /* wire::decode */
                 } else if (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION) {
-                    drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                    /* a result: taken only from the parent of one of the jobs (the model's
+                     * result_from_parent, in its order) */
+                    if (meta.from_parent == 0 || meta.job_hit == 0 || meta.parent_hit == 0) {
+                        drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                    } else if (hdr.netagg.rank != meta.parent_rank) {
+                        drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
+                    } else if (meta.slot_offset >= meta.slot_count) {
+                        drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+                    } else if (hdr.netagg.dtype != NETAGG_DTYPE_INT32) {
+                        drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+                    } else {
+                        meta.checked = 1;
+                    }
                 } else if (meta.job_hit == 0) {
                     drop_for(NETAGG_DROP_UNKNOWN_JOB);
                 } else if (hdr.netagg.rank >= (bit<16>)meta.worker_count) {
@@ -446,7 +558,46 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     meta.checked = 1;
                 }
 
-                if (meta.checked == 1) {
+                if (meta.checked == 1 && meta.from_parent == 1) {
+                    /* ---- a result from the parent: it completes a round that waits for it
+                     * (the model's result_from_parent). Every drop writes no register. ---- */
+                    has_round.read(meta.has_round, meta.at);
+                    epoch.read(meta.round_epoch, meta.at);
+                    completed_seq.read(meta.completed_seq, meta.at);
+                    round_seq.read(meta.round_seq, meta.at);
+                    round_count.read(meta.round_count, meta.at);
+                    upstream.read(meta.waiting, meta.at);
+                    meta.seq_diff = hdr.netagg.seq - meta.round_seq;
+                    if (meta.has_round == NETAGG_ROUND_SEEN &&
+                        meta.round_seq == meta.completed_seq) {
+                        meta.complete = 1;
+                    }
+                    if (meta.has_round == NETAGG_ROUND_NONE) {
+                        drop_for(NETAGG_DROP_NO_ROUND);
+                    } else if (meta.round_epoch != hdr.netagg.epoch) {
+                        drop_for(NETAGG_DROP_STALE_EPOCH);
+                    } else if (meta.seq_diff[31:31] == 1) {
+                        drop_for(NETAGG_DROP_STALE);
+                    } else if (meta.seq_diff != 0 || meta.complete == 0) {
+                        drop_for(NETAGG_DROP_NO_ROUND);      /* newer, or still open here */
+                    } else if (meta.waiting == 0) {
+                        drop_for(NETAGG_DROP_DUPLICATE);     /* answered already */
+                    } else if (meta.round_count != hdr.netagg.count) {
+                        drop_for(NETAGG_DROP_COUNT_MISMATCH);
+                    } else {
+                        /* the parent's values and exponent become the round's result; the
+                         * result's ECN bits are ORed into the round's */
+                        meta.op = OP_WRITE;
+                        meta.remaining = 0;                  /* a completion: multicast */
+                        meta.exponent_out = meta.exponent_biased;
+                        exponent.write(meta.at, meta.exponent_out);
+                        ecn.read(meta.ecn_out, meta.at);
+                        meta.ecn_out = meta.ecn_out | (bit<8>)hdr.ipv4.ecn;
+                        ecn.write(meta.at, meta.ecn_out);
+                        upstream.write(meta.at, 0);
+                        hdr.netagg.slot = meta.child_slot;
+                    }
+                } else if (meta.checked == 1) {
                     meta.rank_bit = (bit<32>)1 << hdr.netagg.rank;
                     if ((hdr.netagg.flags & NETAGG_FLAG_RECOVERY) != 0) {
                         meta.recovery = 1;
@@ -495,6 +646,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                     round_count.read(meta.round_count, meta.at);
                     bitmap.read(meta.bitmap_s, meta.at);
+                    upstream.read(meta.waiting, meta.at);    /* 1 only while complete */
+                    fresh.read(meta.round_fresh, meta.at);
 
                     /* Every drop below writes no register: the writes are all in the last
                      * branch (and the completion mark, for packets not dropped). */
@@ -511,16 +664,28 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.op = OP_READ;
                         exponent.read(meta.exponent_out, meta.at);
                         ecn.read(meta.ecn_out, meta.at);    /* the round's OR, unchanged */
+                        if (meta.waiting == 1) {
+                            /* trees: the round waits for the parent, whose copy (or answer)
+                             * may have been lost: the partial sum (still in the value
+                             * registers) goes up again, not the result */
+                            meta.to_parent = 1;
+                        } else if (meta.parent_hit == 1 && meta.recovery == 1) {
+                            /* trees: a recovery copy to a round answered here; the parent may
+                             * have restarted without this switch's part: the kept partial sum
+                             * goes up again too (a clone), flagged recovery */
+                            meta.clone_to_parent = 1;
+                        }
                     } else if (meta.class == CLASS_EQUAL &&
                                (meta.bitmap_s & meta.rank_bit) != 0) {
                         drop_for(NETAGG_DROP_DUPLICATE);
                     } else {
                         /* a new round or a join. Every new round (from no round, a newer
                          * seq, a takeover) starts from the sender's bit alone: the bits there
-                         * belong to an earlier round. A join ORs the sender's bit in. The other set's word is never touched (no SwitchML
-                         * pair update): each set keeps its round's seq, so its word only
-                         * needs the ranks of that round, and after a restart clearing a bit
-                         * there could undo a recovery copy's join to it. */
+                         * belong to an earlier round. A join ORs the sender's bit in. The other
+                         * set's word is never touched (no SwitchML pair update): each set
+                         * keeps its round's seq, so its word only needs the ranks of that
+                         * round, and after a restart clearing a bit there could undo a recovery
+                         * copy's join to it. */
                         if (meta.class == CLASS_NEW) {
                             bitmap.write(meta.at, meta.rank_bit);
                         } else {
@@ -541,6 +706,11 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                             /* the starting packet's ECN bits alone: the stored ones belong
                              * to an earlier round */
                             meta.ecn_out = (bit<8>)hdr.ipv4.ecn;
+                            /* trees: a new round waits for nobody; whether it is fresh is its
+                             * first packet's flag (its partial sum goes up with it) */
+                            meta.round_fresh = (bit<8>)hdr.netagg.flags[1:1];
+                            upstream.write(meta.at, 0);
+                            fresh.write(meta.at, meta.round_fresh);
                         } else {
                             meta.op = OP_ADD;
                             remaining.read(meta.remaining, meta.at);
@@ -558,6 +728,18 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                 }
 
+                if (meta.checked == 1 && meta.drop == 0 && meta.from_parent == 0 &&
+                    meta.parent_hit == 1) {
+                    /* trees: a partial sum for the parent carries the set bit, fresh if the
+                     * round's first packet was (a recovery clone: recovery instead) */
+                    if (meta.clone_to_parent == 1) {
+                        meta.up_flags = (bit<8>)hdr.netagg.flags[0:0] | NETAGG_FLAG_RECOVERY;
+                    } else {
+                        meta.up_flags = (bit<8>)hdr.netagg.flags[0:0] |
+                                        (meta.round_fresh << 1);
+                    }
+                }
+
                 if (meta.drop == 1) {
                     drops.count((bit<32>)meta.drop_reason);
                     mark_to_drop(standard_metadata);
@@ -567,14 +749,28 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                     LANE_BLOCK(0) LANE_BLOCK(1) LANE_BLOCK(2) LANE_BLOCK(3)
                     LANE_BLOCK(4) LANE_BLOCK(5) LANE_BLOCK(6) LANE_BLOCK(7)
                     hdr.netagg.exponent = meta.exponent_out ^ 0x8000;
-                    /* A result is this contribution rewritten: its seq, count and epoch are
-                     * the round's, since only a packet of the round's epoch reaches here (a
-                     * takeover or a new round stored the packet's epoch, a join or a resend
-                     * matched it), so hdr.netagg.epoch stays in place. */
+                    /* A result is this packet rewritten: its seq, count and epoch are the
+                     * round's, since only a packet of the round's epoch reaches here (a
+                     * takeover or a new round stored the packet's epoch, a join, a resend or a
+                     * parent's result matched it), so hdr.netagg.epoch stays in place. A
+                     * partial sum for the parent is rewritten in egress (to_parent_headers),
+                     * where a recovery clone is rewritten the same way. */
 
-                    if (meta.op == OP_READ) {
+                    if (meta.op == OP_READ && meta.to_parent == 1) {
+                        /* trees: the partial sum again, to the parent */
+                        resent_to_parent.count(32w0);
+                        standard_metadata.egress_spec = meta.parent_port;
+                    } else if (meta.op == OP_READ) {
                         /* a retransmission to a completed round: the stored result, to it alone */
                         results_resent.count(32w0);
+                        if (meta.clone_to_parent == 1) {
+                            resent_to_parent.count(32w0);
+                            /* the original packet, with the fields egress needs, to the
+                             * mirroring session numbered as the job's multicast group (the
+                             * parent's port) */
+                            clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.mcast_grp,
+                                                        FIELD_LIST_TO_PARENT);
+                        }
                         hdr.netagg.msg_type = NETAGG_MSG_RESULT;
                         /* fresh, recovery := 0 */
                         hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
@@ -591,22 +787,35 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         originate_ipv4(meta.ecn_out[1:0]);  /* the round's OR */
                         standard_metadata.egress_spec = standard_metadata.ingress_port;
                     } else if (meta.remaining == 0) {
-                        /* completed: mark it (Tofino does this in its result pass), multicast */
-                        completions.count(32w0);
+                        /* completed: mark it (Tofino does this in its result pass) */
                         has_round.write(meta.at, NETAGG_ROUND_SEEN);
                         completed_seq.write(meta.at, hdr.netagg.seq);
-                        hdr.netagg.msg_type = NETAGG_MSG_RESULT;
-                        /* fresh, recovery := 0 */
-                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
-                        hdr.udp.checksum = 0;
-                        /* the round's OR, this packet's bits included; every multicast copy
-                         * inherits it */
-                        originate_ipv4(meta.ecn_out[1:0]);
-                        hdr.ethernet.src_addr = meta.switch_mac;
-                        hdr.ipv4.src_addr = meta.switch_ip;
-                        hdr.udp.src_port = NETAGG_UDP_PORT;
-                        standard_metadata.mcast_grp = meta.mcast_grp;
-                        meta.is_result = 1;
+                        if (meta.from_parent == 0 && meta.parent_hit == 1) {
+                            /* trees: a child's round; its partial sum goes to the parent
+                             * (rewritten in egress) and the round waits for the result */
+                            upstream.write(meta.at, 1);
+                            sent_to_parent.count(32w0);
+                            meta.to_parent = 1;
+                            standard_metadata.egress_spec = meta.parent_port;
+                        } else {
+                            /* every member gets the result: multicast */
+                            completions.count(32w0);
+                            if (meta.from_parent == 1) {
+                                results_from_parent.count(32w0);
+                            }
+                            hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                            /* fresh, recovery := 0 */
+                            hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
+                            hdr.udp.checksum = 0;
+                            /* the round's OR, this packet's bits included; every multicast
+                             * copy inherits it */
+                            originate_ipv4(meta.ecn_out[1:0]);
+                            hdr.ethernet.src_addr = meta.switch_mac;
+                            hdr.ipv4.src_addr = meta.switch_ip;
+                            hdr.udp.src_port = NETAGG_UDP_PORT;
+                            standard_metadata.mcast_grp = meta.mcast_grp;
+                            meta.is_result = 1;
+                        }
                     } else {
                         mark_to_drop(standard_metadata);    /* aggregated; nothing to send */
                     }
@@ -620,8 +829,93 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
 
 /* ================================= egress ================================================= */
 
+/* Trees: the partial sum of lane 32*b + i, in partial_i at the value registers' index. A frame
+ * that goes up writes it (the completion's sum, or the same sum again on a resend while the
+ * round waits); a recovery clone reads it into its lanes (the value registers hold the parent's
+ * result by then). */
+#define PARTIAL_OP(i, b)                                                                      \
+    if (hdr.lanes[32 * b + i].isValid()) {                                                    \
+        meta.vidx = meta.vbase + b;                                                           \
+        if (meta.clone_to_parent == 1) {                                                      \
+            partial_##i.read(hdr.lanes[32 * b + i].value, meta.vidx);                         \
+        } else {                                                                              \
+            partial_##i.write(meta.vidx, hdr.lanes[32 * b + i].value);                        \
+        }                                                                                     \
+    }
+#define PARTIAL_BLOCK(b)                                                                      \
+    PARTIAL_OP(0, b)  PARTIAL_OP(1, b)  PARTIAL_OP(2, b)  PARTIAL_OP(3, b)  PARTIAL_OP(4, b)   \
+    PARTIAL_OP(5, b)  PARTIAL_OP(6, b)  PARTIAL_OP(7, b)  PARTIAL_OP(8, b)  PARTIAL_OP(9, b)   \
+    PARTIAL_OP(10, b) PARTIAL_OP(11, b) PARTIAL_OP(12, b) PARTIAL_OP(13, b) PARTIAL_OP(14, b)  \
+    PARTIAL_OP(15, b) PARTIAL_OP(16, b) PARTIAL_OP(17, b) PARTIAL_OP(18, b) PARTIAL_OP(19, b)  \
+    PARTIAL_OP(20, b) PARTIAL_OP(21, b) PARTIAL_OP(22, b) PARTIAL_OP(23, b) PARTIAL_OP(24, b)  \
+    PARTIAL_OP(25, b) PARTIAL_OP(26, b) PARTIAL_OP(27, b) PARTIAL_OP(28, b) PARTIAL_OP(29, b)  \
+    PARTIAL_OP(30, b) PARTIAL_OP(31, b)
+
 control NetaggEgress(inout headers_t hdr, inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+    /* Trees: the partial sums of the rounds a child sent up, laid out as value_0..value_31. */
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_0;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_1;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_2;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_3;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_4;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_5;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_6;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_7;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_8;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_9;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_10;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_11;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_12;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_13;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_14;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_15;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_16;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_17;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_18;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_19;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_20;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_21;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_22;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_23;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_24;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_25;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_26;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_27;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_28;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_29;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_30;
+    register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) partial_31;
+
+    /* Trees: the frame as the round's partial sum for the parent (the model's send_to_parent):
+     * a contribution of the job at the parent, from this switch's rank there, to the parent's
+     * slot; set, seq, epoch and count stay (the round's), the exponent is the round's, the
+     * flags up_flags; from the switch's MAC, IP and port 20033 to the parent's, with
+     * wire::encode_frame's IPv4 header and the round's ECN OR. */
+    action to_parent_headers() {
+        hdr.netagg.msg_type = NETAGG_MSG_CONTRIBUTION;
+        hdr.netagg.flags = meta.up_flags;
+        hdr.netagg.job_id = meta.parent_job_id;
+        hdr.netagg.rank = meta.parent_rank;
+        hdr.netagg.slot = meta.parent_slot_base + meta.slot_offset;
+        hdr.netagg.exponent = meta.exponent_out ^ 0x8000;
+        hdr.ethernet.src_addr = meta.switch_mac;
+        hdr.ethernet.dst_addr = meta.parent_mac;
+        hdr.ipv4.src_addr = meta.switch_ip;
+        hdr.ipv4.dst_addr = meta.parent_ip;
+        hdr.udp.src_port = NETAGG_UDP_PORT;
+        hdr.udp.dst_port = meta.parent_udp_port;
+        hdr.udp.checksum = 0;
+        hdr.ipv4.dscp = 0;
+        hdr.ipv4.ecn = meta.ecn_out[1:0];
+        hdr.ipv4.identification = 0;
+        hdr.ipv4.flags = IP_FLAGS_DF;
+        hdr.ipv4.frag_offset = 0;
+        hdr.ipv4.ttl = IP_TTL;
+        meta.originated = 1;
+        meta.frame_length = (bit<32>)hdr.ipv4.total_len + 14;
+    }
+
     action set_result_destination(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<8> rank) {
         hdr.ethernet.dst_addr = mac;
         hdr.ipv4.dst_addr = ip;
@@ -639,6 +933,17 @@ control NetaggEgress(inout headers_t hdr, inout metadata_t meta,
         if (meta.is_result == 1 &&
             standard_metadata.instance_type == PKT_INSTANCE_TYPE_REPLICATION) {
             result_destination.apply();
+        }
+        /* Trees: the partial sum for the parent. The frame ingress sent up holds it in its
+         * lanes (kept in partial_i); a recovery clone (the original recovery copy, parsed
+         * again, with the FIELD_LIST_TO_PARENT fields) gets it from partial_i. */
+        if ((meta.to_parent == 1 &&
+             standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) ||
+            (meta.clone_to_parent == 1 &&
+             standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE)) {
+            PARTIAL_BLOCK(0) PARTIAL_BLOCK(1) PARTIAL_BLOCK(2) PARTIAL_BLOCK(3)
+            PARTIAL_BLOCK(4) PARTIAL_BLOCK(5) PARTIAL_BLOCK(6) PARTIAL_BLOCK(7)
+            to_parent_headers();
         }
         /* An originated frame is exactly its headers (+ the request's payload for an echo
          * reply): drop whatever followed the request's IPv4 total length (Ethernet padding). */

@@ -9,10 +9,12 @@
  *
  * INGRESS, first pass of a contribution (the decision; 8 stateful ALUs, stages 0..11 planned,
  * stage 4 empty: one stage spare):
- *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward   (SRAM/TCAM)
+ *   stage 0   switch_identity, job_table, worker_table, rank_bit (const), forward, and for a
+ *             result parent_source (trees)                                          (SRAM/TCAM)
  *   stage 1   header checks prepared: slot_offset = slot - slot_base, payload length,
- *             ecn_in = the packet's IPv4 ECN bits
- *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set
+ *             ecn_in = the packet's IPv4 ECN bits; trees: parent_table (a result's first
+ *             pass, and the result pass), the job's slot of a parent's result
+ *   stage 2   checks (gateways), drop reason chosen; index at = slot*2 + set (the job's slot)
  *   stage 3   has_round  pair {epoch, state} bit<32> x2 [2*POOL]  SALU 1  chosen by a gateway
  *                        on the recovery and fresh flags: fresh: another epoch or NONE ->
  *                        {epoch, OPEN}, returns NONE (a takeover is a new round); not fresh:
@@ -165,6 +167,42 @@
  * can change it; a round started on the set while the packet recirculates rewrites the
  * register, not the value this packet carries.
  *
+ * Trees (the model's send_to_parent / result_from_parent; the BMv2 program's parent_table and
+ * parent_source, the same contract): a job with a parent_table entry is a child. No stage, no
+ * stateful ALU and no RegisterAction is added; has_round's completion action takes its new
+ * state from a PHV operand (md.completed_state) instead of the constant SEEN.
+ *   Up: the result pass of a child's completed round (parent_table, stage 1, keyed by the job
+ *     id) stores ROUND_WAITING (a fourth has_round state, next to NONE, OPEN, SEEN) instead of
+ *     SEEN and sends the packet, whose lanes hold the partial sum, to the parent's port as a
+ *     contribution of the parent's job id, rank and slot (slot - slot_base + the parent's
+ *     slot_base), flags set and fresh (the completing packet's: a correct worker's packets of
+ *     one round all carry the same fresh flag; the model keeps the first packet's), IPv4 ECN
+ *     the round's OR (bridge.ecn). Counter sent_to_parent.
+ *   Resend: a retransmission of a round in ROUND_WAITING (complete, equal seq) reads the value
+ *     registers (op READ: they still hold the partial sum) and its result pass sends it up
+ *     the same way (OUTCOME_TO_PARENT, counter resent_to_parent).
+ *   Down: a result from the parent takes two passes before its lane passes. First pass:
+ *     parent_source (stage 0, after job_table has read the key) rewrites its job id to the
+ *     child job's, parent_table (stage 1) gives this switch's rank (checked:
+ *     rank_out_of_range) and the parent's slot_base; its slot becomes the offset in the window
+ *     and it recirculates (BRIDGE_FROM_PARENT). Decision pass: job_table finds the job (stage
+ *     0), its slot is the job's in stage 1 (so `at` is ready for stage 3), the slot range and
+ *     dtype are checked, and the read-only actions decide (has_round_read, completed_seq_read,
+ *     round_seq_read): no round or a newer seq or a round still open here no_round, another
+ *     epoch stale_epoch, an older seq stale, a round not in ROUND_WAITING duplicate, another
+ *     count count_mismatch; else exponent_write (the result's exponent), ecn_join (its ECN bits
+ *     ORed in) and op WRITE: the lane passes overwrite the value registers with the result's
+ *     values with the actions a new round uses (no value RegisterAction is added). Its result
+ *     pass stores SEEN and multicasts it as a completion (completions, results_from_parent).
+ *   Not done on Tofino: the partial sum is not kept after the parent's result (a second set of
+ *     value registers needs 32 more stateful ALUs; egress has 16 free), so a recovery copy to
+ *     a round answered already gets the result only and nothing goes up: a restarted parent is
+ *     not recovered through a Tofino child (a round it forms again never gets this child's
+ *     part; docs/switch-pipeline.md). And the waiting state is
+ *     cleared in the result pass, not at the decision: a second copy of the parent's result
+ *     that arrives within those passes is multicast too, and a member's retransmission then
+ *     sends the values up as they are being overwritten (the parent answers it from its stored
+ *     result, as it does every copy of a round it has answered).
  * Frames (sim/switch/pipeline.cpp, as the BMv2 program): ARP and ICMP echo answered for the
  * switch's IP; every other frame to that IP counts in packets_in and goes through the frame and
  * header checks (drops[malformed]); originated frames get wire::encode_frame's IPv4 header and a
@@ -189,6 +227,7 @@
 #define BRIDGE_VALUES 1    /* egress adds lane block `pass`; ingress of a recirculated one: pass on */
 #define BRIDGE_MCAST 2     /* a multicast result copy: egress rewrites it (result_destination) */
 #define BRIDGE_RESULT 3    /* recirculated: the result pass */
+#define BRIDGE_FROM_PARENT 4 /* trees: a parent's result, job id translated: its decision pass */
 
 /* bridge.op: what the value registers do */
 #define OP_WRITE 0         /* a new round: overwrite */
@@ -199,6 +238,8 @@
 #define OUTCOME_AGGREGATED 0
 #define OUTCOME_COMPLETED 1
 #define OUTCOME_RESENT 2
+#define OUTCOME_TO_PARENT 3    /* trees: a resend while the round waits: the partial sum up */
+#define OUTCOME_FROM_PARENT 4  /* trees: the parent's result completes the round */
 
 /* classification of a contribution in the first pass */
 #define CLASS_NEW 1            /* no round, a takeover, or a seq newer than the set's round
@@ -207,10 +248,15 @@
 #define CLASS_STALE 3
 #define CLASS_STALE_EPOCH 4
 #define CLASS_NO_ROUND 5       /* a recovery copy to no round, or newer than the set's round */
+#define CLASS_DUPLICATE 6      /* trees: a parent's result to a round answered already */
+#define CLASS_FROM_PARENT 7    /* trees: the parent's result to the round waiting for it */
 
 /* has_round's output for a packet that does not take over a round of another epoch (not fresh,
  * or a recovery copy; never stored: the stored states are NETAGG_ROUND_NONE, _OPEN, _SEEN) */
 #define ROUND_STALE_EPOCH 3
+/* trees: a stored state, next to NETAGG_ROUND_NONE, _OPEN and _SEEN: the set's round is complete
+ * here and its partial sum went to the parent, whose result is not here yet */
+#define ROUND_WAITING 4
 
 header netagg_bridge_h {
     bit<8>  kind;
@@ -237,7 +283,7 @@ struct headers_t {
 /* has_round: the set's round state and the epoch of its round, one pair register */
 struct round_state_t {
     bit<32> epoch;   /* the epoch of the set's round (0 after the job is installed) */
-    bit<32> state;   /* NETAGG_ROUND_NONE, _OPEN or _SEEN */
+    bit<32> state;   /* NETAGG_ROUND_NONE, _OPEN, _SEEN or ROUND_WAITING */
 }
 
 @pa_auto_init_metadata
@@ -251,6 +297,19 @@ struct ig_metadata_t {
     bit<16> slot_count;
     bit<16> elements_per_packet;
     bit<16> mcast_grp;
+    /* trees */
+    bit<1>  from_parent;      /* the decision pass of a parent's result (bridge FROM_PARENT) */
+    bit<1>  parent_source_hit;  /* first pass of a result: a parent of one of the jobs sent it */
+    bit<1>  parent_hit;       /* the job has a parent (parent_table) */
+    mac_addr_t  parent_mac;
+    ipv4_addr_t parent_ip;
+    bit<16> parent_udp_port;
+    bit<9>  parent_port;
+    bit<16> parent_job_id;
+    bit<16> parent_rank;
+    bit<16> parent_slot_base;
+    bit<16> child_slot;       /* the job's slot: a contribution's own, a result's translated */
+    bit<32> completed_state;  /* result pass: what has_round_completed stores (SEEN, WAITING) */
     bit<1>  worker_hit;
     bit<8>  worker_rank;
     bit<32> rank_bit;
@@ -258,6 +317,7 @@ struct ig_metadata_t {
     bit<16> payload_bytes;
     bit<16> at;
     bit<1>  checked;          /* passed every check of the job table */
+    bit<1>  translate;        /* trees: a parent's result, to its decision pass */
     bit<8>  drop_reason;
     bit<1>  drop;
     bit<8>  has_round;        /* before this packet; NONE for a takeover, or ROUND_STALE_EPOCH */
@@ -355,6 +415,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) packets_in;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) completions;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_resent;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) sent_to_parent;       /* trees */
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) resent_to_parent;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_from_parent;
 
     /* ---- tables of the control-plane contract ---- */
     action set_switch_identity(bit<48> mac, bit<32> ip) {
@@ -382,6 +445,45 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         key = { hdr.netagg.job_id : exact; }
         actions = { set_job; job_miss; }
         default_action = job_miss();
+        size = 1024;
+    }
+
+    /* Trees (the BMv2 program's tables, the same contract): the job's parent, where a completed
+     * round's partial sum goes (applied in stage 1, keyed by the job's id: the translation of
+     * a parent's result has rewritten it in stage 0), and the parent_source entry that makes a
+     * parent's result one of the job's (stage 0, first pass of a result). */
+    action set_parent(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<9> port, bit<16> job_id,
+                      bit<16> rank, bit<16> slot_base) {
+        md.parent_hit = 1;
+        md.parent_mac = mac;
+        md.parent_ip = ip;
+        md.parent_udp_port = udp_port;
+        md.parent_port = port;
+        md.parent_job_id = job_id;
+        md.parent_rank = rank;
+        md.parent_slot_base = slot_base;
+    }
+    action parent_miss() { md.parent_hit = 0; }
+    table parent_table {
+        key = { hdr.netagg.job_id : exact; }
+        actions = { set_parent; parent_miss; }
+        default_action = parent_miss();
+        size = 1024;
+    }
+
+    action set_parent_source(bit<16> job_id) {
+        md.parent_source_hit = 1;
+        hdr.netagg.job_id = job_id;      /* from here on the result is one of this job's */
+    }
+    action parent_source_miss() { md.parent_source_hit = 0; }
+    table parent_source {
+        key = {
+            hdr.netagg.job_id : exact;
+            hdr.ipv4.src_addr : exact;
+            hdr.udp.src_port  : exact;
+        }
+        actions = { set_parent_source; parent_source_miss; }
+        default_action = parent_source_miss();
         size = 1024;
     }
 
@@ -492,14 +594,16 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             }
         }
     };
-    /* the result pass: SEEN, the epoch kept. Only if the set still holds the completing
-     * packet's epoch: a fresh packet of another epoch may have taken the set over (OPEN) while
-     * this packet recirculated, and SEEN would then pair the new round with the old epoch's
+    /* the result pass: SEEN (ROUND_WAITING for a child's round, whose partial sum goes to the
+     * parent; SEEN again when the parent's result completes it: md.completed_state, a PHV
+     * operand), the epoch kept. Only if the set still holds the completing packet's epoch: a
+     * fresh packet of another epoch may have taken the set over (OPEN) while this packet
+     * recirculated, and SEEN would then pair the new round with the old epoch's
      * completed_seq, making it look complete when the seqs coincide. */
     RegisterAction<round_state_t, bit<16>, bit<8>>(has_round) has_round_completed = {
         void apply(inout round_state_t value) {
             if (value.epoch == hdr.netagg.epoch) {
-                value.state = NETAGG_ROUND_SEEN;
+                value.state = md.completed_state;
             }
         }
     };
@@ -658,7 +762,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             hdr.bridge.pass = 0;
         }
 
-        if (ig_intr_md.ingress_port[6:0] == NETAGG_RECIRC_PORT && hdr.netagg.isValid()) {
+        if (ig_intr_md.ingress_port[6:0] == NETAGG_RECIRC_PORT && hdr.netagg.isValid() &&
+            hdr.bridge.kind != BRIDGE_FROM_PARENT) {
             /* ---------------- a recirculated contribution ---------------- */
             if (hdr.bridge.kind == BRIDGE_VALUES) {
                 to_recirculation(BRIDGE_VALUES);           /* egress adds the next lane block */
@@ -670,14 +775,22 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                  * recovery := 0). IPv4 ECN: the round's OR, which the first pass's ecn action
                  * returned and put in the bridge (a completion: this packet's own join or
                  * write produced it; a resend: read from the completed round); the multicast
-                 * copies inherit it. */
-                hdr.netagg.msg_type = NETAGG_MSG_RESULT;
-                hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
+                 * copies inherit it. Trees: a child's completed round, and a resend while it
+                 * waits, go to the parent instead (parent_table, stage 1). */
+                job_table.apply();
+                parent_table.apply();
                 originate_ipv4(hdr.bridge.ecn);
                 hdr.udp.checksum = 0;
-                if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
+                md.completed_state = NETAGG_ROUND_SEEN;
+                if (md.parent_hit == 1 && hdr.bridge.outcome == OUTCOME_COMPLETED) {
+                    md.completed_state = ROUND_WAITING;
+                }
+                if (hdr.bridge.outcome == OUTCOME_COMPLETED ||
+                    hdr.bridge.outcome == OUTCOME_FROM_PARENT) {
                     /* the round is complete from now on (the model: remaining == 0), unless a
-                     * takeover came in between (has_round_completed checks the epoch).
+                     * takeover came in between (has_round_completed checks the epoch):
+                     * ROUND_WAITING for a child's round, SEEN otherwise (also when the
+                     * parent's result completes it).
                      * completed_seq is written regardless: an OPEN round ignores it, and a
                      * newer round of this epoch started in between has another round_seq, so
                      * it still reads as incomplete. Not covered: a round started in between
@@ -685,15 +798,48 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                      * (longer, 2-pass) packet's result pass (docs/switch-pipeline.md). */
                     has_round_completed.execute(hdr.bridge.at);
                     completed_seq_write.execute(hdr.bridge.at);
-                    job_table.apply();
+                }
+                if (md.parent_hit == 1 && (hdr.bridge.outcome == OUTCOME_COMPLETED ||
+                                           hdr.bridge.outcome == OUTCOME_TO_PARENT)) {
+                    /* trees: the partial sum (the lanes, in place) as this switch's
+                     * contribution to the parent: the parent's job id, this switch's rank
+                     * there, the parent's slot; set, seq, epoch, count and exponent the
+                     * round's; fresh as this packet's (every packet of a correct worker's
+                     * round carries the same fresh flag), recovery cleared */
+                    if (hdr.bridge.outcome == OUTCOME_COMPLETED) {
+                        sent_to_parent.count(0);
+                    }
+                    hdr.netagg.flags = hdr.netagg.flags & (NETAGG_FLAG_SET | NETAGG_FLAG_FRESH);
+                    hdr.netagg.job_id = md.parent_job_id;
+                    hdr.netagg.rank = md.parent_rank;
+                    hdr.netagg.slot = hdr.netagg.slot - md.slot_base + md.parent_slot_base;
+                    hdr.ethernet.src_addr = md.switch_mac;
+                    hdr.ethernet.dst_addr = md.parent_mac;
+                    hdr.ipv4.src_addr = md.switch_ip;
+                    hdr.ipv4.dst_addr = md.parent_ip;
+                    hdr.udp.src_port = NETAGG_UDP_PORT;
+                    hdr.udp.dst_port = md.parent_udp_port;
+                    ig_tm_md.ucast_egress_port = md.parent_port;
+                    hdr.bridge.kind = BRIDGE_NONE;
+                } else if (hdr.bridge.outcome == OUTCOME_COMPLETED ||
+                           hdr.bridge.outcome == OUTCOME_FROM_PARENT) {
+                    /* every member gets the result: multicast */
+                    completions.count(0);
+                    if (hdr.bridge.outcome == OUTCOME_FROM_PARENT) {
+                        results_from_parent.count(0);
+                    }
+                    hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                    hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                     hdr.ethernet.src_addr = md.switch_mac;
                     hdr.ipv4.src_addr = md.switch_ip;
                     hdr.udp.src_port = NETAGG_UDP_PORT;
                     ig_tm_md.mcast_grp_a = md.mcast_grp;
                     ig_tm_md.rid = 0;
                     hdr.bridge.kind = BRIDGE_MCAST;
-                } else {
+                } else if (hdr.bridge.outcome == OUTCOME_RESENT) {
                     /* a resend: back to the sender, addresses swapped */
+                    hdr.netagg.msg_type = NETAGG_MSG_RESULT;
+                    hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
                     mac_addr_t mac = hdr.ethernet.src_addr;
                     hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
                     hdr.ethernet.dst_addr = mac;
@@ -705,6 +851,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     hdr.udp.dst_port = port;
                     ig_tm_md.ucast_egress_port = hdr.bridge.orig_port;
                     hdr.bridge.kind = BRIDGE_NONE;
+                } else {
+                    ig_dprsr_md.drop_ctl = 1;   /* a resend to the parent of a job without one */
                 }
             } else {
                 ig_dprsr_md.drop_ctl = 1;
@@ -752,12 +900,35 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 originate_ipv4(0);
                 ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
             } else {
-                /* ---------------- the netagg checks: first pass ---------------- */
-                packets_in.count(0);
+                /* ---- the netagg checks: first pass (and a parent's result's decision pass) ---- */
+                if (hdr.bridge.kind == BRIDGE_FROM_PARENT) {
+                    md.from_parent = 1;          /* its first pass counted it in packets_in */
+                } else {
+                    packets_in.count(0);
+                }
                 job_table.apply();
                 worker_table.apply();
                 rank_bit.apply();
-                md.slot_offset = hdr.netagg.slot - md.slot_base;
+                /* Trees, the first pass of a result: parent_source (stage 0, after job_table
+                 * has read the key) rewrites its job id to the child job's; parent_table (stage
+                 * 1) then gives this switch's rank and the job's slots at the parent. The
+                 * result recirculates with its slot made the offset in the job's window, and
+                 * its decision pass (bridge FROM_PARENT) finds the job in job_table (stage 0)
+                 * and its own slot in stage 1, so `at` is ready for has_round in stage 3. */
+                if (md.from_parent == 0 && hdr.netagg.isValid() &&
+                    hdr.netagg.msg_type == NETAGG_MSG_RESULT) {
+                    parent_source.apply();
+                    if (md.parent_source_hit == 1) {
+                        parent_table.apply();
+                    }
+                }
+                if (md.from_parent == 1) {
+                    md.slot_offset = hdr.netagg.slot;
+                    md.child_slot = hdr.netagg.slot + md.slot_base;
+                } else {
+                    md.slot_offset = hdr.netagg.slot - md.slot_base;
+                    md.child_slot = hdr.netagg.slot;
+                }
                 if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
                     md.payload_bytes = hdr.netagg.count << 1;
                 } else {
@@ -765,7 +936,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 }
                 md.exponent_biased = hdr.netagg.exponent ^ 0x8000;
                 md.ecn_in = (bit<8>)hdr.ipv4.ecn;
-                md.at = hdr.netagg.slot[14:0] ++ hdr.netagg.flags[0:0];
+                md.at = md.child_slot[14:0] ++ hdr.netagg.flags[0:0];
                 /* wire::decode_frame: bad_ip_header, not_udp, udp_length_mismatch, wrong_port
                  * (not UDP leaves hdr.udp invalid, another port hdr.netagg invalid; a frame
                  * shorter than the netagg header is a parser error). The frame's length
@@ -788,8 +959,28 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                            hdr.netagg.count > NETAGG_MAX_COUNT ||
                            hdr.udp.length != 8 + NETAGG_HEADER_SIZE + md.payload_bytes) {
                     drop_for(NETAGG_DROP_MALFORMED);
-                } else if (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION) {
-                    drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                } else if (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION &&
+                           md.from_parent == 0) {
+                    /* a result's first pass: taken only from the parent of one of the jobs,
+                     * for this switch's rank there (the model's result_from_parent, in its
+                     * order: the slot and the dtype in the decision pass) */
+                    if (md.parent_source_hit == 0 || md.parent_hit == 0) {
+                        drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                    } else if (hdr.netagg.rank != md.parent_rank) {
+                        drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
+                    } else {
+                        md.translate = 1;
+                    }
+                } else if (md.from_parent == 1) {
+                    if (md.job_hit == 0) {
+                        drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+                    } else if (md.slot_offset >= md.slot_count) {
+                        drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+                    } else if (hdr.netagg.dtype != NETAGG_DTYPE_INT32) {
+                        drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+                    } else {
+                        md.checked = 1;
+                    }
                 } else if (md.job_hit == 0) {
                     drop_for(NETAGG_DROP_UNKNOWN_JOB);
                 } else if (hdr.netagg.rank >= (bit<16>)md.worker_count) {
@@ -810,7 +1001,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 if (md.checked == 1) {
                     /* ---- the round's epoch, then its seq, decide what the packet is ---- */
                     md.recovery = hdr.netagg.flags[2:2];       /* NETAGG_FLAG_RECOVERY */
-                    if (hdr.netagg.flags[2:2] == 1) {
+                    if (md.from_parent == 1 || hdr.netagg.flags[2:2] == 1) {
+                        /* a parent's result, or a recovery copy: read only */
                         /* a recovery copy, fresh or not: read only (never a takeover) */
                         md.has_round = has_round_read.execute(md.at);
                     } else if (hdr.netagg.flags[1:1] == 1) {   /* NETAGG_FLAG_FRESH */
@@ -823,12 +1015,13 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                      * OPEN or SEEN (a round of this epoch), or ROUND_STALE_EPOCH (dropped
                      * below; the registers after has_round are only read) */
                     md.completed_seq = completed_seq_read.execute(md.at);
-                    if (md.recovery == 1) {
+                    if (md.recovery == 1 || md.from_parent == 1) {
                         md.round_seq = round_seq_read.execute(md.at);   /* never starts one */
                     } else if (md.has_round == NETAGG_ROUND_NONE) {
                         md.round_seq = round_seq_start.execute(md.at);
                     } else if (md.has_round == NETAGG_ROUND_OPEN ||
-                               md.has_round == NETAGG_ROUND_SEEN) {
+                               md.has_round == NETAGG_ROUND_SEEN ||
+                               md.has_round == ROUND_WAITING) {
                         /* writes the seq if it is newer, complete or not */
                         md.round_seq = round_seq_advance.execute(md.at);
                     } else {
@@ -836,13 +1029,30 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     }
                     md.seq_diff = hdr.netagg.seq - md.round_seq;
                     /* for an equal seq only: a resend (complete) or a join */
-                    if (md.has_round == NETAGG_ROUND_SEEN && md.round_seq == md.completed_seq) {
+                    if ((md.has_round == NETAGG_ROUND_SEEN || md.has_round == ROUND_WAITING) &&
+                        md.round_seq == md.completed_seq) {
                         md.complete = 1;
                     }
                     /* a seq newer than the set's round starts the next round, complete or not
                      * (round_seq_advance has written it); a recovery copy never starts a round:
                      * NONE, or a seq newer than the set's, is no_round instead of new */
-                    if (md.has_round == ROUND_STALE_EPOCH) {
+                    if (md.from_parent == 1) {
+                        /* a parent's result (the model's result_from_parent): it completes
+                         * the round of its seq that waits for it */
+                        if (md.has_round == NETAGG_ROUND_NONE) {
+                            md.class = CLASS_NO_ROUND;
+                        } else if (md.has_round == ROUND_STALE_EPOCH) {
+                            md.class = CLASS_STALE_EPOCH;
+                        } else if (md.seq_diff[31:31] == 1) {
+                            md.class = CLASS_STALE;
+                        } else if (md.seq_diff != 0 || md.complete == 0) {
+                            md.class = CLASS_NO_ROUND;     /* newer, or still open here */
+                        } else if (md.has_round != ROUND_WAITING) {
+                            md.class = CLASS_DUPLICATE;    /* answered already */
+                        } else {
+                            md.class = CLASS_FROM_PARENT;
+                        }
+                    } else if (md.has_round == ROUND_STALE_EPOCH) {
                         md.class = CLASS_STALE_EPOCH;
                     } else if (md.has_round == NETAGG_ROUND_NONE) {
                         if (md.recovery == 1) {
@@ -868,20 +1078,36 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                         drop_for(NETAGG_DROP_NO_ROUND);
                     } else if (md.class == CLASS_STALE) {
                         drop_for(NETAGG_DROP_STALE);
+                    } else if (md.class == CLASS_DUPLICATE) {
+                        drop_for(NETAGG_DROP_DUPLICATE);
                     } else {
                         if (md.class == CLASS_NEW) {
                             round_count_write.execute(md.at);
                         } else {
                             md.round_count = round_count_read.execute(md.at);
                         }
-                        if (md.class == CLASS_EQUAL && md.round_count != hdr.netagg.count) {
+                        if ((md.class == CLASS_EQUAL || md.class == CLASS_FROM_PARENT) &&
+                            md.round_count != hdr.netagg.count) {
                             drop_for(NETAGG_DROP_COUNT_MISMATCH);
+                        } else if (md.class == CLASS_FROM_PARENT) {
+                            /* the parent's values (the lane passes write them: op WRITE) and
+                             * exponent become the round's result; its ECN bits are ORed in; no
+                             * bitmap or countdown */
+                            md.op = OP_WRITE;
+                            md.exponent_out = exponent_write.execute(md.at);
+                            md.ecn_out = ecn_join.execute(md.at);
                         } else if (md.class == CLASS_EQUAL && md.complete == 1) {
-                            /* a retransmission to a completed round: its stored result */
+                            /* a retransmission to a completed round: its stored result, or
+                             * while the round waits for the parent (trees) its partial sum,
+                             * still in the value registers, to the parent again */
                             md.op = OP_READ;
                             md.exponent_out = exponent_read.execute(md.at);
                             md.ecn_out = ecn_read.execute(md.at);    /* the round's OR */
-                            results_resent.count(0);
+                            if (md.has_round == ROUND_WAITING) {
+                                resent_to_parent.count(0);
+                            } else {
+                                results_resent.count(0);
+                            }
                         } else {
                             if (md.class == CLASS_NEW) {
                                 /* every new round (no round, a takeover, a newer seq): the
@@ -912,6 +1138,11 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 if (md.drop == 1) {
                     drops.count(md.drop_reason);
                     ig_dprsr_md.drop_ctl = 1;
+                } else if (md.translate == 1) {
+                    /* trees: a parent's result, now one of the child job's (job id), its slot
+                     * the offset in the job's window: to its decision pass */
+                    hdr.netagg.slot = hdr.netagg.slot - md.parent_slot_base;
+                    to_recirculation(BRIDGE_FROM_PARENT);
                 } else {
                     /* to the value lanes in egress, through the recirculation port */
                     to_recirculation(BRIDGE_VALUES);
@@ -921,11 +1152,17 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                     hdr.bridge.orig_port = ig_intr_md.ingress_port;
                     hdr.bridge.ecn = md.ecn_out[1:0];   /* for the result pass's IPv4 ECN */
                     hdr.netagg.exponent = md.exponent_out ^ 0x8000;
-                    if (md.op == OP_READ) {
+                    hdr.netagg.slot = md.child_slot;   /* a parent's result: the job's slot */
+                    if (md.op == OP_READ && md.has_round == ROUND_WAITING) {
+                        hdr.bridge.outcome = OUTCOME_TO_PARENT;
+                    } else if (md.op == OP_READ) {
                         hdr.bridge.outcome = OUTCOME_RESENT;
+                    } else if (md.from_parent == 1) {
+                        hdr.bridge.outcome = OUTCOME_FROM_PARENT;
                     } else if (md.remaining == 0) {
+                        /* completions (or sent_to_parent) are counted in the result pass,
+                         * which knows whether the job has a parent */
                         hdr.bridge.outcome = OUTCOME_COMPLETED;
-                        completions.count(0);
                     } else {
                         hdr.bridge.outcome = OUTCOME_AGGREGATED;
                     }
@@ -1137,6 +1374,9 @@ control Egress(inout headers_t hdr, inout eg_metadata_t md,
             } else {
                 hdr.bridge.kind = BRIDGE_RESULT;          /* recirculates into the result pass */
             }
+        } else if (hdr.bridge.kind == BRIDGE_FROM_PARENT) {
+            /* trees: a parent's result on its way to its decision pass (port 68): the bridge
+             * stays, nothing else is parsed or changed */
         } else {
             if (hdr.bridge.kind == BRIDGE_MCAST) {
                 result_destination.apply();

@@ -118,6 +118,8 @@ constexpr TableSpec kTables[] = {
     {bmv2::kJobTable, "set_job", 1, 5},
     {bmv2::kWorkerTable, "set_worker", 3, 1},
     {bmv2::kResultDestination, "set_result_destination", 1, 4},
+    {bmv2::kParentTable, "set_parent", 1, 7},
+    {bmv2::kParentSource, "set_parent_source", 3, 1},
 };
 
 void table_add(Bmv2Config& c, const LineParser& p, const std::vector<std::string_view>& w) {
@@ -175,6 +177,34 @@ void table_add(Bmv2Config& c, const LineParser& p, const std::vector<std::string
         p.fail(fmt::format("duplicate entry: the worker_table has this key already (line {})",
                            o.line.number));
     c.workers.push_back(e);
+  } else if (spec->table == bmv2::kParentTable) {
+    Bmv2Config::ParentEntry e;
+    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
+    e.mac = p.mac(params[0], "mac");
+    e.ip = p.ip(params[1], "ip");
+    e.udp_port = static_cast<std::uint16_t>(p.number(params[2], 16, "udp_port"));
+    e.port = static_cast<std::uint16_t>(p.number(params[3], kPortBits, "port"));
+    e.parent_job_id = static_cast<std::uint16_t>(p.number(params[4], 16, "job_id"));
+    e.rank = static_cast<std::uint16_t>(p.number(params[5], 16, "rank"));
+    e.slot_base = static_cast<std::uint16_t>(p.number(params[6], 16, "slot_base"));
+    e.line = p.line();
+    if (c.parents.count(e.job_id))
+      p.fail(fmt::format("duplicate entry: job {} is in the parent_table already (line {})",
+                         e.job_id, c.parents.at(e.job_id).line.number));
+    c.parents.emplace(e.job_id, e);
+  } else if (spec->table == bmv2::kParentSource) {
+    Bmv2Config::ParentSourceEntry e;
+    e.parent_job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
+    e.ip = p.ip(keys[1], "hdr.ipv4.src_addr");
+    e.udp_port = static_cast<std::uint16_t>(p.number(keys[2], 16, "hdr.udp.src_port"));
+    e.job_id = static_cast<std::uint16_t>(p.number(params[0], 16, "job_id"));
+    e.line = p.line();
+    for (const auto& o : c.parent_sources)
+      if (o.parent_job_id == e.parent_job_id && o.ip == e.ip && o.udp_port == e.udp_port)
+        p.fail(
+            fmt::format("duplicate entry: the parent_source table has this key already (line {})",
+                        o.line.number));
+    c.parent_sources.push_back(e);
   } else {
     const auto rid = static_cast<std::uint16_t>(p.number(keys[0], 16, "egress_rid"));
     Bmv2Config::ResultDestination d;
@@ -242,6 +272,17 @@ void apply_line(Bmv2Config& c, const LineParser& p, const std::vector<std::strin
     g->second.push_back(handle);
     return;
   }
+  if (cmd == "mirroring_add") {
+    want_args(2, "mirroring_add SESSION PORT");
+    // simple_switch's mirroring sessions are numbered 0..32767
+    const auto session = static_cast<std::uint16_t>(p.number(w[1], 15, "mirroring session"));
+    const auto port = static_cast<std::uint16_t>(p.number(w[2], kPortBits, "port"));
+    if (c.mirror_sessions.count(session))
+      p.fail(fmt::format("mirroring session {} exists already (line {})", session,
+                         c.mirror_sessions.at(session).line.number));
+    c.mirror_sessions.emplace(session, Bmv2Config::MirrorSession{port, p.line()});
+    return;
+  }
   if (cmd == "reset_state") {
     want_args(0, "reset_state");
     std::string source = std::move(c.source);
@@ -251,8 +292,13 @@ void apply_line(Bmv2Config& c, const LineParser& p, const std::vector<std::strin
   }
   p.fail(
       fmt::format("unknown command '{}' (the contract uses table_add, table_set_default, "
-                  "mc_mgrp_create, mc_node_create, mc_node_associate, reset_state)",
+                  "mc_mgrp_create, mc_node_create, mc_node_associate, mirroring_add, "
+                  "reset_state)",
                   cmd));
+}
+
+std::string ip_text(std::uint32_t ip) {
+  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
 }
 
 [[noreturn]] void line_error(std::string_view source, const Bmv2Config::Line& line,
@@ -315,6 +361,8 @@ std::string FrameOutcome::to_string() const {
       return "icmp_echo_reply";
     case FrameAction::kForwarded:
       return "forwarded";
+    case FrameAction::kSentToParent:
+      return "sent_to_parent";
     case FrameAction::kDropped:
       break;
   }
@@ -343,6 +391,45 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
   for (const auto& w : config_.workers)
     if (!config_.jobs.count(w.job_id))
       line_error(source, w.line, fmt::format("job {} is not in the job_table", w.job_id));
+  // Trees: every parent_table entry has its job, its parent_source entry and the mirroring
+  // session of its recovery clones; every parent_source entry belongs to a parent_table entry.
+  for (const auto& [id, parent] : config_.parents)
+    if (!config_.jobs.count(id))
+      line_error(source, parent.line, fmt::format("job {} is not in the job_table", id));
+  for (const auto& src : config_.parent_sources) {
+    const auto parent = config_.parents.find(src.job_id);
+    if (parent == config_.parents.end())
+      line_error(source, src.line,
+                 fmt::format("job {} has no {} entry", src.job_id, bmv2::kParentTable));
+    const auto& e = parent->second;
+    if (e.parent_job_id != src.parent_job_id || e.ip != src.ip || e.udp_port != src.udp_port)
+      line_error(source, src.line,
+                 fmt::format("the key is not job {}'s parent: its {} entry (line {}) has job id "
+                             "{} at the parent and the parent's address {}",
+                             src.job_id, bmv2::kParentTable, e.line.number, e.parent_job_id,
+                             Endpoint{e.ip, e.udp_port}.to_string()));
+  }
+  for (const auto& [id, e] : config_.parents) {
+    const bool has_source =
+        std::any_of(config_.parent_sources.begin(), config_.parent_sources.end(),
+                    [&](const Bmv2Config::ParentSourceEntry& src) { return src.job_id == id; });
+    if (!has_source)
+      line_error(source, e.line,
+                 fmt::format("job {} has no {} entry for its parent's results (key {} {} {})", id,
+                             bmv2::kParentSource, e.parent_job_id, ip_text(e.ip), e.udp_port));
+    const std::uint16_t session = config_.jobs.at(id).mcast_grp;
+    const auto mirror = config_.mirror_sessions.find(session);
+    if (mirror == config_.mirror_sessions.end())
+      line_error(source, e.line,
+                 fmt::format("job {}: no mirroring session {} (its multicast group's number) for "
+                             "the partial sums of recovery copies (mirroring_add {} {})",
+                             id, session, session, e.port));
+    if (mirror->second.port != e.port)
+      line_error(source, mirror->second.line,
+                 fmt::format("mirroring session {} goes to port {}, but job {}'s parent is on "
+                             "port {} (line {})",
+                             session, mirror->second.port, id, e.port, e.line.number));
+  }
   for (const auto& [id, entry] : config_.jobs) {
     JobSpec job;
     job.job_id = id;
@@ -374,12 +461,32 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
       line_error(source, entry.line,
                  fmt::format("job {}: multicast group {} was not created (mc_mgrp_create)", id,
                              entry.mcast_grp));
+    const auto parent = config_.parents.find(id);
+    if (parent != config_.parents.end()) {
+      const Endpoint at{parent->second.ip, parent->second.udp_port};
+      for (const WorkerSpec& w : job.workers)
+        if (w.address == at)
+          line_error(source, parent->second.line,
+                     fmt::format("job {}: the parent's address {} is rank {}'s too", id,
+                                 at.to_string(), w.rank));
+      ParentSpec p;
+      p.address = Endpoint{parent->second.ip, parent->second.udp_port};
+      p.job_id = parent->second.parent_job_id;
+      p.rank = parent->second.rank;
+      p.slot_base = parent->second.slot_base;
+      job.parent = p;
+    }
     try {
       model_.add_job(job);
     } catch (const Error& e) {
       line_error(source, entry.line, e.what());
     }
-    routes_[id].nodes = group->second;
+    JobRoute& route = routes_[id];
+    route.nodes = group->second;
+    if (parent != config_.parents.end()) {
+      route.parent = parent->second;
+      route.mirror_port = config_.mirror_sessions.at(entry.mcast_grp).port;
+    }
   }
 }
 
@@ -390,6 +497,21 @@ void SwitchPipeline::emit(std::uint16_t port, const wire::FrameAddress& address,
   f.bytes.resize(wire::kFrameOverhead + packet.size());
   f.bytes.resize(wire::encode_frame(address, packet, f.bytes));
   out_.push_back(std::move(f));
+}
+
+void SwitchPipeline::emit_to_parent(std::uint16_t job_id, std::uint16_t port,
+                                    const CollectingSink::Packet& p) {
+  const auto& parent = *routes_.at(job_id).parent;
+  const auto& id = *config_.identity;
+  wire::FrameAddress a;
+  a.src_mac = id.mac;
+  a.src_ip = id.ip;
+  a.src_port = wire::kUdpPort;
+  a.dst_mac = parent.mac;
+  a.dst_ip = parent.ip;
+  a.dst_port = parent.udp_port;
+  a.ecn = p.ecn;
+  emit(port, a, p.bytes);
 }
 
 const std::vector<FrameOut>& SwitchPipeline::process(std::uint16_t port,
@@ -517,6 +639,9 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
   const Outcome o = model_.process(source, payload, sink_, decoded.address.ecn);
   outcome_.reason = o.reason;
   outcome_.malformed = o.malformed;
+  // A contribution that the model answered or sent up (so a whole, valid packet) carries its
+  // job's id: the child job's.
+  const auto request_job = [&] { return wire::load_be16(payload.data() + wire::offset::kJobId); };
   switch (o.action) {
     case Action::kDropped:
       outcome_.action = FrameAction::kDropped;
@@ -524,17 +649,31 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
     case Action::kAggregated:
       outcome_.action = FrameAction::kAggregated;
       return;
+    case Action::kSentToParent:
+      // The completing contribution (or a retransmission while the round waits) rewritten
+      // into the partial sum and sent out of the parent's port.
+      outcome_.action = FrameAction::kSentToParent;
+      emit_to_parent(request_job(), routes_.at(request_job()).parent->port, sink_.packets.at(0));
+      return;
     case Action::kResultResent: {
       outcome_.action = FrameAction::kResultResent;
-      wire::FrameAddress a;  // back where it came from: MAC, IP and UDP port swapped
-      a.dst_mac = read_mac(frame.data() + 6);
-      a.src_mac = read_mac(frame.data());
-      a.dst_ip = wire::load_be32(ip + 12);
-      a.src_ip = wire::load_be32(ip + 16);
-      a.dst_port = wire::load_be16(udp);
-      a.src_port = wire::load_be16(udp + 2);
-      a.ecn = sink_.packets.at(0).ecn;
-      emit(port, a, sink_.packets.at(0).bytes);
+      for (const auto& sent : sink_.packets) {
+        if (!(sent.destination == source)) {
+          // Trees: a recovery copy to an answered round also sends the kept partial sum up:
+          // the I2E clone, out of the port of the job's mirroring session.
+          emit_to_parent(request_job(), routes_.at(request_job()).mirror_port, sent);
+          continue;
+        }
+        wire::FrameAddress a;  // back where it came from: MAC, IP and UDP port swapped
+        a.dst_mac = read_mac(frame.data() + 6);
+        a.src_mac = read_mac(frame.data());
+        a.dst_ip = wire::load_be32(ip + 12);
+        a.src_ip = wire::load_be32(ip + 16);
+        a.dst_port = wire::load_be16(udp);
+        a.src_port = wire::load_be16(udp + 2);
+        a.ecn = sent.ecn;
+        emit(port, a, sent.bytes);
+      }
       return;
     }
     case Action::kCompleted:

@@ -16,6 +16,11 @@
 //                 result_destination (by the node's rid) rewrites each copy for its worker
 //   unicast       a retransmission to a completed round: the stored result out of the ingress
 //                 port, MAC/IP/UDP port swapped
+//   trees         parent_table (a job's parent) and parent_source (results from a parent):
+//                 a child's completed round goes to the parent as one contribution (out of the
+//                 parent's port), a retransmission while it waits sends it again, the parent's
+//                 result is multicast; a recovery copy to an answered round also sends the
+//                 kept partial sum up, out of the port of the job's mirroring session
 //   forward       anything else: L2 by destination MAC; a miss is dropped
 //
 // Frames the switch originates carry a fresh IPv4 header (TOS 0, identification 0, DF, TTL 64,
@@ -47,6 +52,8 @@ inline constexpr std::string_view kForward = "NetaggIngress.forward";
 inline constexpr std::string_view kJobTable = "NetaggIngress.job_table";
 inline constexpr std::string_view kWorkerTable = "NetaggIngress.worker_table";
 inline constexpr std::string_view kResultDestination = "NetaggEgress.result_destination";
+inline constexpr std::string_view kParentTable = "NetaggIngress.parent_table";
+inline constexpr std::string_view kParentSource = "NetaggIngress.parent_source";
 }  // namespace bmv2
 
 // The switch's configuration as the CLI lines leave it. Each entry remembers its line, so that
@@ -81,6 +88,30 @@ struct Bmv2Config {
     std::uint8_t rank = 0;
     Line line;
   };
+  // Trees: the parent of a job (parent_table, keyed by the job's id) and where the parent's
+  // results come from (parent_source: the parent's job id and address, the child job's id).
+  struct ParentEntry {
+    std::uint16_t job_id = 0;
+    wire::Mac mac{};
+    std::uint32_t ip = 0;
+    std::uint16_t udp_port = 0;
+    std::uint16_t port = 0;           // bit<9>: the switch port towards the parent
+    std::uint16_t parent_job_id = 0;  // the job's id at the parent
+    std::uint16_t rank = 0;           // this switch's rank among the parent's members
+    std::uint16_t slot_base = 0;      // the job's first slot at the parent
+    Line line;
+  };
+  struct ParentSourceEntry {
+    std::uint16_t parent_job_id = 0;
+    std::uint32_t ip = 0;
+    std::uint16_t udp_port = 0;
+    std::uint16_t job_id = 0;  // the child job the results belong to
+    Line line;
+  };
+  struct MirrorSession {
+    std::uint16_t port = 0;
+    Line line;
+  };
   struct McNode {
     std::uint16_t rid = 0;
     std::vector<std::uint16_t> ports;  // bit<9> each
@@ -96,6 +127,9 @@ struct Bmv2Config {
   std::map<std::uint16_t, ResultDestination> result_destinations;  // by rid
   std::map<std::uint16_t, std::vector<std::size_t>> groups;  // group -> node handles, in order
   std::vector<McNode> nodes;                                 // index = node handle
+  std::map<std::uint16_t, ParentEntry> parents;              // by the child job's id
+  std::vector<ParentSourceEntry> parent_sources;             // in line order
+  std::map<std::uint16_t, MirrorSession> mirror_sessions;    // by session id (mirroring_add)
 };
 
 // Parses simple_switch_CLI lines (the contract's commands, plus `reset_state`; blank lines are
@@ -123,6 +157,7 @@ enum class FrameAction : std::uint8_t {
   kArpReply,       // ARP request for the switch's IP answered
   kIcmpEchoReply,  // ICMP echo request to the switch's IP answered
   kForwarded,      // L2-forwarded unchanged
+  kSentToParent,   // netagg, trees: the round's partial sum went (again) to the parent
 };
 
 // Drops outside the netagg check (they have no sim::DropReason).
@@ -152,7 +187,11 @@ class SwitchPipeline {
   // Checks the tables against each other and installs the jobs. Throws Error(kConfig) naming
   // the line at fault: no switch identity; a job whose worker_table entries do not give each
   // rank 0..n-1 exactly one address, or whose multicast group was not created; a multicast node
-  // whose rid has no result_destination entry; a job the model cannot hold (SwitchModel::add_job).
+  // whose rid has no result_destination entry; a parent_table entry of a job not in the
+  // job_table, without its parent_source entry (the same parent job id and address), or without
+  // a mirroring session numbered like the job's multicast group on the parent's port; a
+  // parent_source entry that matches no parent_table entry; a job the model cannot hold
+  // (SwitchModel::add_job).
   explicit SwitchPipeline(const Bmv2Config& config, PipelineLimits limits = {});
 
   // One frame in on `port`. The frames out are returned (valid until the next call).
@@ -168,7 +207,9 @@ class SwitchPipeline {
 
  private:
   struct JobRoute {
-    std::vector<std::size_t> nodes;  // node handles of the job's multicast group
+    std::vector<std::size_t> nodes;                 // node handles of the job's multicast group
+    std::optional<Bmv2Config::ParentEntry> parent;  // trees: the job's parent, if any
+    std::uint16_t mirror_port = 0;                  // trees: its mirroring session's port
   };
 
   void reply_arp(std::uint16_t port, std::span<const std::byte> frame);
@@ -176,6 +217,8 @@ class SwitchPipeline {
   void netagg(std::uint16_t port, std::span<const std::byte> frame);
   void emit(std::uint16_t port, const wire::FrameAddress& address,
             std::span<const std::byte> packet);
+  // Trees: a partial sum the model sent to the parent of job `job_id`, out of `port`.
+  void emit_to_parent(std::uint16_t job_id, std::uint16_t port, const CollectingSink::Packet& p);
 
   Bmv2Config config_;
   SwitchModel model_;

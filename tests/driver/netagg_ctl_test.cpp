@@ -180,11 +180,41 @@ TEST_F(NetaggCtl, BadOptionsExit2) {
                                          "--switch-ip 10.0.0.1")));
 }
 
+TEST_F(NetaggCtl, TreePartByNameOrAddressWithPeers) {
+  // golden/tree_jobs.json: leaf2 is in both trees; the spines are given by --peer.
+  const std::string tree = (kGolden / "tree_jobs.json").string();
+  const std::vector<std::string> peers = {"--peer", "10.0.0.1=02:00:00:00:00:01,30", "--peer",
+                                          "10.0.0.2=02:00:00:00:00:02,31"};
+  std::vector<std::string> by_name = {"p4", "bmv2", "--job", tree, "--as", "leaf2"};
+  by_name.insert(by_name.end(), peers.begin(), peers.end());
+  const CtlRun r = run(by_name);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, read_text(kGolden / "tree_leaf2.bmv2.txt"));
+  std::vector<std::string> by_address = {"p4", "bmv2", "--job", tree, "--switch-ip", "10.0.2.254"};
+  by_address.insert(by_address.end(), peers.begin(), peers.end());
+  EXPECT_EQ(run(by_address).out, r.out);
+  // Without --peer the parent's MAC is missing; without --as or --switch-ip the part is unnamed.
+  const CtlRun no_peer = run({"p4", "bmv2", "--job", tree, "--as", "leaf2"});
+  EXPECT_EQ(no_peer.status, 2);
+  EXPECT_THAT(no_peer.err,
+              AllOf(HasSubstr("tree 0 (leaf2): job 7: parent.mac: missing"), HasSubstr("--peer")));
+  const CtlRun unnamed = run({"p4", "bmv2", "--job", tree});
+  EXPECT_EQ(unnamed.status, 2);
+  EXPECT_THAT(unnamed.err, HasSubstr("--as NAME"));
+  const CtlRun bad_peer = run({"p4", "bmv2", "--job", tree, "--as", "leaf2", "--peer", "10.0.0.1"});
+  EXPECT_EQ(bad_peer.status, 2);
+  EXPECT_THAT(bad_peer.err, HasSubstr("--peer: '10.0.0.1' is not IP=MAC,PORT"));
+  // A child job written by hand: the parent's MAC and port in the job.
+  const CtlRun child = run({"p4", "bmv2", "--job", (kGolden / "child_job.json").string()});
+  EXPECT_EQ(child.status, 0) << child.err;
+  EXPECT_EQ(child.out, read_text(kGolden / "child_job.bmv2.txt"));
+}
+
 TEST_F(NetaggCtl, HelpExits0) {
   const CtlRun r = run({"p4", "bmv2", "--help"});
   EXPECT_EQ(r.status, 0);
-  EXPECT_THAT(r.out,
-              AllOf(HasSubstr("--job"), HasSubstr("--switch-mac"), HasSubstr("--switch-ip")));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("--job"), HasSubstr("--switch-mac"), HasSubstr("--switch-ip"),
+                           HasSubstr("--as"), HasSubstr("--peer")));
 }
 
 }  // namespace

@@ -372,6 +372,14 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md) {
   }
   action set_egress_port(bit<9> port) { }
   table forward { key = { hdr.ethernet.dst_addr : exact; } actions = { set_egress_port; } }
+  action set_parent(bit<48> mac, bit<32> ip, bit<16> udp_port, bit<9> port, bit<16> job_id,
+                    bit<16> rank, bit<16> slot_base) { }
+  table parent_table { key = { hdr.netagg.job_id : exact; } actions = { set_parent; } }
+  action set_parent_source(bit<16> job_id) { }
+  table parent_source {
+    key = { hdr.netagg.job_id : exact; hdr.ipv4.src_addr : exact; hdr.udp.src_port : exact; }
+    actions = { set_parent_source; }
+  }
   apply { }
 }
 control Egress(inout headers_t hdr, in egress_intrinsic_metadata_t eg_intr_md) {
@@ -416,8 +424,13 @@ TEST(P4Check, PassesAProgramWrittenToTheContract) {
 }
 
 TEST(P4Check, FailsOnEachDifference) {
-  write_synthetic("bit<9> port", "bit<8> port");
+  write_synthetic("bit<9> port) { }", "bit<8> port) { }");
   EXPECT_THAT(failures_of_synthetic(), HasSubstr("the generator writes up to 511"));
+  write_synthetic("bit<16> rank, bit<16> slot_base", "bit<8> rank, bit<16> slot_base");
+  EXPECT_THAT(failures_of_synthetic(), HasSubstr("set_parent(bit<8> rank): the generator writes "
+                                                 "up to 65535"));
+  write_synthetic("table parent_source", "table parent_sources");
+  EXPECT_THAT(failures_of_synthetic(), HasSubstr("Ingress.parent_source: table not declared"));
   write_synthetic("hdr.ipv4.src_addr : exact; hdr.udp.src_port",
                   "hdr.udp.src_port : exact; hdr.ipv4.src_addr");
   EXPECT_THAT(failures_of_synthetic(), HasSubstr("key 1"));

@@ -119,6 +119,33 @@ void check_job(const JobInput& job, Target target) {
                             *w.switch_port, pipe, first.rank, *first.switch_port, first_pipe,
                             kTofinoPipeShift));
   }
+  if (spec.parent) {
+    const ParentSpec& parent = *spec.parent;
+    if (!parent.mac)
+      job_error(job, "parent.mac",
+                "missing; the switch needs the parent's MAC (parent_table): give it in the job "
+                "or with --peer IP=MAC,PORT");
+    if (!parent.switch_port)
+      job_error(job, "parent.switch_port",
+                "missing; the switch needs the port the parent is cabled to (parent_table): give "
+                "it in the job or with --peer IP=MAC,PORT");
+    if (*parent.switch_port > kMaxPort)
+      job_error(job, "parent.switch_port",
+                fmt::format("{} is out of range [0, {}] (switch ports are bit<9>)",
+                            *parent.switch_port, kMaxPort));
+    if (std::uint32_t{parent.slot_base} + spec.slot_count > 0x10000)
+      job_error(job, "parent.slot_base",
+                fmt::format("{} + {} slots exceeds the 16-bit slot space", parent.slot_base,
+                            spec.slot_count));
+    const unsigned pipe = *parent.switch_port >> kTofinoPipeShift;
+    const WorkerSpec& first = spec.workers.front();
+    const unsigned first_pipe = *first.switch_port >> kTofinoPipeShift;
+    if (target == Target::kTofino && pipe != first_pipe)
+      job_error(job, "parent.switch_port",
+                fmt::format("{} is in pipe {} but rank {}'s port {} in pipe {}; the parent's "
+                            "results update the job's registers, which live in the workers' pipe",
+                            *parent.switch_port, pipe, first.rank, *first.switch_port, first_pipe));
+  }
 }
 
 void check_between_jobs(std::span<const JobInput> jobs) {
@@ -129,6 +156,12 @@ void check_between_jobs(std::span<const JobInput> jobs) {
       if (x.job_id == y.job_id)
         job_error(jobs[b], "job_id",
                   fmt::format("{} is also the id of {}", y.job_id, describe(jobs[a])));
+      if (x.parent && y.parent && x.parent->job_id == y.parent->job_id &&
+          x.parent->address == y.parent->address)
+        job_error(jobs[b], "parent",
+                  fmt::format("job {} at {} is also the parent of {}; the switch tells the "
+                              "parent's results apart by its job id and address only",
+                              y.parent->job_id, y.parent->address.to_string(), describe(jobs[a])));
       const std::uint32_t x_end = std::uint32_t{x.slot_base} + x.slot_count;
       const std::uint32_t y_end = std::uint32_t{y.slot_base} + y.slot_count;
       if (y.slot_base < x_end && x.slot_base < y_end)
@@ -152,6 +185,81 @@ std::vector<JobInput> load_job_inputs(std::span<const std::filesystem::path> fil
     }
   }
   return out;
+}
+
+std::vector<JobInput> expand_trees(std::span<const JobInput> jobs, std::string_view name,
+                                   const std::optional<Endpoint>& address) {
+  std::vector<JobInput> out;
+  for (const JobInput& job : jobs) {
+    if (job.spec.trees.empty()) {
+      out.push_back(job);
+      continue;
+    }
+    const std::string where = job.origin.empty()
+                                  ? fmt::format("job {}", job.spec.job_id)
+                                  : fmt::format("{}: job {}", job.origin, job.spec.job_id);
+    if (name.empty() && !address)
+      throw Error(Errc::kConfig,
+                  fmt::format("{}: trees: name this switch's part of the job's trees with --as "
+                              "NAME (or give --switch-ip, its address)",
+                              where));
+    std::vector<JobSpec> parts;
+    try {
+      parts = jobs_at_aggregator(job.spec, name, address);
+    } catch (const Error& e) {
+      throw Error(Errc::kConfig, fmt::format("{}: {}", job.origin, e.what()));
+    }
+    // jobs_at_aggregator keeps the trees' order; name each part by its tree and aggregator.
+    std::size_t part = 0;
+    for (std::size_t t = 0; t < job.spec.trees.size() && part < parts.size(); ++t) {
+      const TreeSpec& tree = job.spec.trees[t];
+      const auto node = !name.empty() ? find_tree_node(tree, name) : find_tree_node(tree, *address);
+      if (!node) continue;
+      out.push_back({std::move(parts[part++]),
+                     fmt::format("{}: tree {} ({})", job.origin, t, tree.aggregators[*node].name)});
+    }
+  }
+  return out;
+}
+
+Peer parse_peer(std::string_view text, std::string_view what) {
+  const auto eq = text.find('=');
+  const auto comma = text.find(',', eq == std::string_view::npos ? 0 : eq);
+  if (eq == std::string_view::npos || comma == std::string_view::npos)
+    throw Error(
+        Errc::kConfig,
+        fmt::format("{}: '{}' is not IP=MAC,PORT (e.g. 10.0.0.1=02:00:00:00:00:01,9)", what, text));
+  Peer peer;
+  peer.ip = parse_ipv4(text.substr(0, eq), what);
+  peer.mac = parse_mac(text.substr(eq + 1, comma - eq - 1), what);
+  const std::string_view port = text.substr(comma + 1);
+  unsigned v = 0;
+  const auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+  if (ec != std::errc() || ptr != port.data() + port.size() || port.empty() || v > kMaxPort)
+    throw Error(Errc::kConfig,
+                fmt::format("{}: port '{}' is not a switch port [0, {}]", what, port, kMaxPort));
+  peer.switch_port = static_cast<std::uint16_t>(v);
+  return peer;
+}
+
+void apply_peers(std::vector<JobInput>& jobs, std::span<const Peer> peers) {
+  for (std::size_t b = 0; b < peers.size(); ++b)
+    for (std::size_t a = 0; a < b; ++a)
+      if (peers[a].ip == peers[b].ip)
+        throw Error(Errc::kConfig,
+                    fmt::format("--peer: {} is given twice", format_ipv4(peers[b].ip)));
+  for (JobInput& job : jobs)
+    for (const Peer& peer : peers) {
+      for (WorkerSpec& w : job.spec.workers)
+        if (w.address.ip == peer.ip) {
+          if (!w.mac) w.mac = peer.mac;
+          if (!w.switch_port) w.switch_port = peer.switch_port;
+        }
+      if (job.spec.parent && job.spec.parent->address.ip == peer.ip) {
+        if (!job.spec.parent->mac) job.spec.parent->mac = peer.mac;
+        if (!job.spec.parent->switch_port) job.spec.parent->switch_port = peer.switch_port;
+      }
+    }
 }
 
 SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& identity,
@@ -179,7 +287,8 @@ SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& i
                    job.spec.slot_count,
                    job.spec.elements_per_packet,
                    static_cast<std::uint16_t>(k + 1),
-                   {}};
+                   {},
+                   std::nullopt};
     for (const WorkerSpec& w : job.spec.workers) {
       const std::string field = fmt::format("workers (rank {})", w.rank);
       if (*w.mac == config.switch_mac)
@@ -202,6 +311,29 @@ SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& i
       entry.workers.push_back({static_cast<std::uint8_t>(w.rank), *w.mac, w.address.ip,
                                w.address.port, *w.switch_port, rid_of(k, w.rank), next_node++});
     }
+    if (job.spec.parent) {
+      const ParentSpec& p = *job.spec.parent;
+      if (*p.mac == config.switch_mac)
+        job_error(job, "parent.mac",
+                  fmt::format("{} is the switch's own MAC (--switch-mac)", format_mac(*p.mac)));
+      if (p.address.ip == config.switch_ip)
+        job_error(job, "parent.address",
+                  fmt::format("{} is the switch's own IP; a switch is not its own parent",
+                              format_ipv4(p.address.ip)));
+      const std::string who = fmt::format("the parent of {}", describe(job));
+      auto [it, inserted] = port_of_mac.try_emplace(*p.mac, *p.switch_port, who);
+      if (inserted) {
+        config.forward.push_back({*p.mac, *p.switch_port});
+      } else if (it->second.first != *p.switch_port) {
+        job_error(
+            job, "parent.switch_port",
+            fmt::format("{}, but MAC {} is on switch_port {} for {}; the forward table "
+                        "maps one MAC to one port",
+                        *p.switch_port, format_mac(*p.mac), it->second.first, it->second.second));
+      }
+      entry.parent = ParentEntry{*p.mac,   p.address.ip, p.address.port, *p.switch_port,
+                                 p.job_id, p.rank,       p.slot_base,    entry.mcast_grp};
+    }
     config.jobs.push_back(std::move(entry));
   }
   return config;
@@ -215,6 +347,8 @@ enum Use : std::size_t {  // index into p4_schema()
   kJobTable,
   kWorkerTable,
   kResultDestination,
+  kParentTable,
+  kParentSource,
 };
 
 // "table_add <control>.<table> <action> <keys> => <params>", or table_set_default for the
@@ -280,6 +414,15 @@ std::string bmv2_commands(const SwitchConfig& config) {
     for (const WorkerEntry& w : job.workers)
       line(bmv2_entry(kResultDestination, {dec(w.rid)},
                       {format_mac(w.mac), format_ipv4(w.ip), dec(w.udp_port), dec(w.rank)}));
+    if (job.parent) {
+      const ParentEntry& p = *job.parent;
+      line(bmv2_entry(kParentTable, {dec(job.job_id)},
+                      {format_mac(p.mac), format_ipv4(p.ip), dec(p.udp_port), dec(p.switch_port),
+                       dec(p.job_id), dec(p.rank), dec(p.slot_base)}));
+      line(bmv2_entry(kParentSource, {dec(p.job_id), format_ipv4(p.ip), dec(p.udp_port)},
+                      {dec(job.job_id)}));
+      line(fmt::format("mirroring_add {} {}", p.mirror_session, p.switch_port));
+    }
     line(fmt::format("mc_mgrp_create {}", job.mcast_grp));
     for (const WorkerEntry& w : job.workers)
       line(fmt::format("mc_node_create {} {}", w.rid, w.switch_port));
@@ -306,7 +449,7 @@ std::string tofino_script(const SwitchConfig& config, std::string_view header_co
                    format_ipv4(config.switch_ip)));
   line(tofino_entry(kSwitchIdentity, {}, {hex_mac(config.switch_mac), hex_ip(config.switch_ip)}));
   line("");
-  line("# L2 forwarding to the workers");
+  line("# L2 forwarding to the workers (and the parents of jobs in a tree)");
   for (const ForwardEntry& f : config.forward)
     line(fmt::format("{}  # {}", tofino_entry(kForward, {hex_mac(f.mac)}, {dec(f.port)}),
                      format_mac(f.mac)));
@@ -332,6 +475,17 @@ std::string tofino_script(const SwitchConfig& config, std::string_view header_co
           fmt::format("bfrt.pre.node.entry(MULTICAST_NODE_ID={}, MULTICAST_RID={}, "
                       "MULTICAST_LAG_ID=[], DEV_PORT=[{}]).push()",
                       w.rid, w.rid, w.switch_port));
+    }
+    if (job.parent) {
+      const ParentEntry& p = *job.parent;
+      line(fmt::format("# parent: {}:{}, {}, switch port {}; job {} there, rank {}, slots from {}",
+                       format_ipv4(p.ip), p.udp_port, format_mac(p.mac), p.switch_port, p.job_id,
+                       p.rank, p.slot_base));
+      line(tofino_entry(kParentTable, {dec(job.job_id)},
+                        {hex_mac(p.mac), hex_ip(p.ip), dec(p.udp_port), dec(p.switch_port),
+                         dec(p.job_id), dec(p.rank), dec(p.slot_base)}));
+      line(tofino_entry(kParentSource, {dec(p.job_id), hex_ip(p.ip), dec(p.udp_port)},
+                        {dec(job.job_id)}));
     }
     std::vector<std::string> nodes, valid, xid;
     for (const WorkerEntry& w : job.workers) {
@@ -438,6 +592,28 @@ const std::vector<P4TableUse>& p4_schema() {
        {{"standard_metadata.egress_rid", rid_of(kMaxJobs - 1, kMaxWorkersPerJob - 1)}},
        {{"eg_intr_md.egress_rid", rid_of(kMaxJobs - 1, kMaxWorkersPerJob - 1)}},
        {{"mac", kMax48}, {"ip", kMax32}, {"udp_port", kMax16}, {"rank", kMaxWorkersPerJob - 1}}},
+      {"NetaggIngress",
+       "Ingress",
+       "parent_table",
+       "set_parent",
+       false,
+       {{"hdr.netagg.job_id", kMax16}},
+       {{"hdr.netagg.job_id", kMax16}},
+       {{"mac", kMax48},
+        {"ip", kMax32},
+        {"udp_port", kMax16},
+        {"port", kMaxPort},
+        {"job_id", kMax16},
+        {"rank", kMax16},
+        {"slot_base", kMax16}}},
+      {"NetaggIngress",
+       "Ingress",
+       "parent_source",
+       "set_parent_source",
+       false,
+       {{"hdr.netagg.job_id", kMax16}, {"hdr.ipv4.src_addr", kMax32}, {"hdr.udp.src_port", kMax16}},
+       {{"hdr.netagg.job_id", kMax16}, {"hdr.ipv4.src_addr", kMax32}, {"hdr.udp.src_port", kMax16}},
+       {{"job_id", kMax16}}},
   };
   return schema;
 }

@@ -6,7 +6,7 @@
 # switch identity: 02:6e:61:67:73:77 10.0.0.254
 bfrt.netagg.pipe.Ingress.switch_identity.set_default_with_set_switch_identity(mac=0x026e61677377, ip=0x0a0000fe)
 
-# L2 forwarding to the workers
+# L2 forwarding to the workers (and the parents of jobs in a tree)
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x020000000001, port=4)  # 02:00:00:00:00:01
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x020000000002, port=5)  # 02:00:00:00:00:02
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x020000000003, port=6)  # 02:00:00:00:00:03

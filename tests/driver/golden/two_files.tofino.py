@@ -6,7 +6,7 @@
 # switch identity: 02:aa:bb:cc:dd:ee 192.168.7.254
 bfrt.netagg.pipe.Ingress.switch_identity.set_default_with_set_switch_identity(mac=0x02aabbccddee, ip=0xc0a807fe)
 
-# L2 forwarding to the workers
+# L2 forwarding to the workers (and the parents of jobs in a tree)
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0xfedcba987654, port=511)  # fe:dc:ba:98:76:54
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x020000000703, port=1)  # 02:00:00:00:07:03
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x020000000702, port=0)  # 02:00:00:00:07:02

@@ -6,7 +6,7 @@
 # switch identity: 02:6e:61:67:73:77 10.1.0.254
 bfrt.netagg.pipe.Ingress.switch_identity.set_default_with_set_switch_identity(mac=0x026e61677377, ip=0x0a0100fe)
 
-# L2 forwarding to the workers
+# L2 forwarding to the workers (and the parents of jobs in a tree)
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x02000000010b, port=136)  # 02:00:00:00:01:0b
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x0a1b2c3d4e5f, port=137)  # 0a:1b:2c:3d:4e:5f
 bfrt.netagg.pipe.Ingress.forward.add_with_set_egress_port(hdr_ethernet_dst_addr=0x02000000010d, port=138)  # 02:00:00:00:01:0d

@@ -8,7 +8,9 @@
 // Numbering: the k-th job (k = 0, 1, .. over all job files in order) gets multicast group k + 1;
 // rank r of job k gets the replication id 1 + 32 k + r and one multicast node with that rid on
 // its switch_port. On BMv2 the nodes are numbered by simple_switch itself (0, 1, 2, .. in the
-// order of mc_node_create on a fresh switch); on Tofino the node id is the rid.
+// order of mc_node_create on a fresh switch); on Tofino the node id is the rid. A job with a
+// parent (a child in an aggregation tree) also gets BMv2 mirroring session k + 1 on the parent's
+// switch_port (the recovery clones of its partial sums).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,27 @@ struct JobInput {
 // "<file>: jobs[k]". Parse errors are load_jobs()'s (Error(kConfig) naming file and field).
 std::vector<JobInput> load_job_inputs(std::span<const std::filesystem::path> files);
 
+// Trees: replaces every job that has trees by this switch's part of each of its trees
+// (jobs_at_aggregator: the aggregator named `name`, else the one at `address`), with the origin
+// "<origin>: tree t (<name>)". Jobs without trees stay as they are. Error(kConfig) as
+// jobs_at_aggregator's (a job with trees none of which has this switch), naming the origin, or
+// if a job has trees and neither a name nor an address is given.
+std::vector<JobInput> expand_trees(std::span<const JobInput> jobs, std::string_view name,
+                                   const std::optional<Endpoint>& address);
+
+// A host the job files give no MAC or switch port for: a job's parent, or a member that is a
+// child aggregator of a tree (the tree format names aggregators by address only).
+struct Peer {
+  std::uint32_t ip = 0;  // host order
+  wire::Mac mac{};
+  std::uint16_t switch_port = 0;
+};
+// "IP=MAC,PORT" (--peer); Error(kConfig) naming `what` otherwise.
+Peer parse_peer(std::string_view text, std::string_view what);
+// Fills in the MAC and switch_port of every member and parent at a peer's IP that lacks them
+// (what the job gives wins). Error(kConfig) if two peers name one IP.
+void apply_peers(std::vector<JobInput>& jobs, std::span<const Peer> peers);
+
 struct SwitchIdentity {
   wire::Mac mac = kDefaultSwitchMac;
   // The switch's IPv4 address (host order). If empty, the jobs' "aggregator" address, which
@@ -78,6 +101,18 @@ struct WorkerEntry {  // NetaggIngress.worker_table + NetaggEgress.result_destin
   std::uint16_t rid = 0;        // replication id of the worker's multicast node
   std::uint32_t bmv2_node = 0;  // the node handle simple_switch assigns (fresh switch)
 };
+// Trees: NetaggIngress.parent_table (the partial sums go there) + parent_source (the parent's
+// results come from there) + on BMv2 a mirroring session (recovery clones leave there).
+struct ParentEntry {
+  wire::Mac mac{};
+  std::uint32_t ip = 0;  // host order
+  std::uint16_t udp_port = 0;
+  std::uint16_t switch_port = 0;
+  std::uint16_t job_id = 0;          // the job's id at the parent
+  std::uint16_t rank = 0;            // this switch's rank among the parent's members
+  std::uint16_t slot_base = 0;       // the job's first slot at the parent
+  std::uint16_t mirror_session = 0;  // BMv2: the job's multicast group number
+};
 struct JobEntry {  // NetaggIngress.job_table + one multicast group
   std::uint16_t job_id = 0;
   std::uint16_t slot_base = 0;
@@ -85,12 +120,13 @@ struct JobEntry {  // NetaggIngress.job_table + one multicast group
   std::uint16_t elements_per_packet = 0;
   std::uint16_t mcast_grp = 0;
   std::vector<WorkerEntry> workers;  // index == rank
+  std::optional<ParentEntry> parent;
 };
 struct SwitchConfig {
   Target target = Target::kBmv2;  // the limits it was checked against
   wire::Mac switch_mac{};
   std::uint32_t switch_ip = 0;        // host order
-  std::vector<ForwardEntry> forward;  // one per distinct worker MAC, in job/rank order
+  std::vector<ForwardEntry> forward;  // one per distinct worker or parent MAC, in job/rank order
   std::vector<JobEntry> jobs;         // in input order
 };
 
@@ -101,7 +137,10 @@ struct SwitchConfig {
 // switch's, more than 32 workers, slots outside the pool, elements_per_packet beyond what one
 // packet's passes add (max_elements_per_packet), job ids twice, slot ranges that overlap, one MAC
 // on two switch ports, a worker with the switch's MAC or IP, more jobs than replication ids;
-// Tofino: a job's workers on ports of different pipes.
+// Tofino: a job's workers on ports of different pipes. Trees (a job with a parent): a parent
+// without mac or switch_port, a switch_port beyond bit<9>, the parent at the switch's MAC or IP,
+// the parent's slots beyond 65535, two jobs with one parent job id and address (their results
+// could not be told apart); Tofino: the parent on a port of another pipe than the workers'.
 SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& identity,
                          Target target);
 
@@ -122,7 +161,8 @@ std::uint32_t parse_ipv4(std::string_view text, std::string_view what);
 
 // ---- What the generator uses of the P4 programs ---------------------------------------------
 // One (table, action) pair the generator writes, with the largest value it ever puts into each
-// key and parameter; the consistency test checks names, order and widths against the P4 text.
+// key and parameter; the consistency test checks names, order and widths against the P4 text
+// (of both programs: parent_table and parent_source included).
 struct P4Field {
   std::string_view name;        // action parameter name, or the key expression
   std::uint64_t max_value = 0;  // largest value the generator emits
