@@ -115,9 +115,7 @@ void job_add(const FpgaOptions& o) {
   // aggregator's part of each tree it is in (by --as, else by --aggregator's address).
   std::optional<Endpoint> aggregator;
   if (!o.aggregator.empty()) aggregator = Endpoint::parse(o.aggregator, "--aggregator");
-  std::vector<JobSpec> jobs;
-  for (const JobSpec& job : load_jobs(o.job_file))
-    for (JobSpec& part : jobs_at_aggregator(job, o.as, aggregator)) jobs.push_back(std::move(part));
+  const std::vector<JobSpec> jobs = load_aggregator_jobs(o.job_file, o.as, aggregator);
   std::optional<wire::Mac> mac;
   if (!o.aggregator_mac.empty()) mac = parse_mac(o.aggregator_mac);
 

@@ -547,6 +547,19 @@ std::vector<JobSpec> jobs_at_aggregator(const JobSpec& job, std::string_view nam
   return out;
 }
 
+std::vector<JobSpec> load_aggregator_jobs(const std::filesystem::path& file, std::string_view name,
+                                          const std::optional<Endpoint>& address) {
+  std::vector<JobSpec> jobs;
+  for (const JobSpec& job : load_jobs(file)) {
+    try {
+      for (JobSpec& part : jobs_at_aggregator(job, name, address)) jobs.push_back(std::move(part));
+    } catch (const Error& e) {
+      throw Error(Errc::kConfig, fmt::format("{}: {}", file.string(), e.what()));
+    }
+  }
+  return jobs;
+}
+
 WorkerView worker_view(const JobSpec& job, std::size_t tree, std::uint16_t rank) {
   const TreeSpec& t = tree_of(job, tree);
   for (std::size_t i = 0; i < t.aggregators.size(); ++i)

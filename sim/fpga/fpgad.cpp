@@ -131,16 +131,9 @@ std::string describe(const netagg::JobSpec& job, unsigned num_ports) {
 std::vector<netagg::JobSpec> load_job_files(const Options& opt) {
   std::vector<netagg::JobSpec> jobs;
   const Endpoint listen = sim::parse_listen_address(opt.listen);
-  for (const auto& file : opt.job_files) {
-    for (auto& job : netagg::load_jobs(file)) {
-      try {
-        for (auto& part : netagg::jobs_at_aggregator(job, opt.as, listen))
-          jobs.push_back(std::move(part));
-      } catch (const Error& e) {
-        throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
-      }
-    }
-  }
+  for (const auto& file : opt.job_files)
+    for (auto& part : netagg::load_aggregator_jobs(file, opt.as, listen))
+      jobs.push_back(std::move(part));
   return jobs;
 }
 

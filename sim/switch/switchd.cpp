@@ -193,17 +193,7 @@ std::string describe(const netagg::JobSpec& job) {
 // The jobs of `file` as this switch holds them: a job with trees becomes this switch's part of
 // each tree it is in (found by --as, else by the listen address).
 std::vector<netagg::JobSpec> load_job_file(const std::string& file, const Options& opt) {
-  std::vector<netagg::JobSpec> jobs;
-  const Endpoint listen = sim::parse_listen_address(opt.listen);
-  for (auto& job : netagg::load_jobs(file)) {
-    try {
-      for (auto& part : netagg::jobs_at_aggregator(job, opt.as, listen))
-        jobs.push_back(std::move(part));
-    } catch (const Error& e) {
-      throw Error(Errc::kConfig, fmt::format("{}: {}", file, e.what()));
-    }
-  }
-  return jobs;
+  return netagg::load_aggregator_jobs(file, opt.as, sim::parse_listen_address(opt.listen));
 }
 
 std::vector<netagg::JobSpec> load_job_files(const Options& opt) {

@@ -110,6 +110,10 @@ WorkerView worker_view(const JobSpec& job, std::size_t tree, std::uint16_t rank)
 // if the job has trees and the aggregator is in none of them.
 std::vector<JobSpec> jobs_at_aggregator(const JobSpec& job, std::string_view name,
                                         const std::optional<Endpoint>& address);
+// The jobs of a job file as an aggregator holds them: jobs_at_aggregator for each of its jobs,
+// errors (Error(kConfig)) prefixed with the file's name.
+std::vector<JobSpec> load_aggregator_jobs(const std::filesystem::path& file, std::string_view name,
+                                          const std::optional<Endpoint>& address);
 // The index of the tree aggregator named `name`, or of the one at `address`; nullopt if none.
 std::optional<std::size_t> find_tree_node(const TreeSpec& tree, std::string_view name);
 std::optional<std::size_t> find_tree_node(const TreeSpec& tree, const Endpoint& address);
