@@ -60,12 +60,18 @@ namespace {
 // Chunk c of a tree's share of a tensor of n elements cut into pieces of `per_packet`: the
 // tensor's chunk split->global(tree, c) (a job on several trees), or chunk c (split null).
 struct Chunking {
-  std::size_t n = 0;
-  std::size_t per_packet = 1;
-  const ChunkSplit* split = nullptr;
-  std::size_t tree = 0;
-  std::uint64_t all_chunks() const { return (n + per_packet - 1) / per_packet; }
-  std::uint64_t chunks() const { return split ? split->count(tree, all_chunks()) : all_chunks(); }
+  Chunking(std::size_t n, std::size_t per_packet, const ChunkSplit* split = nullptr,
+           std::size_t tree = 0)
+      : n(n), per_packet(per_packet), split(split), tree(tree) {
+    const std::uint64_t all = (n + per_packet - 1) / per_packet;
+    count = split ? split->count(tree, all) : all;  // once: sources ask for it per packet
+  }
+  std::size_t n;
+  std::size_t per_packet;
+  const ChunkSplit* split;
+  std::size_t tree;
+  std::uint64_t count;
+  std::uint64_t chunks() const { return count; }
   std::size_t offset(std::uint64_t c) const {
     return static_cast<std::size_t>(split ? split->global(tree, c) : c) * per_packet;
   }
@@ -292,7 +298,7 @@ struct Communicator::Impl {
 
   // Tree k's share of a tensor of n elements (all of it on one tree).
   Chunking chunking(std::size_t n, std::size_t k) const {
-    return {n, cfg.job.elements_per_packet, engines.size() > 1 ? &split : nullptr, k};
+    return Chunking(n, cfg.job.elements_per_packet, engines.size() > 1 ? &split : nullptr, k);
   }
 
   template <typename T, wire::DataType kDtype>
