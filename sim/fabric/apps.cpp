@@ -316,26 +316,42 @@ void RingApp::HandleRead(Ptr<Socket> s) {
 // ---- BackgroundTraffic --------------------------------------------------------------------------
 
 namespace {
-constexpr std::uint16_t kBackgroundPort = 9;
-}
+constexpr std::uint16_t kLongFlowPort = 5000;    // + flow index
+constexpr std::uint16_t kShortFlowPort = 10000;  // + flow index mod kShortFlowPorts
+constexpr std::uint32_t kShortFlowPorts = 50000;
+}  // namespace
 
 BackgroundTraffic::BackgroundTraffic(const NodeContainer& hosts,
-                                     const std::vector<Ipv4Address>& ips, double load,
-                                     double host_bps, std::uint64_t flow_bytes, std::uint64_t seed,
-                                     Time start)
-    : hosts_(hosts),
-      ips_(ips),
-      rate_per_s_(load * hosts.GetN() * host_bps / (8.0 * static_cast<double>(flow_bytes))),
-      flow_bytes_(flow_bytes),
-      rng_(seed) {
-  PacketSinkHelper sink("ns3::TcpSocketFactory",
-                        InetSocketAddress(Ipv4Address::GetAny(), kBackgroundPort));
-  ApplicationContainer apps = sink.Install(hosts_);
-  for (auto it = apps.Begin(); it != apps.End(); ++it) sinks_.push_back(*it);
-  if (rate_per_s_ > 0 && hosts_.GetN() >= 2) {
+                                     const std::vector<Ipv4Address>& ips,
+                                     const std::vector<unsigned>& host_edge,
+                                     const BackgroundOptions& o, Time start)
+    : hosts_(hosts), ips_(ips), o_(o), rng_(o.seed) {
+  const std::uint32_t n = hosts_.GetN();
+  rate_per_s_ =
+      o.flow_bytes > 0 ? o.load * n * o.host_bps / (8.0 * static_cast<double>(o.flow_bytes)) : 0;
+  if (rate_per_s_ > 0 && n >= 2) {
     std::exponential_distribution<double> gap(rate_per_s_);
     Simulator::Schedule(std::max(start - Simulator::Now(), Time(0)) + Seconds(gap(rng_)),
                         &BackgroundTraffic::Arrival, this);
+  }
+  std::uniform_int_distribution<std::uint32_t> pick(0, n - 1);
+  for (unsigned f = 0; f < o.long_flows; ++f) {
+    const std::uint32_t src = pick(rng_);
+    std::uint32_t dst = pick(rng_);
+    for (int tries = 0; host_edge[dst] == host_edge[src] && tries < 1000; ++tries) dst = pick(rng_);
+    if (host_edge[dst] == host_edge[src])
+      NS_FATAL_ERROR("background: every host is on one switch, no long flow crosses the fabric");
+    const std::uint16_t port = static_cast<std::uint16_t>(kLongFlowPort + f);
+    PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+    ApplicationContainer rx = sink.Install(hosts_.Get(dst));
+    rx.Start(Seconds(0));
+    long_sinks_.push_back(rx.Get(0));
+    BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(ips_[dst], port));
+    bulk.SetAttribute("MaxBytes", UintegerValue(0));  // never ends
+    bulk.SetAttribute("SendSize", UintegerValue(64 * 1024));
+    ApplicationContainer tx = bulk.Install(hosts_.Get(src));
+    tx.Start(Seconds(0));
+    pairs_.emplace_back(src, dst);
   }
 }
 
@@ -344,8 +360,17 @@ void BackgroundTraffic::Arrival() {
   const std::uint32_t src = pick(rng_);
   std::uint32_t dst = pick(rng_);
   while (dst == src) dst = pick(rng_);
-  BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(ips_[dst], kBackgroundPort));
-  bulk.SetAttribute("MaxBytes", UintegerValue(flow_bytes_));
+  const std::size_t flow = short_.size();
+  const std::uint16_t port = static_cast<std::uint16_t>(kShortFlowPort + flow % kShortFlowPorts);
+  PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+  ApplicationContainer rx = sink.Install(hosts_.Get(dst));
+  rx.Start(Seconds(0));
+  rx.Get(0)->TraceConnectWithoutContext(
+      "Rx", MakeCallback(&BackgroundTraffic::Received, this).Bind(flow));
+  sinks_.push_back(rx.Get(0));
+  short_.push_back({Simulator::Now(), 0, false});
+  BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(ips_[dst], port));
+  bulk.SetAttribute("MaxBytes", UintegerValue(o_.flow_bytes));
   bulk.SetAttribute("SendSize", UintegerValue(64 * 1024));
   ApplicationContainer app = bulk.Install(hosts_.Get(src));
   app.Start(Seconds(0));
@@ -354,9 +379,31 @@ void BackgroundTraffic::Arrival() {
   Simulator::Schedule(Seconds(gap(rng_)), &BackgroundTraffic::Arrival, this);
 }
 
+void BackgroundTraffic::Received(std::size_t flow, Ptr<const Packet> p, const Address&) {
+  ShortFlow& f = short_[flow];
+  f.received += p->GetSize();
+  if (!f.done && f.received >= o_.flow_bytes) {
+    f.done = true;
+    fct_.push_back((Simulator::Now() - f.began).GetSeconds());
+  }
+}
+
+std::uint64_t BackgroundTraffic::flows_unfinished() const {
+  std::uint64_t n = 0;
+  for (const ShortFlow& f : short_) n += f.done ? 0 : 1;
+  return n;
+}
+
+std::vector<std::uint64_t> BackgroundTraffic::long_flow_bytes() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& a : long_sinks_) out.push_back(DynamicCast<PacketSink>(a)->GetTotalRx());
+  return out;
+}
+
 std::uint64_t BackgroundTraffic::bytes_received() const {
   std::uint64_t total = 0;
   for (const auto& a : sinks_) total += DynamicCast<PacketSink>(a)->GetTotalRx();
+  for (const std::uint64_t b : long_flow_bytes()) total += b;
   return total;
 }
 

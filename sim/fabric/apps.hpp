@@ -138,27 +138,60 @@ class RingApp : public ns3::Application {
   ns3::Time finished_at_;
 };
 
-// TCP flows of `flow_bytes` between random distinct host pairs, arriving as a Poisson process at
-// `load` times each host's link rate in total (load * hosts * host_bps / (8 * flow_bytes) flows
-// per second), from `start` until the simulation stops. Receivers are PacketSinks on every host.
+// Background TCP traffic:
+// - short flows of `flow_bytes` between random distinct host pairs, arriving as a Poisson process
+//   at `load` times each host's link rate in total (load * hosts * host_bps / (8 * flow_bytes)
+//   flows per second), from `start` until the simulation stops; each flow's completion time is
+//   recorded;
+// - `long_flows` flows that never end, each between a random pair of hosts on different edge
+//   switches (so it crosses the fabric), all started at time 0, so they have reached their
+//   share of the network when the all-reduce starts; each has its own receiver, so its bytes
+//   can be read at any time.
+struct BackgroundOptions {
+  double load = 0;
+  double host_bps = 0;
+  std::uint64_t flow_bytes = 0;
+  unsigned long_flows = 0;
+  std::uint64_t seed = 1;
+};
+
 class BackgroundTraffic {
  public:
   BackgroundTraffic(const ns3::NodeContainer& hosts, const std::vector<ns3::Ipv4Address>& ips,
-                    double load, double host_bps, std::uint64_t flow_bytes, std::uint64_t seed,
+                    const std::vector<unsigned>& host_edge, const BackgroundOptions& o,
                     ns3::Time start);
   std::uint64_t flows_started() const { return started_; }
-  std::uint64_t bytes_received() const;
+  std::uint64_t bytes_received() const;  // by every background receiver, since time 0
+
+  // Short flows: completion times (seconds) of those that completed, and how many did not.
+  const std::vector<double>& completion_times() const { return fct_; }
+  std::uint64_t flows_unfinished() const;
+
+  // Long flows: bytes each one's receiver has received so far; its (source, destination) hosts.
+  std::vector<std::uint64_t> long_flow_bytes() const;
+  const std::vector<std::pair<unsigned, unsigned>>& long_flow_pairs() const { return pairs_; }
 
  private:
   void Arrival();
+  void Received(std::size_t flow, ns3::Ptr<const ns3::Packet> p, const ns3::Address& from);
 
   ns3::NodeContainer hosts_;
   std::vector<ns3::Ipv4Address> ips_;
-  double rate_per_s_;
-  std::uint64_t flow_bytes_;
+  BackgroundOptions o_;
+  double rate_per_s_ = 0;
   std::mt19937_64 rng_;
   std::uint64_t started_ = 0;
-  std::vector<ns3::Ptr<ns3::Application>> sinks_;
+  std::vector<ns3::Ptr<ns3::Application>> sinks_;  // the short flows' (one per host)
+  // Short flows, each to its own port of its destination so its receiver counts it alone.
+  struct ShortFlow {
+    ns3::Time began;
+    std::uint64_t received = 0;
+    bool done = false;
+  };
+  std::vector<ShortFlow> short_;
+  std::vector<double> fct_;
+  std::vector<ns3::Ptr<ns3::Application>> long_sinks_;
+  std::vector<std::pair<unsigned, unsigned>> pairs_;
 };
 
 }  // namespace netagg::fabric

@@ -114,12 +114,17 @@ SimRun run_simulation(double time_limit_s) {
 }
 
 void add_sim_stats(json& out, const SimRun& r, const Network& net) {
+  // Packets each switch forwarded (its own aggregator's traffic not included), where traffic went.
+  json forwarded = json::object();
+  for (std::size_t v = net.graph.hosts; v < net.graph.names.size(); ++v)
+    forwarded[net.graph.names[v]] = net.routing[v]->forwarded();
+  out["forwarded"] = forwarded;
   out["simulated_s"] = r.simulated_s;
-  out["simulated_packets"] = net.link_packets;
+  out["simulated_packets"] = net.link_packets();
   out["events"] = r.events;
   out["wall_s"] = r.wall_s;
   out["simulated_packets_per_wall_s"] =
-      r.wall_s > 0 ? static_cast<double>(net.link_packets) / r.wall_s : 0.0;
+      r.wall_s > 0 ? static_cast<double>(net.link_packets()) / r.wall_s : 0.0;
 }
 
 // Every mode's simulation starts from a clean ns-3 state: a fresh simulator, node list and
@@ -131,47 +136,137 @@ void reset_ns3(std::uint64_t seed) {
   RngSeedManager::SetRun(1);
 }
 
-std::unique_ptr<BackgroundTraffic> start_background(const Scenario& s, const Network& net,
-                                                    Time start) {
-  if (s.background.load <= 0) return nullptr;
-  return std::make_unique<BackgroundTraffic>(net.hosts, net.host_ip, s.background.load,
-                                             s.topology.host_gbps * 1e9, s.background.flow_bytes,
-                                             s.background.seed, start);
+// Background traffic and what it measures: the long flows' bytes at the all-reduce's start, and
+// halfway between time 0 and the start (their rate before the all-reduce).
+struct Background {
+  std::unique_ptr<BackgroundTraffic> traffic;
+  std::vector<std::uint64_t> at_half, at_start;
+  double half_s = 0, start_s = 0;
+};
+
+std::unique_ptr<Background> start_background(const Scenario& s, const Network& net, Time start) {
+  if (s.background.load <= 0 && s.background.long_flows == 0) return nullptr;
+  BackgroundOptions o;
+  o.load = s.background.load;
+  o.host_bps = s.topology.host_gbps * 1e9;
+  o.flow_bytes = s.background.flow_bytes;
+  o.long_flows = s.background.long_flows;
+  o.seed = s.background.seed;
+  auto bg = std::make_unique<Background>();
+  bg->traffic =
+      std::make_unique<BackgroundTraffic>(net.hosts, net.host_ip, net.graph.host_edge, o, start);
+  bg->half_s = start.GetSeconds() / 2;
+  bg->start_s = start.GetSeconds();
+  Background* raw = bg.get();
+  Simulator::Schedule(start / 2, [raw] { raw->at_half = raw->traffic->long_flow_bytes(); });
+  Simulator::Schedule(start, [raw] { raw->at_start = raw->traffic->long_flow_bytes(); });
+  return bg;
 }
 
-void add_background(json& out, const BackgroundTraffic* bg) {
+// Jain's fairness index of x: (sum x)^2 / (n sum x^2), 1 when all are equal.
+double jain(const std::vector<double>& x) {
+  double sum = 0, squares = 0;
+  for (const double v : x) {
+    sum += v;
+    squares += v * v;
+  }
+  return squares > 0 ? sum * sum / (static_cast<double>(x.size()) * squares) : 0.0;
+}
+
+void add_background(json& out, const Background* bg) {
   if (!bg) return;
-  out["background"] = {{"flows_started", bg->flows_started()},
-                       {"bytes_received", bg->bytes_received()}};
+  const BackgroundTraffic& t = *bg->traffic;
+  json b{{"flows_started", t.flows_started()}, {"bytes_received", t.bytes_received()}};
+  const std::vector<double>& fct = t.completion_times();
+  if (t.flows_started() > 0) {
+    double sum = 0, worst = 0;
+    for (const double f : fct) {
+      sum += f;
+      worst = std::max(worst, f);
+    }
+    b["short_flows"] = {{"completed", fct.size()},
+                        {"unfinished", t.flows_unfinished()},
+                        {"mean_completion_s", fct.empty() ? 0.0 : sum / fct.size()},
+                        {"max_completion_s", worst}};
+  }
+  if (!t.long_flow_pairs().empty()) {
+    // Rates before the all-reduce (from half the start time to the start) and while it ran (from
+    // its start to the end of the mode's simulation).
+    const std::vector<std::uint64_t> now = t.long_flow_bytes();
+    const double end_s = Simulator::Now().GetSeconds();
+    std::vector<double> before, during;
+    json flows = json::array();
+    for (std::size_t f = 0; f < now.size(); ++f) {
+      const double b0 = f < bg->at_half.size() ? static_cast<double>(bg->at_half[f]) : 0;
+      const double b1 = f < bg->at_start.size() ? static_cast<double>(bg->at_start[f]) : 0;
+      before.push_back(bg->start_s > bg->half_s ? (b1 - b0) * 8 / (bg->start_s - bg->half_s) / 1e9
+                                                : 0.0);
+      during.push_back(end_s > bg->start_s
+                           ? (static_cast<double>(now[f]) - b1) * 8 / (end_s - bg->start_s) / 1e9
+                           : 0.0);
+      flows.push_back({{"source", t.long_flow_pairs()[f].first},
+                       {"destination", t.long_flow_pairs()[f].second},
+                       {"gbps_before", before.back()},
+                       {"gbps_during", during.back()}});
+    }
+    auto stats = [](const std::vector<double>& x) {
+      double sum = 0, lo = x.empty() ? 0 : x.front();
+      for (const double v : x) {
+        sum += v;
+        lo = std::min(lo, v);
+      }
+      return json{{"total_gbps", sum},
+                  {"mean_gbps", x.empty() ? 0.0 : sum / x.size()},
+                  {"min_gbps", lo},
+                  {"jain", jain(x)}};
+    };
+    b["long_flows"] = {{"before", stats(before)}, {"during", stats(during)}, {"flows", flows}};
+  }
+  out["background"] = b;
 }
 
+// Tree t is rooted at the top-tier switch t mod tops. "single": every worker sends to the root.
+// "tree": every switch on the (first) shortest path from a worker's edge switch to the root
+// aggregates, and sends to the next one on that path: leaf -> spine on a leaf-spine, edge ->
+// aggregation -> core on a fat tree.
 PlanSpec make_plan(const Scenario& s, const Network& net) {
   PlanSpec spec;
   spec.job_id = 1;
   spec.window = static_cast<std::uint16_t>(s.job.window);
   spec.elements_per_packet = static_cast<std::uint16_t>(s.job.elements_per_packet);
   spec.aggregator_port = kAggregatorPort;
+  const Graph& g = net.graph;
   const unsigned n = s.workers();
   for (unsigned r = 0; r < n; ++r) spec.workers.emplace_back(net.host_ip[r].Get(), kWorkerPort);
   for (unsigned t = 0; t < s.job.trees; ++t) {
-    const unsigned root = t % s.topology.spines;
+    const unsigned root = g.tops[t % g.tops.size()];
     PlanTree tree;
-    PlanNode top;
-    top.name = fmt::format("spine{}", root);
-    top.ip = net.spine_ip[root].Get();
-    if (s.job.aggregation == "single") {
-      for (unsigned r = 0; r < n; ++r) top.workers.push_back(static_cast<std::uint16_t>(r));
-      tree.nodes.push_back(top);
-    } else {
-      tree.nodes.push_back(top);
-      for (unsigned l = 0; l < s.topology.leaves; ++l) {
-        PlanNode leaf;
-        leaf.name = fmt::format("leaf{}", l);
-        leaf.ip = net.leaf_ip[l].Get();
-        leaf.parent = 0;
-        for (unsigned r = 0; r < n; ++r)
-          if (net.host_leaf[r] == l) leaf.workers.push_back(static_cast<std::uint16_t>(r));
-        if (!leaf.workers.empty()) tree.nodes.push_back(leaf);
+    std::map<unsigned, std::size_t> index;  // vertex -> node in the tree
+    auto node_of = [&](unsigned v) {
+      const auto it = index.find(v);
+      if (it != index.end()) return it->second;
+      PlanNode node;
+      node.name = g.names[v];
+      node.ip = net.ip[v].Get();
+      tree.nodes.push_back(node);
+      index[v] = tree.nodes.size() - 1;
+      return tree.nodes.size() - 1;
+    };
+    node_of(root);
+    for (unsigned r = 0; r < n; ++r) {
+      if (s.job.aggregation == "single") {
+        tree.nodes[0].workers.push_back(static_cast<std::uint16_t>(r));
+        continue;
+      }
+      const std::vector<unsigned> path = net.routes->first_path(g.host_edge[r], root);
+      if (path.empty())
+        throw std::runtime_error(
+            fmt::format("fabric: no path from {} to {}", g.names[g.host_edge[r]], g.names[root]));
+      tree.nodes[node_of(path.front())].workers.push_back(static_cast<std::uint16_t>(r));
+      for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+        const std::size_t child = node_of(path[i]);
+        const std::size_t parent = node_of(path[i + 1]);
+        tree.nodes[child].parent = parent;
       }
     }
     spec.trees.push_back(std::move(tree));
@@ -188,11 +283,6 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   const unsigned n = s.workers();
 
   // Aggregators: one per switch in the plan, holding its part of every tree.
-  std::map<std::string, std::pair<Ptr<Node>, Ipv4Address>> switches;
-  for (unsigned l = 0; l < s.topology.leaves; ++l)
-    switches[fmt::format("leaf{}", l)] = {net->leaves.Get(l), net->leaf_ip[l]};
-  for (unsigned sp = 0; sp < s.topology.spines; ++sp)
-    switches[fmt::format("spine{}", sp)] = {net->spines.Get(sp), net->spine_ip[sp]};
   std::vector<std::string> used;
   {
     const PlanSpec spec = make_plan(s, *net);
@@ -209,9 +299,10 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   for (const std::string& name : used) {
     aggregator_cores.push_back(std::make_unique<AggregatorCore>(plan, name));
     Ptr<AggregatorApp> app = CreateObject<AggregatorApp>();
-    app->Setup(aggregator_cores.back().get(), switches.at(name).second, kAggregatorPort, per_packet,
-               per_byte_ns, s.aggregator.queue_packets);
-    switches.at(name).first->AddApplication(app);
+    const unsigned v = net->vertex(name);
+    app->Setup(aggregator_cores.back().get(), net->ip[v], kAggregatorPort, per_packet, per_byte_ns,
+               s.aggregator.queue_packets);
+    net->node[v]->AddApplication(app);
     app->SetStartTime(Seconds(0));
     aggregator_apps.push_back(app);
   }
@@ -231,10 +322,9 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   for (unsigned r = 0; r < n; ++r) {
     cores.push_back(std::make_unique<WorkerCore>(plan, static_cast<std::uint16_t>(r), wo));
     Ptr<WorkerApp> app = CreateObject<WorkerApp>();
-    app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.job.congestion_control,
-               [&remaining] {
-                 if (--remaining == 0) Simulator::Stop();
-               });
+    app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.ect(), [&remaining] {
+      if (--remaining == 0) Simulator::Stop();
+    });
     net->hosts.Get(r)->AddApplication(app);
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
@@ -337,8 +427,8 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
       "{} CE marks, {} link packets in {:.2f} s wall ({:.0f}/s)",
       s.job.aggregation, s.job.trees, s.job.trees == 1 ? "" : "s",
       verified ? "verified" : (m.completed ? "WRONG RESULT" : "DID NOT COMPLETE"),
-      m.completion_s * 1e3, mismatches, retransmissions, q.ecn_marks, net->link_packets, sim.wall_s,
-      sim.wall_s > 0 ? net->link_packets / sim.wall_s : 0.0);
+      m.completion_s * 1e3, mismatches, retransmissions, q.ecn_marks, net->link_packets(),
+      sim.wall_s, sim.wall_s > 0 ? net->link_packets() / sim.wall_s : 0.0);
   if (!quiet) std::fprintf(stderr, "netagg-fabric: %s\n", line.c_str());
 
   Simulator::Destroy();
@@ -402,8 +492,8 @@ json run_ring(const Scenario& s, bool quiet, bool& ok, std::string& line) {
       "ring ({}): {} in {:.3f} ms, {} CE marks, {} drops, {} link packets in "
       "{:.2f} s wall ({:.0f}/s)",
       s.tcp_flavour(), m.completed ? "completed" : "DID NOT COMPLETE", m.completion_s * 1e3,
-      q.ecn_marks, q.drops, net->link_packets, sim.wall_s,
-      sim.wall_s > 0 ? net->link_packets / sim.wall_s : 0.0);
+      q.ecn_marks, q.drops, net->link_packets(), sim.wall_s,
+      sim.wall_s > 0 ? net->link_packets() / sim.wall_s : 0.0);
   if (!quiet) std::fprintf(stderr, "netagg-fabric: %s\n", line.c_str());
 
   Simulator::Destroy();

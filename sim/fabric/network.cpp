@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "ns3/boolean.h"
 #include "ns3/callback.h"
@@ -12,10 +15,12 @@
 #include "ns3/double.h"
 #include "ns3/internet-stack-helper.h"
 #include "ns3/ipv4-address-helper.h"
-#include "ns3/ipv4-global-routing-helper.h"
 #include "ns3/ipv4-interface-container.h"
+#include "ns3/ipv4-static-routing-helper.h"
+#include "ns3/ipv4.h"
 #include "ns3/net-device-container.h"
 #include "ns3/net-device.h"
+#include "ns3/node.h"
 #include "ns3/point-to-point-helper.h"
 #include "ns3/queue-disc-container.h"
 #include "ns3/queue-size.h"
@@ -76,76 +81,163 @@ void on_queue_length(QueueTrace* t, std::uint32_t, std::uint32_t now) {
   t->max = std::max(t->max, now);
 }
 
-void on_link_packet(std::uint64_t* count, Ptr<const Packet>) { ++*count; }
-
 }  // namespace
+
+Graph make_graph(const Topology& t) {
+  Graph g;
+  auto add = [&g](std::string name) {
+    g.names.push_back(std::move(name));
+    return static_cast<unsigned>(g.names.size() - 1);
+  };
+  if (t.kind == "fat-tree") {
+    // k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores; edge switch i of pod p has
+    // k/2 hosts; aggregation switch j of every pod links to cores j*k/2 .. j*k/2 + k/2 - 1.
+    const unsigned h = t.k / 2;
+    g.hosts = t.k * h * h;
+    for (unsigned i = 0; i < g.hosts; ++i) add(fmt::format("host{}", i));
+    std::vector<unsigned> edge(t.k * h), agg(t.k * h), core(h * h);
+    for (unsigned p = 0; p < t.k; ++p) {
+      for (unsigned i = 0; i < h; ++i) edge[p * h + i] = add(fmt::format("edge{}_{}", p, i));
+      for (unsigned j = 0; j < h; ++j) agg[p * h + j] = add(fmt::format("agg{}_{}", p, j));
+    }
+    for (unsigned c = 0; c < h * h; ++c) core[c] = add(fmt::format("core{}", c));
+    for (unsigned e = 0; e < t.k * h; ++e)
+      for (unsigned i = 0; i < h; ++i) {
+        g.links.push_back({e * h + i, edge[e], t.host_gbps});
+        g.host_edge.push_back(edge[e]);
+      }
+    for (unsigned p = 0; p < t.k; ++p)
+      for (unsigned i = 0; i < h; ++i)
+        for (unsigned j = 0; j < h; ++j)
+          g.links.push_back({edge[p * h + i], agg[p * h + j], t.spine_gbps});
+    for (unsigned c = 0; c < h * h; ++c)
+      for (unsigned p = 0; p < t.k; ++p)
+        g.links.push_back({agg[p * h + c / h], core[c], t.spine_gbps});
+    g.tops = core;
+    return g;
+  }
+  g.hosts = t.leaves * t.hosts_per_leaf;
+  for (unsigned i = 0; i < g.hosts; ++i) add(fmt::format("host{}", i));
+  std::vector<unsigned> leaf(t.leaves), spine(t.spines);
+  for (unsigned l = 0; l < t.leaves; ++l) leaf[l] = add(fmt::format("leaf{}", l));
+  for (unsigned sp = 0; sp < t.spines; ++sp) spine[sp] = add(fmt::format("spine{}", sp));
+  for (unsigned l = 0; l < t.leaves; ++l)
+    for (unsigned i = 0; i < t.hosts_per_leaf; ++i) {
+      g.links.push_back({l * t.hosts_per_leaf + i, leaf[l], t.host_gbps});
+      g.host_edge.push_back(leaf[l]);
+    }
+  for (unsigned l = 0; l < t.leaves; ++l)
+    for (unsigned sp = 0; sp < t.spines; ++sp)
+      g.links.push_back({leaf[l], spine[sp], t.spine_gbps});
+  g.tops = spine;
+  return g;
+}
+
+unsigned Network::vertex(const std::string& name) const {
+  const auto it = std::find(graph.names.begin(), graph.names.end(), name);
+  if (it == graph.names.end()) throw std::out_of_range("fabric: no vertex " + name);
+  return static_cast<unsigned>(it - graph.names.begin());
+}
 
 std::unique_ptr<Network> build_network(const Scenario& s) {
   const Topology& t = s.topology;
   auto net = std::make_unique<Network>();
-  Config::SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting",
-                     BooleanValue(t.ecmp == "per-packet"));
+  net->graph = make_graph(t);
+  const Graph& g = net->graph;
+  const std::size_t n = g.names.size();
 
-  net->hosts.Create(s.hosts());
-  net->leaves.Create(t.leaves);
-  net->spines.Create(t.spines);
+  // The stack with static routing (which routes nothing here), replaced below by the fabric's.
   InternetStackHelper stack;
-  stack.Install(net->hosts);
-  stack.Install(net->leaves);
-  stack.Install(net->spines);
+  Ipv4StaticRoutingHelper static_routing;
+  stack.SetRoutingHelper(static_routing);
+  for (std::size_t v = 0; v < n; ++v) {
+    net->node.push_back(CreateObject<Node>());
+    stack.Install(net->node.back());
+    if (v < g.hosts) net->hosts.Add(net->node.back());
+  }
 
-  PointToPointHelper host_link = link(t.host_gbps, t.delay_us, t.mtu);
-  PointToPointHelper spine_link = link(t.spine_gbps, t.delay_us, t.mtu);
   TrafficControlHelper host_tc = host_queue(s.queues);
-  TrafficControlHelper leaf_down_tc = switch_queue(s.queues, t.host_gbps, t.delay_us);
-  TrafficControlHelper fabric_tc = switch_queue(s.queues, t.spine_gbps, t.delay_us);
-
   // Every link its own /30 from 10.0.0.0/8. Queue discs go on before the addresses (the address
   // helper installs a default disc on a device that has none).
   Ipv4AddressHelper addresses;
   addresses.SetBase("10.0.0.0", "255.255.255.252");
-  NetDeviceContainer all;
-  auto add_switch_queues = [&](const QueueDiscContainer& qs) {
-    for (auto it = qs.Begin(); it != qs.End(); ++it) net->switch_queues.push_back(*it);
+  net->ip.assign(n, Ipv4Address());
+  std::vector<bool> has_ip(n, false);
+  std::vector<std::vector<FabricRoutes::Port>> ports(n);
+  struct Side {
+    unsigned v, peer;
+    std::uint32_t interface;
+    Ipv4Address local, remote;
+    Ptr<NetDevice> device;
   };
+  std::vector<Side> sides;
+  for (const Graph::Link& l : g.links) {
+    PointToPointHelper helper = link(l.gbps, t.delay_us, t.mtu);
+    NetDeviceContainer d = helper.Install(net->node[l.a], net->node[l.b]);
+    const unsigned ends[2] = {l.a, l.b};
+    for (unsigned e = 0; e < 2; ++e) {
+      if (ends[e] < g.hosts) {
+        const QueueDiscContainer qs = host_tc.Install(d.Get(e));
+        for (auto it = qs.Begin(); it != qs.End(); ++it) net->all_queues.push_back(*it);
+      } else {
+        TrafficControlHelper tc = switch_queue(s.queues, l.gbps, t.delay_us);
+        const QueueDiscContainer qs = tc.Install(d.Get(e));
+        for (auto it = qs.Begin(); it != qs.End(); ++it) {
+          net->switch_queues.push_back(*it);
+          net->all_queues.push_back(*it);
+        }
+      }
+    }
+    const Ipv4InterfaceContainer ifc = addresses.Assign(d);
+    addresses.NewNetwork();
+    for (unsigned e = 0; e < 2; ++e) {
+      const unsigned v = ends[e];
+      const std::uint32_t interface = ifc.Get(e).second;
+      if (!has_ip[v]) {
+        net->ip[v] = ifc.GetAddress(e);
+        has_ip[v] = true;
+      }
+      ports[v].push_back({ends[1 - e], interface});
+      sides.push_back(
+          {v, ends[1 - e], interface, ifc.GetAddress(e), ifc.GetAddress(1 - e), d.Get(e)});
+    }
+  }
+  for (unsigned h = 0; h < g.hosts; ++h) net->host_ip.push_back(net->ip[h]);
 
-  net->host_ip.resize(s.hosts());
-  net->host_leaf.resize(s.hosts());
-  net->leaf_ip.resize(t.leaves);
-  net->spine_ip.resize(t.spines);
-  for (unsigned l = 0; l < t.leaves; ++l)
-    for (unsigned i = 0; i < t.hosts_per_leaf; ++i) {
-      const unsigned h = l * t.hosts_per_leaf + i;
-      NetDeviceContainer d = host_link.Install(net->hosts.Get(h), net->leaves.Get(l));
-      host_tc.Install(d.Get(0));
-      add_switch_queues(leaf_down_tc.Install(d.Get(1)));
-      const Ipv4InterfaceContainer ifc = addresses.Assign(d);
-      addresses.NewNetwork();
-      net->host_ip[h] = ifc.GetAddress(0);
-      net->host_leaf[h] = l;
-      if (i == 0) net->leaf_ip[l] = ifc.GetAddress(1);
-      all.Add(d);
-    }
-  for (unsigned l = 0; l < t.leaves; ++l)
-    for (unsigned sp = 0; sp < t.spines; ++sp) {
-      NetDeviceContainer d = spine_link.Install(net->leaves.Get(l), net->spines.Get(sp));
-      add_switch_queues(fabric_tc.Install(d));
-      const Ipv4InterfaceContainer ifc = addresses.Assign(d);
-      addresses.NewNetwork();
-      if (l == 0) net->spine_ip[sp] = ifc.GetAddress(1);
-      all.Add(d);
-    }
-  Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  const Ecmp ecmp = t.ecmp == "per-flow"     ? Ecmp::kPerFlow
+                    : t.ecmp == "per-packet" ? Ecmp::kPerPacket
+                                             : Ecmp::kFirst;
+  std::vector<bool> transit(n);
+  for (std::size_t v = 0; v < n; ++v) transit[v] = v >= g.hosts;
+  net->routes =
+      std::make_shared<FabricRoutes>(std::move(ports), std::move(transit), ecmp, s.background.seed);
+  for (const Side& side : sides) {
+    net->routes->add_address(side.local, side.v);
+    Ptr<Ipv4Route> r = Create<Ipv4Route>();
+    r->SetSource(side.local);
+    r->SetGateway(side.remote);
+    r->SetOutputDevice(side.device);
+    net->routes->set_route(side.v, side.interface, r);
+  }
+  for (std::size_t v = 0; v < n; ++v) {
+    Ptr<FabricRouting> routing = CreateObject<FabricRouting>();
+    routing->Setup(net->routes, static_cast<unsigned>(v));
+    net->node[v]->GetObject<Ipv4>()->SetRoutingProtocol(routing);
+    net->routing.push_back(routing);
+  }
 
   for (const auto& q : net->switch_queues) {
     net->queue_traces.push_back(std::make_unique<QueueTrace>());
     q->TraceConnectWithoutContext(
         "PacketsInQueue", MakeBoundCallback(&on_queue_length, net->queue_traces.back().get()));
   }
-  for (auto it = all.Begin(); it != all.End(); ++it)
-    (*it)->TraceConnectWithoutContext("PhyTxEnd",
-                                      MakeBoundCallback(&on_link_packet, &net->link_packets));
   return net;
+}
+
+std::uint64_t Network::link_packets() const {
+  std::uint64_t sent = 0;
+  for (const auto& q : all_queues) sent += q->GetStats().nTotalSentPackets;
+  return sent;
 }
 
 void restart_queue_stats(Network& net) {

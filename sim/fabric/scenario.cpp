@@ -73,10 +73,17 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("topology")) {
     const json& o = j.at("topology");
     only_keys(o, "topology",
-              {"kind", "leaves", "spines", "hosts_per_leaf", "host_gbps", "spine_gbps",
+              {"kind", "k", "leaves", "spines", "hosts_per_leaf", "host_gbps", "spine_gbps",
                "oversubscription", "delay_us", "mtu", "ecmp"});
     Topology& t = s.topology;
     get(o, "topology", "kind", t.kind);
+    get(o, "topology", "k", t.k);
+    if (t.kind == "fat-tree") {
+      for (const char* f : {"leaves", "spines", "hosts_per_leaf"})
+        if (o.contains(f)) fail(std::string("topology.") + f, "not a field of a fat tree (k)");
+    } else if (o.contains("k")) {
+      fail("topology.k", "only a fat tree has k");
+    }
     get(o, "topology", "leaves", t.leaves);
     get(o, "topology", "spines", t.spines);
     get(o, "topology", "hosts_per_leaf", t.hosts_per_leaf);
@@ -90,22 +97,28 @@ Scenario parse_scenario(const json& j) {
       fail("topology", "give spine_gbps or oversubscription, not both");
   }
   Topology& t = s.topology;
-  if (t.kind != "leaf-spine") fail("topology.kind", "only \"leaf-spine\" is built");
+  if (t.kind != "leaf-spine" && t.kind != "fat-tree")
+    fail("topology.kind", "\"leaf-spine\" or \"fat-tree\"");
+  if (t.kind == "fat-tree" && (t.k < 2 || t.k > 32 || t.k % 2 != 0))
+    fail("topology.k", "an even number from 2 to 32");
   in_range(t.leaves, 1, 1024, "topology.leaves");
   in_range(t.spines, 1, 256, "topology.spines");
   in_range(t.hosts_per_leaf, 1, 1024, "topology.hosts_per_leaf");
   positive(t.host_gbps, "topology.host_gbps");
+  // A fat tree's edge switch has k/2 hosts and k/2 uplinks, as many as its aggregation switch.
+  const double down_gbps =
+      t.kind == "fat-tree" ? t.host_gbps : t.hosts_per_leaf * t.host_gbps / t.spines;
   if (t.oversubscription != 0) {
     positive(t.oversubscription, "topology.oversubscription");
-    t.spine_gbps = t.hosts_per_leaf * t.host_gbps / (t.spines * t.oversubscription);
+    t.spine_gbps = down_gbps / t.oversubscription;
   } else {
-    t.oversubscription = t.hosts_per_leaf * t.host_gbps / (t.spines * t.spine_gbps);
+    t.oversubscription = down_gbps / t.spine_gbps;
   }
   positive(t.spine_gbps, "topology.spine_gbps");
   in_range(t.delay_us, 0, 1e6, "topology.delay_us");
   in_range(t.mtu, 576, 9000, "topology.mtu");
-  if (t.ecmp != "none" && t.ecmp != "per-packet")
-    fail("topology.ecmp", "\"none\" or \"per-packet\"");
+  if (t.ecmp != "none" && t.ecmp != "per-flow" && t.ecmp != "per-packet")
+    fail("topology.ecmp", "\"none\", \"per-flow\" or \"per-packet\"");
   if (s.hosts() > 65535) fail("topology", "more than 65535 hosts");
 
   if (j.contains("queues")) {
@@ -128,8 +141,9 @@ Scenario parse_scenario(const json& j) {
     const json& o = j.at("job");
     only_keys(o, "job",
               {"workers", "tensor_bytes", "elements_per_packet", "window", "aggregation", "trees",
-               "congestion_control", "epoch", "retransmit_timeout_us", "min_retransmit_timeout_us",
-               "max_retransmit_timeout_us", "job_timeout_ms", "corrupt_rank"});
+               "congestion_control", "ecn_capable", "epoch", "retransmit_timeout_us",
+               "min_retransmit_timeout_us", "max_retransmit_timeout_us", "job_timeout_ms",
+               "corrupt_rank"});
     Job& b = s.job;
     get(o, "job", "workers", b.workers);
     get(o, "job", "tensor_bytes", b.tensor_bytes);
@@ -138,6 +152,11 @@ Scenario parse_scenario(const json& j) {
     get(o, "job", "aggregation", b.aggregation);
     get(o, "job", "trees", b.trees);
     get(o, "job", "congestion_control", b.congestion_control);
+    if (o.contains("ecn_capable")) {
+      bool v = false;
+      get(o, "job", "ecn_capable", v);
+      b.ecn_capable = v;
+    }
     get(o, "job", "epoch", b.epoch);
     get(o, "job", "retransmit_timeout_us", b.retransmit_timeout_us);
     get(o, "job", "min_retransmit_timeout_us", b.min_retransmit_timeout_us);
@@ -197,31 +216,39 @@ Scenario parse_scenario(const json& j) {
 
   if (j.contains("background")) {
     const json& o = j.at("background");
-    only_keys(o, "background", {"load", "flow_bytes", "seed"});
+    only_keys(o, "background", {"load", "flow_bytes", "long_flows", "seed"});
+    get(o, "background", "long_flows", s.background.long_flows);
     get(o, "background", "load", s.background.load);
     get(o, "background", "flow_bytes", s.background.flow_bytes);
     get(o, "background", "seed", s.background.seed);
   }
   in_range(s.background.load, 0, 1, "background.load");
   if (s.background.flow_bytes == 0) fail("background.flow_bytes", "must be > 0");
+  in_range(s.background.long_flows, 0, 1000, "background.long_flows");
+  if (s.background.long_flows > 0 && t.kind == "leaf-spine" && t.leaves < 2)
+    fail("background.long_flows", "need two leaves or more (a long flow crosses the fabric)");
   return s;
 }
 
 json to_json(const Scenario& s) {
   const Topology& t = s.topology;
   const Job& b = s.job;
-  return json{{"name", s.name},
-              {"topology",
-               {{"kind", t.kind},
-                {"leaves", t.leaves},
-                {"spines", t.spines},
-                {"hosts_per_leaf", t.hosts_per_leaf},
+  json topology{{"kind", t.kind},
                 {"host_gbps", t.host_gbps},
                 {"spine_gbps", t.spine_gbps},
                 {"oversubscription", t.oversubscription},
                 {"delay_us", t.delay_us},
                 {"mtu", t.mtu},
-                {"ecmp", t.ecmp}}},
+                {"ecmp", t.ecmp}};
+  if (t.kind == "fat-tree") {
+    topology["k"] = t.k;
+  } else {
+    topology["leaves"] = t.leaves;
+    topology["spines"] = t.spines;
+    topology["hosts_per_leaf"] = t.hosts_per_leaf;
+  }
+  return json{{"name", s.name},
+              {"topology", topology},
               {"queues",
                {{"kind", s.queues.kind},
                 {"ecn_threshold_packets", s.queues.ecn_threshold_packets},
@@ -235,6 +262,7 @@ json to_json(const Scenario& s) {
                 {"aggregation", b.aggregation},
                 {"trees", b.trees},
                 {"congestion_control", b.congestion_control},
+                {"ecn_capable", s.ect()},
                 {"epoch", b.epoch},
                 {"retransmit_timeout_us", b.retransmit_timeout_us},
                 {"min_retransmit_timeout_us", b.min_retransmit_timeout_us},
@@ -253,6 +281,7 @@ json to_json(const Scenario& s) {
               {"background",
                {{"load", s.background.load},
                 {"flow_bytes", s.background.flow_bytes},
+                {"long_flows", s.background.long_flows},
                 {"seed", s.background.seed}}},
               {"modes", s.modes},
               {"start_us", s.start_us},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,18 +14,21 @@
 namespace netagg::fabric {
 
 struct Topology {
-  std::string kind = "leaf-spine";
+  std::string kind = "leaf-spine";  // or "fat-tree"
+  unsigned k = 4;                   // fat-tree: k pods, k^3/4 hosts
   unsigned leaves = 2;
   unsigned spines = 1;
   unsigned hosts_per_leaf = 4;
   double host_gbps = 100;
-  // Each leaf-spine link. Derived when `oversubscription` is given:
-  // hosts_per_leaf * host_gbps / (spines * oversubscription).
+  // Each leaf-spine link (fat-tree: every link between switches). Derived when
+  // `oversubscription` is given: hosts_per_leaf * host_gbps / (spines * oversubscription), and for
+  // a fat tree host_gbps / oversubscription.
   double spine_gbps = 100;
   double oversubscription = 0;  // 0: not given
   double delay_us = 1;          // every link's propagation delay
   unsigned mtu = 1500;
-  // "none": ns-3 global routing's first equal-cost path; "per-packet": a random one per packet.
+  // Among equal-cost next hops: "none" the first, "per-flow" one by a hash of the 5-tuple (a
+  // switch's ECMP), "per-packet" a random one per packet.
   std::string ecmp = "none";
 };
 
@@ -43,6 +47,9 @@ struct Job {
   std::string aggregation = "tree";  // "single" (one aggregator on a spine) or "tree"
   unsigned trees = 1;                // K: roots on spines 0..K-1 (mod spines), chunks round-robin
   bool congestion_control = true;
+  // Contributions leave ECT(0); unset: as congestion_control. ECN-capable without congestion
+  // control is a sender that is marked and does not react (RED then marks it instead of dropping).
+  std::optional<bool> ecn_capable;
   std::uint32_t epoch = 1;
   double retransmit_timeout_us = 1000;  // before the first round trip is measured
   double min_retransmit_timeout_us = 100;
@@ -71,6 +78,7 @@ struct Ring {
 struct Background {
   double load = 0;  // offered load as a fraction of a host link, per host (0: none)
   std::uint64_t flow_bytes = 1 << 20;
+  unsigned long_flows = 0;  // TCP flows that never end, across the fabric, from time 0
   std::uint64_t seed = 1;
 };
 
@@ -86,10 +94,14 @@ struct Scenario {
   double start_us = 100;     // the all-reduce starts here (TCP connections are set up before)
   double time_limit_s = 10;  // of simulated time, per mode
 
-  unsigned hosts() const { return topology.leaves * topology.hosts_per_leaf; }
+  unsigned hosts() const {
+    return topology.kind == "fat-tree" ? topology.k * topology.k * topology.k / 4
+                                       : topology.leaves * topology.hosts_per_leaf;
+  }
   unsigned workers() const { return job.workers == 0 ? hosts() : job.workers; }
   std::uint64_t elements() const { return job.tensor_bytes / 4; }
   bool marks() const { return queues.kind == "red-ecn"; }
+  bool ect() const { return job.ecn_capable.value_or(job.congestion_control); }
   std::string tcp_flavour() const;
 };
 

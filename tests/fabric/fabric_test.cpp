@@ -3,7 +3,9 @@
 // one aggregator and through a two-level tree of switch models, and by ring over TCP; the
 // results are checked element by element by the workers, and the timings against what the links
 // allow.
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -145,6 +147,108 @@ TEST(Fabric, BackgroundTrafficSharesTheFabric) {
   }
 }
 
+TEST(Fabric, AFatTreeAggregatesAtEveryTier) {
+  bool ok = false;
+  const json r = run(scenario_text("fattree.json"), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  EXPECT_EQ(r["workers"].get<unsigned>(), 16u);
+  EXPECT_TRUE(m["verified"].get<bool>());
+  EXPECT_EQ(m["elements_checked"].get<std::uint64_t>(), 16 * kElements);
+  EXPECT_EQ(m["open_rounds"].get<std::uint64_t>(), 0u);
+  // Tree 0 is rooted at core0, which links to aggregation switch 0 of every pod: 8 edge switches
+  // aggregate their 2 hosts each and send up to their pod's agg*_0, the 4 of which send up to
+  // core0. 13 aggregators, each completing every one of the 1024 rounds; 12 of them children.
+  const json& aggs = m["aggregators"];
+  EXPECT_EQ(aggs.size(), 13u);
+  EXPECT_EQ(aggs[0], "core0");
+  for (const char* name : {"edge0_0", "edge3_1", "agg0_0", "agg3_0"})
+    EXPECT_NE(std::find(aggs.begin(), aggs.end(), name), aggs.end()) << name;
+  EXPECT_EQ(m["switch"]["completions"].get<std::uint64_t>(), 13u * 1024);
+  EXPECT_EQ(m["switch"]["sent_to_parent"].get<std::uint64_t>(), 12u * 1024);
+  EXPECT_EQ(m["switch"]["results_from_parent"].get<std::uint64_t>(), 12u * 1024);
+  // At the line rate of the hosts' links, as on the leaf-spine.
+  EXPECT_GE(m["completion_s"].get<double>(), r["ideal"]["innetwork_s"].get<double>());
+  EXPECT_LT(m["completion_s"].get<double>(), 1.2 * r["ideal"]["innetwork_s"].get<double>());
+  // The job in netagg's format: three levels.
+  std::size_t with_parent_of_parent = 0;
+  const json& nodes = m["job"]["trees"][0]["aggregators"];
+  for (const json& n : nodes)
+    if (n.contains("parent"))
+      for (const json& p : nodes)
+        if (p["name"] == n["parent"] && p.contains("parent")) ++with_parent_of_parent;
+  EXPECT_EQ(with_parent_of_parent, 8u);  // every edge switch is a grandchild of core0
+}
+
+// Long TCP flows between hosts on different leaves; which spines carry them depends on ECMP.
+json long_flows_run(const std::string& ecmp) {
+  json s = json::parse(scenario_text("tree.json"));
+  s["topology"]["spines"] = 4;
+  s["topology"]["ecmp"] = ecmp;
+  s["background"] = {{"long_flows", 8}, {"seed", 3}};
+  s["job"]["tensor_bytes"] = 262144;
+  s["start_us"] = 200;
+  s["modes"] = json::array({"innetwork"});
+  bool ok = false;
+  json r = run(s.dump(), &ok);
+  EXPECT_TRUE(ok) << ecmp;
+  return r;
+}
+
+TEST(Fabric, LongFlowsAreMeasuredAndEcmpSpreadsThem) {
+  for (const char* ecmp : {"none", "per-flow"}) {
+    const json r = long_flows_run(ecmp);
+    const json& m = r["innetwork"];
+    EXPECT_TRUE(m["verified"].get<bool>()) << ecmp;
+    const json& lf = m["background"]["long_flows"];
+    ASSERT_EQ(lf["flows"].size(), 8u) << ecmp;
+    for (const json& f : lf["flows"]) {
+      // Each crosses the fabric: source and destination on different leaves (4 hosts each).
+      EXPECT_NE(f["source"].get<unsigned>() / 4, f["destination"].get<unsigned>() / 4);
+      EXPECT_GT(f["gbps_before"].get<double>(), 0.0);
+      EXPECT_GT(f["gbps_during"].get<double>(), 0.0);
+      EXPECT_LT(f["gbps_during"].get<double>(), 100.0);  // no flow beats its host's link
+    }
+    for (const char* window : {"before", "during"}) {
+      const double j = lf[window]["jain"].get<double>();
+      EXPECT_GT(j, 1.0 / 8 - 1e-9) << ecmp << " " << window;
+      EXPECT_LE(j, 1.0 + 1e-9) << ecmp << " " << window;
+    }
+    unsigned spines_used = 0;
+    for (const char* spine : {"spine0", "spine1", "spine2", "spine3"})
+      if (m["forwarded"][spine].get<std::uint64_t>() > 0) ++spines_used;
+    if (std::string(ecmp) == "none")
+      EXPECT_EQ(spines_used, 1u) << "the first of equal-cost paths is always spine0";
+    else
+      EXPECT_GE(spines_used, 2u) << "8 flows hashed onto 4 spines";
+  }
+}
+
+TEST(Fabric, MarksCutTheWindowOnlyWithCongestionControl) {
+  // single.json's leaf uplinks mark: 4 workers' contributions share each.
+  auto variant = [](bool cc, std::optional<bool> ect) {
+    json s = json::parse(scenario_text("single.json"));
+    s["job"]["congestion_control"] = cc;
+    if (ect) s["job"]["ecn_capable"] = *ect;
+    return run(s.dump())["innetwork"];
+  };
+  const json on = variant(true, std::nullopt);
+  const json ignores = variant(false, true);      // ECN-capable, marked, does not react
+  const json off = variant(false, std::nullopt);  // not ECN-capable: RED drops at K instead
+  for (const json* m : {&on, &ignores, &off}) EXPECT_TRUE((*m)["verified"].get<bool>());
+  EXPECT_GT(on["window_cuts"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(ignores["queues"]["ecn_marks"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(ignores["window_cuts"].get<std::uint64_t>(), 0u);
+  // The cuts keep the uplinks' queues shorter on average (the run is a few round trips long,
+  // so not by much).
+  EXPECT_GT(ignores["queues"]["busiest_mean_packets"].get<double>(),
+            on["queues"]["busiest_mean_packets"].get<double>());
+  EXPECT_EQ(off["queues"]["ecn_marks"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(off["queues"]["drops"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(off["retransmissions"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(on["queues"]["drops"].get<std::uint64_t>(), 0u);
+}
+
 TEST(Fabric, AWrongContributionIsCaughtByEveryWorker) {
   bool ok = true;
   const json r = run(scenario_text("corrupt.json"), &ok);
@@ -173,6 +277,11 @@ TEST(Fabric, BadScenariosAreRefused) {
   EXPECT_THROW(run(R"({"job": {"no_such_field": 1}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"queues": {"kind": "codel"}})"), std::runtime_error);
   EXPECT_THROW(run("not json"), std::runtime_error);
+  EXPECT_THROW(run(R"({"topology": {"kind": "fat-tree", "k": 5}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"topology": {"kind": "fat-tree", "leaves": 2}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"topology": {"k": 4}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"topology": {"ecmp": "per-byte"}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"background": {"long_flows": 1001}})"), std::runtime_error);
   // One switch-model job holds at most 32 workers: 40 on one aggregator is refused by name.
   try {
     run(R"({"topology": {"leaves": 2, "hosts_per_leaf": 20}, "job": {"aggregation": "single"},

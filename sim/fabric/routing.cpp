@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "routing.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <ostream>
+
+#include "ns3/ipv4-header.h"
+#include "ns3/log.h"
+#include "ns3/output-stream-wrapper.h"
+#include "ns3/packet.h"
+
+namespace netagg::fabric {
+
+using namespace ns3;
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+FabricRoutes::FabricRoutes(std::vector<std::vector<Port>> neighbours, std::vector<bool> transit,
+                           Ecmp ecmp, std::uint64_t seed)
+    : neighbours_(std::move(neighbours)), ecmp_(ecmp), seed_(seed) {
+  const std::size_t n = neighbours_.size();
+  for (auto& ports : neighbours_)
+    std::sort(ports.begin(), ports.end(),
+              [](const Port& a, const Port& b) { return a.interface < b.interface; });
+  offsets_.assign(n, std::vector<std::uint32_t>(n + 1, 0));
+  choices_.assign(n, {});
+  routes_.assign(n, {});
+  constexpr unsigned kFar = std::numeric_limits<unsigned>::max();
+  std::vector<unsigned> dist(n);
+  std::deque<unsigned> queue;
+  // Per destination d: hop counts towards d over paths whose inner vertices forward (a host is
+  // only ever a path's end), then every vertex's neighbours one hop closer are its next hops.
+  // Destinations in increasing order, so each vertex's choices are laid out by destination.
+  for (unsigned d = 0; d < n; ++d) {
+    std::fill(dist.begin(), dist.end(), kFar);
+    dist[d] = 0;
+    queue.assign(1, d);
+    while (!queue.empty()) {
+      const unsigned u = queue.front();
+      queue.pop_front();
+      if (u != d && !transit[u]) continue;  // reached, but forwards nothing
+      for (const Port& p : neighbours_[u])
+        if (dist[p.peer] == kFar) {
+          dist[p.peer] = dist[u] + 1;
+          queue.push_back(p.peer);
+        }
+    }
+    for (unsigned v = 0; v < n; ++v) {
+      offsets_[v][d] = static_cast<std::uint32_t>(choices_[v].size());
+      if (v == d || dist[v] == kFar) continue;
+      for (const Port& p : neighbours_[v])
+        if (dist[p.peer] + 1 == dist[v] && (p.peer == d || transit[p.peer]))
+          choices_[v].push_back(p.interface);
+    }
+  }
+  for (unsigned v = 0; v < n; ++v) offsets_[v][n] = static_cast<std::uint32_t>(choices_[v].size());
+}
+
+void FabricRoutes::set_route(unsigned v, std::uint32_t interface, Ptr<Ipv4Route> r) {
+  if (routes_[v].size() <= interface) routes_[v].resize(interface + 1);
+  routes_[v][interface] = r;
+}
+
+long FabricRoutes::interface_to(unsigned from, unsigned to) const {
+  for (const Port& p : neighbours_[from])
+    if (p.peer == to) return static_cast<long>(p.interface);
+  return -1;
+}
+
+std::vector<unsigned> FabricRoutes::first_path(unsigned from, unsigned to) const {
+  std::vector<unsigned> path{from};
+  unsigned v = from;
+  while (v != to) {
+    if (next_count(v, to) == 0 || path.size() > neighbours_.size()) return {};
+    const std::uint32_t interface = *next_begin(v, to);
+    unsigned peer = v;
+    for (const Port& p : neighbours_[v])
+      if (p.interface == interface) peer = p.peer;
+    v = peer;
+    path.push_back(v);
+  }
+  return path;
+}
+
+// ---- FabricRouting ------------------------------------------------------------------------------
+
+TypeId FabricRouting::GetTypeId() {
+  static TypeId tid = TypeId("netagg::fabric::FabricRouting")
+                          .SetParent<Ipv4RoutingProtocol>()
+                          .SetGroupName("Internet")
+                          .AddConstructor<FabricRouting>();
+  return tid;
+}
+
+void FabricRouting::Setup(std::shared_ptr<const FabricRoutes> routes, unsigned vertex) {
+  routes_ = std::move(routes);
+  vertex_ = vertex;
+  rng_.seed(mix(routes_->seed() ^ (std::uint64_t{vertex} << 32)));
+}
+
+void FabricRouting::DoDispose() {
+  ipv4_ = nullptr;
+  routes_.reset();
+  Ipv4RoutingProtocol::DoDispose();
+}
+
+bool FabricRouting::choose(unsigned d, std::uint64_t flow, std::uint32_t& interface) {
+  const std::size_t count = routes_->next_count(vertex_, d);
+  if (count == 0) return false;
+  const std::uint32_t* first = routes_->next_begin(vertex_, d);
+  std::size_t pick = 0;
+  if (count > 1) {
+    switch (routes_->ecmp()) {
+      case Ecmp::kFirst:
+        break;
+      case Ecmp::kPerFlow:
+        // A switch hashes the 5-tuple with its own seed, so neighbouring switches do not
+        // make the same choice for every flow (no polarization).
+        pick = mix(flow ^ mix(routes_->seed() + vertex_)) % count;
+        break;
+      case Ecmp::kPerPacket:
+        pick = rng_() % count;
+        break;
+    }
+  }
+  interface = first[pick];
+  return true;
+}
+
+Ptr<Ipv4Route> FabricRouting::RouteOutput(Ptr<Packet>, const Ipv4Header& header, Ptr<NetDevice>,
+                                          Socket::SocketErrno& sockerr) {
+  const long d = routes_ ? routes_->vertex_of(header.GetDestination()) : -1;
+  std::uint32_t interface = 0;
+  // The L4 header is not on the packet yet: a host's flow hash uses the addresses and protocol
+  // (hosts have one link, so it rarely matters).
+  const std::uint64_t flow = (std::uint64_t{header.GetSource().Get()} << 32) ^
+                             header.GetDestination().Get() ^
+                             (std::uint64_t{header.GetProtocol()} << 56);
+  if (d < 0 || static_cast<unsigned>(d) == vertex_ ||
+      !choose(static_cast<unsigned>(d), flow, interface)) {
+    sockerr = Socket::ERROR_NOROUTETOHOST;
+    return nullptr;
+  }
+  sockerr = Socket::ERROR_NOTERROR;
+  return routes_->route(vertex_, interface);
+}
+
+bool FabricRouting::RouteInput(Ptr<const Packet> p, const Ipv4Header& header,
+                               Ptr<const NetDevice> idev, UnicastForwardCallback ucb,
+                               MulticastForwardCallback, LocalDeliverCallback lcb, ErrorCallback) {
+  const long d = routes_->vertex_of(header.GetDestination());
+  if (d < 0) return false;  // not an address of this fabric: dropped as "no route"
+  if (static_cast<unsigned>(d) == vertex_) {
+    lcb(p, header, static_cast<std::uint32_t>(ipv4_->GetInterfaceForDevice(idev)));
+    return true;
+  }
+  // The IP header is off the packet: its first four bytes are the UDP or TCP ports.
+  std::uint64_t flow = (std::uint64_t{header.GetSource().Get()} << 32) ^
+                       header.GetDestination().Get() ^ (std::uint64_t{header.GetProtocol()} << 56);
+  if (routes_->ecmp() == Ecmp::kPerFlow && p->GetSize() >= 4) {
+    std::uint8_t ports[4];
+    p->CopyData(ports, 4);
+    flow = mix(flow) ^ (std::uint64_t{ports[0]} << 24 | std::uint64_t{ports[1]} << 16 |
+                        std::uint64_t{ports[2]} << 8 | ports[3]);
+  }
+  std::uint32_t interface = 0;
+  if (!choose(static_cast<unsigned>(d), flow, interface)) return false;
+  ++forwarded_;
+  ucb(routes_->route(vertex_, interface), p, header);
+  return true;
+}
+
+void FabricRouting::PrintRoutingTable(Ptr<OutputStreamWrapper> stream, Time::Unit) const {
+  *stream->GetStream() << "fabric routing, vertex " << vertex_ << "\n";
+}
+
+}  // namespace netagg::fabric
