@@ -15,7 +15,11 @@
 #include "netagg/job.hpp"
 #include "netagg/split.hpp"
 #include "netagg/wire.hpp"
+#include "netagg/wire_format.hpp"
 #include "switch_model.hpp"
+#ifdef NETAGG_FABRIC_PLAN
+#include "netagg/plan/topology.hpp"
+#endif
 
 namespace netagg::fabric {
 
@@ -52,6 +56,52 @@ std::uint32_t load_be32(const std::byte* p) {
 
 // ---- JobPlan ------------------------------------------------------------------------------------
 
+static_assert(kJobIdOffset == wire::offset::kJobId, "bridge.hpp's job id offset is the wire's");
+
+// ---- GraphSpec ----------------------------------------------------------------------------------
+
+GraphSpec parse_graph(const std::string& json_text, const std::string& source) {
+#ifdef NETAGG_FABRIC_PLAN
+  const plan::Topology t = plan::parse_topology(json_text, source);
+  GraphSpec g;
+  for (const plan::Node& n : t.nodes) {
+    GraphSpec::Vertex v;
+    v.name = n.name;
+    v.kind = n.kind == plan::NodeKind::kWorker ? GraphSpec::Kind::kWorker
+             : n.kind == plan::NodeKind::kRoot ? GraphSpec::Kind::kRoot
+                                               : GraphSpec::Kind::kSwitch;
+    v.aggregation_gbps = n.aggregation_gbps;
+    v.ingress_gbps = n.ingress_gbps == plan::kUnlimited ? 0 : n.ingress_gbps;
+    g.vertices.push_back(std::move(v));
+  }
+  for (std::size_t i = 0; i < t.links.size(); ++i) {
+    const plan::Link& l = t.links[i];
+    if (l.twin < 0)
+      throw Error(Errc::kConfig,
+                  fmt::format("{}: link {} ({} -> {}) is one-way; the fabric's links "
+                              "are full duplex",
+                              source, l.name, t.nodes[l.from].name, t.nodes[l.to].name));
+    if (static_cast<std::size_t>(l.twin) < i) continue;  // its pair was taken
+    if (t.links[l.twin].gbps != l.gbps)
+      throw Error(Errc::kConfig,
+                  fmt::format("{}: link {} has {} Gbit/s one way and {} the other; the fabric's "
+                              "links have one rate",
+                              source, l.name, l.gbps, t.links[l.twin].gbps));
+    g.edges.push_back(
+        {static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), l.gbps, l.name});
+  }
+  return g;
+#else
+  (void)json_text;
+  throw Error(Errc::kUnsupported,
+              fmt::format("{}: graph topologies are read by netagg-plan's parser, which was not "
+                          "built (it needs GLPK: libglpk-dev)",
+                          source));
+#endif
+}
+
+// ---- JobPlan ------------------------------------------------------------------------------------
+
 struct JobPlan::Impl {
   JobSpec job;
 };
@@ -70,7 +120,7 @@ JobPlan::JobPlan(const PlanSpec& spec) : impl_(std::make_unique<Impl>()) {
   for (std::size_t t = 0; t < spec.trees.size(); ++t) {
     TreeSpec tree;
     tree.job_id = static_cast<std::uint16_t>(spec.job_id + t);
-    tree.weight = 1;
+    tree.weight = spec.trees[t].weight;
     tree.window = spec.window;
     const std::size_t base = t * spec.window;
     if (base + spec.window > 65536)

@@ -38,6 +38,7 @@ struct PlanNode {
 
 struct PlanTree {
   std::vector<PlanNode> nodes;
+  std::uint32_t weight = 1;  // its share of the chunks (netagg's ChunkSplit)
 };
 
 struct PlanSpec {
@@ -48,6 +49,33 @@ struct PlanSpec {
   std::vector<std::pair<std::uint32_t, std::uint16_t>> workers;  // rank -> (ip, port)
   std::vector<PlanTree> trees;  // tree t has job id job_id + t and slots [t*window, (t+1)*window)
 };
+
+// A topology in netagg-plan's format (docs/routing.md, "Topology files"), read by netagg-plan's
+// own parser, as plain types. Links are full duplex (the fabric's links are).
+struct GraphSpec {
+  enum class Kind { kWorker, kSwitch, kRoot };
+  struct Vertex {
+    std::string name;
+    Kind kind = Kind::kSwitch;
+    double aggregation_gbps = 0;  // a switch's aggregation capacity; 0: it only forwards
+    double ingress_gbps = 0;      // a root's ingress capacity; 0: unlimited
+  };
+  struct Edge {
+    std::size_t a = 0, b = 0;  // vertices
+    double gbps = 0;
+    std::string name;
+  };
+  std::vector<Vertex> vertices;
+  std::vector<Edge> edges;
+};
+// Throws std::runtime_error naming the problem (also when netagg-plan was not built: it needs
+// GLPK). One-way links are refused.
+GraphSpec parse_graph(const std::string& json_text, const std::string& source);
+
+// Where netagg's header keeps the job id (big-endian, 16 bits), from the start of the UDP payload;
+// the fabric's routing reads it to pin a tree's streams to their routes (checked against the
+// wire format in bridge.cpp).
+inline constexpr std::size_t kJobIdOffset = 4;
 
 // The whole job, built and checked by netagg's job code (host/src/job.cpp).
 class JobPlan {

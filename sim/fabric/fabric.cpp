@@ -229,7 +229,106 @@ void add_background(json& out, const Background* bg) {
 // "tree": every switch on the (first) shortest path from a worker's edge switch to the root
 // aggregates, and sends to the next one on that path: leaf -> spine on a leaf-spine, edge ->
 // aggregation -> core on a fat tree.
+// A plan's trees (docs/fabric.md, "Plans"): each stream from a worker or an aggregator to its
+// parent aggregator along a route of node names. Returns the spec; `routes` gets each tree's
+// streams as vertex paths, to pin.
+PlanSpec plan_from_streams(const Scenario& s, const Network& net,
+                           std::vector<std::vector<std::vector<unsigned>>>* routes) {
+  PlanSpec spec;
+  spec.job_id = 1;
+  spec.window = static_cast<std::uint16_t>(s.job.window);
+  spec.elements_per_packet = static_cast<std::uint16_t>(s.job.elements_per_packet);
+  spec.aggregator_port = kAggregatorPort;
+  const Graph& g = net.graph;
+  const unsigned n = s.workers();
+  for (unsigned r = 0; r < n; ++r) spec.workers.emplace_back(net.host_ip[r].Get(), kWorkerPort);
+  auto vertex = [&](const json& name, const std::string& where) {
+    if (!name.is_string()) throw std::runtime_error(fmt::format("{}: expected a node name", where));
+    const auto it = std::find(g.names.begin(), g.names.end(), name.get<std::string>());
+    if (it == g.names.end())
+      throw std::runtime_error(fmt::format("{}: no node '{}'", where, name.get<std::string>()));
+    return static_cast<unsigned>(it - g.names.begin());
+  };
+  const json& trees = s.job.plan.at("trees");
+  if (!trees.is_array() || trees.empty())
+    throw std::runtime_error("job.plan.trees: a non-empty array");
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    const std::string where = fmt::format("job.plan.trees[{}]", t);
+    const json& tj = trees[t];
+    PlanTree tree;
+    tree.weight = tj.value("weight", 1u);
+    std::map<unsigned, std::size_t> index;
+    auto node_of = [&](unsigned v) {
+      const auto it = index.find(v);
+      if (it != index.end()) return it->second;
+      PlanNode node;
+      node.name = g.names[v];
+      node.ip = net.ip[v].Get();
+      tree.nodes.push_back(node);
+      index[v] = tree.nodes.size() - 1;
+      return tree.nodes.size() - 1;
+    };
+    std::vector<std::vector<unsigned>> paths;
+    std::vector<std::pair<unsigned, unsigned>> edges;  // (from, to) aggregators
+    for (std::size_t i = 0; i < tj.at("streams").size(); ++i) {
+      const json& st = tj.at("streams")[i];
+      const std::string sw = fmt::format("{}.streams[{}]", where, i);
+      const unsigned from = vertex(st.at("from"), sw + ".from");
+      const unsigned to = vertex(st.at("to"), sw + ".to");
+      std::vector<unsigned> path;
+      for (const json& hop : st.at("path")) path.push_back(vertex(hop, sw + ".path"));
+      if (path.size() < 2 || path.front() != from || path.back() != to)
+        throw std::runtime_error(
+            fmt::format("{}.path: must go from {} to {}", sw, g.names[from], g.names[to]));
+      const std::size_t to_node = node_of(to);
+      if (from < n) {
+        tree.nodes[to_node].workers.push_back(static_cast<std::uint16_t>(from));
+      } else if (from < g.hosts && from >= s.workers() &&
+                 std::find(g.tops.begin(), g.tops.end(), from) == g.tops.end()) {
+        throw std::runtime_error(
+            fmt::format("{}.from: {} is not one of the job's {} workers", sw, g.names[from], n));
+      } else {
+        edges.emplace_back(from, to);
+      }
+      paths.push_back(std::move(path));
+    }
+    for (const auto& [from, to] : edges) {
+      const std::size_t child = node_of(from);
+      if (tree.nodes[child].parent)
+        throw std::runtime_error(fmt::format("{}: {} has two parents", where, g.names[from]));
+      tree.nodes[child].parent = node_of(to);
+    }
+    // The root first, as netagg's job format lists it.
+    std::size_t roots = 0, root = 0;
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i)
+      if (!tree.nodes[i].parent) {
+        ++roots;
+        root = i;
+      }
+    if (roots != 1)
+      throw std::runtime_error(fmt::format("{}: {} roots (a tree has one)", where, roots));
+    if (root != 0) {
+      std::vector<std::size_t> order{root};
+      for (std::size_t i = 0; i < tree.nodes.size(); ++i)
+        if (i != root) order.push_back(i);
+      std::vector<std::size_t> new_index(tree.nodes.size());
+      for (std::size_t i = 0; i < order.size(); ++i) new_index[order[i]] = i;
+      std::vector<PlanNode> nodes;
+      for (const std::size_t i : order) {
+        PlanNode node = tree.nodes[i];
+        if (node.parent) node.parent = new_index[*node.parent];
+        nodes.push_back(std::move(node));
+      }
+      tree.nodes = std::move(nodes);
+    }
+    spec.trees.push_back(std::move(tree));
+    if (routes) routes->push_back(std::move(paths));
+  }
+  return spec;
+}
+
 PlanSpec make_plan(const Scenario& s, const Network& net) {
+  if (s.job.aggregation == "plan") return plan_from_streams(s, net, nullptr);
   PlanSpec spec;
   spec.job_id = 1;
   spec.window = static_cast<std::uint16_t>(s.job.window);
@@ -279,6 +378,12 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   configure_tcp(s);  // the background flows
   std::unique_ptr<Network> net = build_network(s);
   const JobPlan plan(make_plan(s, *net));
+  if (s.job.aggregation == "plan") {
+    std::vector<std::vector<std::vector<unsigned>>> routes;
+    plan_from_streams(s, *net, &routes);
+    for (std::size_t t = 0; t < routes.size(); ++t)
+      for (const auto& path : routes[t]) net->routes->pin(static_cast<std::uint16_t>(1 + t), path);
+  }
   const Time start = NanoSeconds(std::llround(s.start_us * 1e3));
   const unsigned n = s.workers();
 
@@ -296,11 +401,23 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
                               ? NanoSeconds(std::llround(1e3 / s.aggregator.rate_mpps))
                               : Time(0);
   const double per_byte_ns = s.aggregator.rate_gbps > 0 ? 8.0 / s.aggregator.rate_gbps : 0;
+  // A graph's switches and roots have their own capacities (aggregation, ingress), which hold
+  // for their aggregators' UDP payload bits; elsewhere the scenario's one limit holds for all.
+  auto own_gbps = [&s](const std::string& name) {
+    for (const GraphSpec::Vertex& v : s.topology.graph.vertices)
+      if (v.name == name)
+        return v.kind == GraphSpec::Kind::kRoot ? v.ingress_gbps : v.aggregation_gbps;
+    return 0.0;
+  };
+  json capacities = json::object();
   for (const std::string& name : used) {
     aggregator_cores.push_back(std::make_unique<AggregatorCore>(plan, name));
     Ptr<AggregatorApp> app = CreateObject<AggregatorApp>();
     const unsigned v = net->vertex(name);
-    app->Setup(aggregator_cores.back().get(), net->ip[v], kAggregatorPort, per_packet, per_byte_ns,
+    const double own = own_gbps(name);
+    if (own > 0) capacities[name] = own;
+    app->Setup(aggregator_cores.back().get(), net->ip[v], kAggregatorPort,
+               own > 0 ? Time(0) : per_packet, own > 0 ? 8.0 / own : per_byte_ns,
                s.aggregator.queue_packets);
     net->node[v]->AddApplication(app);
     app->SetStartTime(Seconds(0));
@@ -415,7 +532,8 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
            {"aggregators", used},
            {"switch", switch_sum},
            {"open_rounds", open_rounds},
-           {"aggregator_rate_limit", {{"drops", rate_drops}, {"max_backlog", backlog}}},
+           {"aggregator_rate_limit",
+            {{"drops", rate_drops}, {"max_backlog", backlog}, {"gbps", capacities}}},
            {"queues", queue_json(q)},
            {"job", json::parse(plan.to_json())},
            {"per_worker", per_worker}};
@@ -502,14 +620,14 @@ json run_ring(const Scenario& s, bool quiet, bool& ok, std::string& line) {
 
 }  // namespace
 
-RunOutput run_scenario(const std::string& scenario_json, bool quiet) {
+RunOutput run_scenario(const std::string& scenario_json, bool quiet, const std::string& base_dir) {
   json doc;
   try {
     doc = json::parse(scenario_json);
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("scenario: not JSON: {}", e.what()));
   }
-  const Scenario s = parse_scenario(doc);
+  const Scenario s = parse_scenario(doc, base_dir);
   const unsigned n = s.workers();
   const double bytes = static_cast<double>(s.job.tensor_bytes);
   const double host_bps = s.topology.host_gbps * 1e9;

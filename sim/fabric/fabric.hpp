@@ -15,7 +15,9 @@ struct RunOutput {
 };
 
 // Runs every mode of the scenario (a JSON document), one ns-3 simulation each, in this process.
-// Throws std::runtime_error on a bad scenario. Progress goes to stderr unless `quiet`.
-RunOutput run_scenario(const std::string& scenario_json, bool quiet);
+// Throws std::runtime_error on a bad scenario. Progress goes to stderr unless `quiet`. Files the
+// scenario names (a graph, a plan) are read relative to `base_dir` ("": the current folder).
+RunOutput run_scenario(const std::string& scenario_json, bool quiet,
+                       const std::string& base_dir = "");
 
 }  // namespace netagg::fabric

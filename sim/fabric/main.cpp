@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   text << in.rdbuf();
   netagg::fabric::RunOutput out;
   try {
-    out = netagg::fabric::run_scenario(text.str(), quiet);
+    out = netagg::fabric::run_scenario(text.str(), quiet,
+                                       std::filesystem::path(scenario_path).parent_path().string());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "netagg-fabric: %s\n", e.what());
     return 2;

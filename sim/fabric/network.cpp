@@ -89,6 +89,34 @@ Graph make_graph(const Topology& t) {
     g.names.push_back(std::move(name));
     return static_cast<unsigned>(g.names.size() - 1);
   };
+  if (t.kind == "graph") {
+    // Workers first (ranks in the file's order), then roots: the hosts; then the switches.
+    const GraphSpec& spec = t.graph;
+    std::vector<unsigned> vertex_of(spec.vertices.size());
+    for (const auto kind :
+         {GraphSpec::Kind::kWorker, GraphSpec::Kind::kRoot, GraphSpec::Kind::kSwitch})
+      for (std::size_t i = 0; i < spec.vertices.size(); ++i)
+        if (spec.vertices[i].kind == kind) {
+          vertex_of[i] = add(spec.vertices[i].name);
+          if (kind == GraphSpec::Kind::kRoot) g.tops.push_back(vertex_of[i]);
+          if (kind != GraphSpec::Kind::kSwitch) ++g.hosts;
+        }
+    for (const GraphSpec::Edge& e : spec.edges)
+      g.links.push_back({vertex_of[e.a], vertex_of[e.b], e.gbps});
+    g.host_edge.assign(g.hosts, 0);
+    std::vector<bool> seen(g.hosts, false);
+    for (const Graph::Link& l : g.links)
+      for (const auto& [h, other] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}})
+        if (h < g.hosts && !seen[h]) {
+          g.host_edge[h] = other;
+          seen[h] = true;
+        }
+    for (unsigned h = 0; h < g.hosts; ++h)
+      if (!seen[h]) throw std::runtime_error("fabric: " + g.names[h] + " has no link");
+    if (g.tops.empty())  // no root: trees are rooted at switches
+      for (unsigned v = g.hosts; v < g.names.size(); ++v) g.tops.push_back(v);
+    return g;
+  }
   if (t.kind == "fat-tree") {
     // k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores; edge switch i of pod p has
     // k/2 hosts; aggregation switch j of every pod links to cores j*k/2 .. j*k/2 + k/2 - 1.

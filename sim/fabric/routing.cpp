@@ -5,11 +5,15 @@
 #include <deque>
 #include <limits>
 #include <ostream>
+#include <stdexcept>
+#include <string>
 
 #include "ns3/ipv4-header.h"
 #include "ns3/log.h"
 #include "ns3/output-stream-wrapper.h"
 #include "ns3/packet.h"
+
+#include "bridge.hpp"
 
 namespace netagg::fabric {
 
@@ -67,6 +71,43 @@ FabricRoutes::FabricRoutes(std::vector<std::vector<Port>> neighbours, std::vecto
     }
   }
   for (unsigned v = 0; v < n; ++v) offsets_[v][n] = static_cast<std::uint32_t>(choices_[v].size());
+}
+
+namespace {
+std::uint64_t pin_key(std::uint16_t job, unsigned src, unsigned dst) {
+  return (std::uint64_t{job} << 48) | (std::uint64_t{src} << 24) | dst;
+}
+}  // namespace
+
+void FabricRoutes::pin(std::uint16_t job, const std::vector<unsigned>& path) {
+  if (path.size() < 2) throw std::runtime_error("fabric: a pinned route needs two vertices");
+  if (pinned_.empty()) pinned_.resize(neighbours_.size());
+  auto put = [&](unsigned at, unsigned next, unsigned src, unsigned dst) {
+    const long interface = interface_to(at, next);
+    if (interface < 0)
+      throw std::runtime_error("fabric: a pinned route steps between vertices " +
+                               std::to_string(at) + " and " + std::to_string(next) +
+                               ", which no link joins");
+    const auto [it, fresh] =
+        pinned_[at].emplace(pin_key(job, src, dst), static_cast<std::uint32_t>(interface));
+    if (!fresh && it->second != static_cast<std::uint32_t>(interface))
+      throw std::runtime_error("fabric: two routes pinned for one stream of job " +
+                               std::to_string(job));
+    pins_ += fresh ? 1 : 0;
+  };
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    put(path[i], path[i + 1], path.front(), path.back());
+    put(path[path.size() - 1 - i], path[path.size() - 2 - i], path.back(), path.front());
+  }
+}
+
+bool FabricRoutes::pinned(unsigned v, std::uint16_t job, unsigned src, unsigned dst,
+                          std::uint32_t& interface) const {
+  if (pins_ == 0 || pinned_[v].empty()) return false;
+  const auto it = pinned_[v].find(pin_key(job, src, dst));
+  if (it == pinned_[v].end()) return false;
+  interface = it->second;
+  return true;
 }
 
 void FabricRoutes::set_route(unsigned v, std::uint32_t interface, Ptr<Ipv4Route> r) {
@@ -140,10 +181,28 @@ bool FabricRouting::choose(unsigned d, std::uint64_t flow, std::uint32_t& interf
   return true;
 }
 
-Ptr<Ipv4Route> FabricRouting::RouteOutput(Ptr<Packet>, const Ipv4Header& header, Ptr<NetDevice>,
+bool FabricRouting::pinned(const Ptr<const Packet>& p, std::size_t offset, unsigned src, unsigned d,
+                           std::uint32_t& interface) const {
+  std::uint8_t bytes[64];
+  const std::size_t need = offset + kJobIdOffset + 2;
+  if (need > sizeof bytes || p->GetSize() < need) return false;
+  p->CopyData(bytes, need);
+  const auto job = static_cast<std::uint16_t>(bytes[offset + kJobIdOffset] << 8 |
+                                              bytes[offset + kJobIdOffset + 1]);
+  return routes_->pinned(vertex_, job, src, d, interface);
+}
+
+Ptr<Ipv4Route> FabricRouting::RouteOutput(Ptr<Packet> p, const Ipv4Header& header, Ptr<NetDevice>,
                                           Socket::SocketErrno& sockerr) {
   const long d = routes_ ? routes_->vertex_of(header.GetDestination()) : -1;
   std::uint32_t interface = 0;
+  // A UDP datagram's header is not on the packet yet: netagg's starts at byte 0. The sender is
+  // this node.
+  if (d >= 0 && routes_->has_pins() && header.GetProtocol() == 17 && p &&
+      pinned(p, 0, vertex_, static_cast<unsigned>(d), interface)) {
+    sockerr = Socket::ERROR_NOTERROR;
+    return routes_->route(vertex_, interface);
+  }
   // The L4 header is not on the packet yet: a host's flow hash uses the addresses and protocol
   // (hosts have one link, so it rarely matters).
   const std::uint64_t flow = (std::uint64_t{header.GetSource().Get()} << 32) ^
@@ -167,6 +226,15 @@ bool FabricRouting::RouteInput(Ptr<const Packet> p, const Ipv4Header& header,
     lcb(p, header, static_cast<std::uint32_t>(ipv4_->GetInterfaceForDevice(idev)));
     return true;
   }
+  std::uint32_t interface = 0;
+  if (routes_->has_pins() && header.GetProtocol() == 17) {  // after the 8-byte UDP header
+    const long src = routes_->vertex_of(header.GetSource());
+    if (src >= 0 && pinned(p, 8, static_cast<unsigned>(src), static_cast<unsigned>(d), interface)) {
+      ++forwarded_;
+      ucb(routes_->route(vertex_, interface), p, header);
+      return true;
+    }
+  }
   // The IP header is off the packet: its first four bytes are the UDP or TCP ports.
   std::uint64_t flow = (std::uint64_t{header.GetSource().Get()} << 32) ^
                        header.GetDestination().Get() ^ (std::uint64_t{header.GetProtocol()} << 56);
@@ -176,7 +244,6 @@ bool FabricRouting::RouteInput(Ptr<const Packet> p, const Ipv4Header& header,
     flow = mix(flow) ^ (std::uint64_t{ports[0]} << 24 | std::uint64_t{ports[1]} << 16 |
                         std::uint64_t{ports[2]} << 8 | ports[3]);
   }
-  std::uint32_t interface = 0;
   if (!choose(static_cast<unsigned>(d), flow, interface)) return false;
   ++forwarded_;
   ucb(routes_->route(vertex_, interface), p, header);

@@ -56,6 +56,17 @@ class FabricRoutes {
   ns3::Ptr<ns3::Ipv4Route> route(unsigned v, std::uint32_t interface) const {
     return interface < routes_[v].size() ? routes_[v][interface] : nullptr;
   }
+  // Pins the netagg datagrams of job `job` between the ends of `path` (vertices) to it, both
+  // ways: at each vertex on the way, a datagram from one end to the other with that job id in
+  // its netagg header leaves towards the next vertex of the path, whatever the shortest paths
+  // are (a plan's routes; docs/fabric.md, "Plans"). Throws std::runtime_error if a vertex pair of
+  // the path is not a link or the pin contradicts an earlier one.
+  void pin(std::uint16_t job, const std::vector<unsigned>& path);
+  bool has_pins() const { return pins_ > 0; }
+  // The pinned interface at v for job's datagrams from src to dst, if any.
+  bool pinned(unsigned v, std::uint16_t job, unsigned src, unsigned dst,
+              std::uint32_t& interface) const;
+
   Ecmp ecmp() const { return ecmp_; }
   std::uint64_t seed() const { return seed_; }
   // Vertices on one shortest path from `from` to `to`, both included, taking the first of
@@ -70,6 +81,9 @@ class FabricRoutes {
   std::vector<std::vector<std::uint32_t>> offsets_;  // [v][d]..[v][d+1] in choices_[v]
   std::vector<std::vector<std::uint32_t>> choices_;
   std::vector<std::vector<ns3::Ptr<ns3::Ipv4Route>>> routes_;  // [v][interface]
+  // Per vertex: (job, source vertex, destination vertex) -> interface.
+  std::vector<std::unordered_map<std::uint64_t, std::uint32_t>> pinned_;
+  std::size_t pins_ = 0;
   Ecmp ecmp_;
   std::uint64_t seed_;
 };
@@ -101,6 +115,9 @@ class FabricRouting : public ns3::Ipv4RoutingProtocol {
   void DoDispose() override;
   // The next-hop interface towards d for a packet of this flow; false if there is none.
   bool choose(unsigned d, std::uint64_t flow, std::uint32_t& interface);
+  // A pinned route for a UDP datagram whose netagg header starts at `offset` of p.
+  bool pinned(const ns3::Ptr<const ns3::Packet>& p, std::size_t offset, unsigned src, unsigned d,
+              std::uint32_t& interface) const;
 
   std::shared_ptr<const FabricRoutes> routes_;
   unsigned vertex_ = 0;

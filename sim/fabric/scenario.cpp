@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -52,7 +54,26 @@ std::string Scenario::tcp_flavour() const {
   return marks() ? "TcpDctcp" : "TcpNewReno";
 }
 
-Scenario parse_scenario(const json& j) {
+namespace {
+
+json read_json_file(const std::string& base_dir, const std::string& name,
+                    const std::string& field) {
+  const std::string path =
+      name.empty() || name[0] == '/' || base_dir.empty() ? name : base_dir + "/" + name;
+  std::ifstream in(path);
+  if (!in) fail(field, fmt::format("cannot read '{}'", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return json::parse(text.str());
+  } catch (const json::exception& e) {
+    fail(field, fmt::format("'{}' is not JSON: {}", path, e.what()));
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const json& j, const std::string& base_dir) {
   Scenario s;
   only_keys(j, "",
             {"name", "topology", "queues", "job", "aggregator", "ring", "background", "modes",
@@ -73,12 +94,23 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("topology")) {
     const json& o = j.at("topology");
     only_keys(o, "topology",
-              {"kind", "k", "leaves", "spines", "hosts_per_leaf", "host_gbps", "spine_gbps",
-               "oversubscription", "delay_us", "mtu", "ecmp"});
+              {"kind", "k", "graph", "file", "leaves", "spines", "hosts_per_leaf", "host_gbps",
+               "spine_gbps", "oversubscription", "delay_us", "mtu", "ecmp"});
     Topology& t = s.topology;
     get(o, "topology", "kind", t.kind);
     get(o, "topology", "k", t.k);
-    if (t.kind == "fat-tree") {
+    get(o, "topology", "file", t.file);
+    if (o.contains("graph")) t.graph_json = o.at("graph");
+    if (t.kind != "graph" && (o.contains("graph") || o.contains("file")))
+      fail("topology", "graph and file are for kind \"graph\"");
+    if (t.kind == "graph") {
+      for (const char* f : {"leaves", "spines", "hosts_per_leaf", "k", "spine_gbps", "host_gbps",
+                            "oversubscription"})
+        if (o.contains(f))
+          fail(std::string("topology.") + f, "not a field of a graph (its links have rates)");
+      if (o.contains("graph") == o.contains("file"))
+        fail("topology", "a graph needs one of graph (inline) and file");
+    } else if (t.kind == "fat-tree") {
       for (const char* f : {"leaves", "spines", "hosts_per_leaf"})
         if (o.contains(f)) fail(std::string("topology.") + f, "not a field of a fat tree (k)");
     } else if (o.contains("k")) {
@@ -97,8 +129,25 @@ Scenario parse_scenario(const json& j) {
       fail("topology", "give spine_gbps or oversubscription, not both");
   }
   Topology& t = s.topology;
-  if (t.kind != "leaf-spine" && t.kind != "fat-tree")
-    fail("topology.kind", "\"leaf-spine\" or \"fat-tree\"");
+  if (t.kind != "leaf-spine" && t.kind != "fat-tree" && t.kind != "graph")
+    fail("topology.kind", "\"leaf-spine\", \"fat-tree\" or \"graph\"");
+  if (t.kind == "graph") {
+    if (!t.file.empty()) t.graph_json = read_json_file(base_dir, t.file, "topology.file");
+    try {
+      t.graph = parse_graph(t.graph_json.dump(), t.file.empty() ? "topology.graph" : t.file);
+    } catch (const std::exception& e) {
+      fail("topology", e.what());
+    }
+    if (t.graph.edges.empty()) fail("topology", "a graph without links");
+    // The hosts' link rate (the ideal times, the background's load): the slowest link of a
+    // worker.
+    t.host_gbps = 0;
+    for (const GraphSpec::Edge& e : t.graph.edges)
+      for (const std::size_t v : {e.a, e.b})
+        if (t.graph.vertices[v].kind == GraphSpec::Kind::kWorker)
+          t.host_gbps = t.host_gbps == 0 ? e.gbps : std::min(t.host_gbps, e.gbps);
+    if (t.host_gbps == 0) fail("topology", "no worker has a link");
+  }
   if (t.kind == "fat-tree" && (t.k < 2 || t.k > 32 || t.k % 2 != 0))
     fail("topology.k", "an even number from 2 to 32");
   in_range(t.leaves, 1, 1024, "topology.leaves");
@@ -143,7 +192,7 @@ Scenario parse_scenario(const json& j) {
               {"workers", "tensor_bytes", "elements_per_packet", "window", "aggregation", "trees",
                "congestion_control", "ecn_capable", "epoch", "retransmit_timeout_us",
                "min_retransmit_timeout_us", "max_retransmit_timeout_us", "job_timeout_ms",
-               "corrupt_rank"});
+               "corrupt_rank", "plan", "plan_file"});
     Job& b = s.job;
     get(o, "job", "workers", b.workers);
     get(o, "job", "tensor_bytes", b.tensor_bytes);
@@ -151,6 +200,8 @@ Scenario parse_scenario(const json& j) {
     get(o, "job", "window", b.window);
     get(o, "job", "aggregation", b.aggregation);
     get(o, "job", "trees", b.trees);
+    get(o, "job", "plan_file", b.plan_file);
+    if (o.contains("plan")) b.plan = o.at("plan");
     get(o, "job", "congestion_control", b.congestion_control);
     if (o.contains("ecn_capable")) {
       bool v = false;
@@ -177,8 +228,18 @@ Scenario parse_scenario(const json& j) {
          fmt::format("{} elements make a {}-byte datagram, above the MTU of {}",
                      b.elements_per_packet, 22 + 4 * b.elements_per_packet + 28, t.mtu));
   in_range(b.window, 1, 32768, "job.window");
-  if (b.aggregation != "single" && b.aggregation != "tree")
-    fail("job.aggregation", "\"single\" or \"tree\"");
+  if (b.aggregation != "single" && b.aggregation != "tree" && b.aggregation != "plan")
+    fail("job.aggregation", "\"single\", \"tree\" or \"plan\"");
+  if (b.aggregation == "plan") {
+    if (t.kind != "graph") fail("job.aggregation", "a plan needs a graph topology");
+    if (b.plan.is_null() == b.plan_file.empty())
+      fail("job", "a plan needs one of plan (inline) and plan_file");
+    if (!b.plan_file.empty()) b.plan = read_json_file(base_dir, b.plan_file, "job.plan_file");
+    if (j.at("job").contains("trees")) fail("job.trees", "a plan has its own trees");
+    b.trees = static_cast<unsigned>(b.plan.value("trees", json::array()).size());
+  } else if (!b.plan.is_null() || !b.plan_file.empty()) {
+    fail("job.plan", "for aggregation \"plan\"");
+  }
   in_range(b.trees, 1, 64, "job.trees");
   if (std::uint64_t{b.trees} * b.window > 65536)
     fail("job.trees", "trees * window exceeds the 16-bit slot space");
@@ -242,6 +303,10 @@ json to_json(const Scenario& s) {
                 {"ecmp", t.ecmp}};
   if (t.kind == "fat-tree") {
     topology["k"] = t.k;
+  } else if (t.kind == "graph") {
+    for (const char* f : {"spine_gbps", "oversubscription"}) topology.erase(f);
+    topology["graph"] = t.graph_json;
+    if (!t.file.empty()) topology["file"] = t.file;
   } else {
     topology["leaves"] = t.leaves;
     topology["spines"] = t.spines;
@@ -260,6 +325,7 @@ json to_json(const Scenario& s) {
                 {"elements_per_packet", b.elements_per_packet},
                 {"window", b.window},
                 {"aggregation", b.aggregation},
+                {"plan", b.plan},
                 {"trees", b.trees},
                 {"congestion_control", b.congestion_control},
                 {"ecn_capable", s.ect()},

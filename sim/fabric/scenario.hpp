@@ -11,10 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge.hpp"
+
 namespace netagg::fabric {
 
 struct Topology {
-  std::string kind = "leaf-spine";  // or "fat-tree"
+  std::string kind = "leaf-spine";  // or "fat-tree", "graph"
   unsigned k = 4;                   // fat-tree: k pods, k^3/4 hosts
   unsigned leaves = 2;
   unsigned spines = 1;
@@ -27,6 +29,11 @@ struct Topology {
   double oversubscription = 0;  // 0: not given
   double delay_us = 1;          // every link's propagation delay
   unsigned mtu = 1500;
+  // "graph": netagg-plan's topology format, inline (`graph`) or from a file (`file`, relative to
+  // the scenario's folder); workers in the file's order are the ranks.
+  nlohmann::json graph_json;
+  std::string file;
+  GraphSpec graph;
   // Among equal-cost next hops: "none" the first, "per-flow" one by a hash of the 5-tuple (a
   // switch's ECMP), "per-packet" a random one per packet.
   std::string ecmp = "none";
@@ -44,8 +51,12 @@ struct Job {
   std::uint64_t tensor_bytes = 1 << 20;  // int32 elements = tensor_bytes / 4
   unsigned elements_per_packet = 256;
   unsigned window = 128;
-  std::string aggregation = "tree";  // "single" (one aggregator on a spine) or "tree"
-  unsigned trees = 1;                // K: roots on spines 0..K-1 (mod spines), chunks round-robin
+  std::string aggregation = "tree";  // "single" (one aggregator on a spine), "tree" or "plan"
+  // "plan": the trees, their weights and every stream's route (docs/fabric.md, "Plans"), inline
+  // (`plan`) or from a file (`plan_file`, relative to the scenario's folder).
+  nlohmann::json plan;
+  std::string plan_file;
+  unsigned trees = 1;  // K: roots on spines 0..K-1 (mod spines), chunks round-robin
   bool congestion_control = true;
   // Contributions leave ECT(0); unset: as congestion_control. ECN-capable without congestion
   // control is a sender that is marked and does not react (RED then marks it instead of dropping).
@@ -94,7 +105,13 @@ struct Scenario {
   double start_us = 100;     // the all-reduce starts here (TCP connections are set up before)
   double time_limit_s = 10;  // of simulated time, per mode
 
+  // Hosts that can be workers: a graph's worker nodes.
   unsigned hosts() const {
+    if (topology.kind == "graph") {
+      unsigned n = 0;
+      for (const auto& v : topology.graph.vertices) n += v.kind == GraphSpec::Kind::kWorker;
+      return n;
+    }
     return topology.kind == "fat-tree" ? topology.k * topology.k * topology.k / 4
                                        : topology.leaves * topology.hosts_per_leaf;
   }
@@ -105,8 +122,10 @@ struct Scenario {
   std::string tcp_flavour() const;
 };
 
-// Throws std::runtime_error naming the field on bad input (unknown keys included).
-Scenario parse_scenario(const nlohmann::json& j);
+// Throws std::runtime_error naming the field on bad input (unknown keys included). Files the
+// scenario names are read relative to `base_dir` (the scenario file's folder; "" for the current
+// one).
+Scenario parse_scenario(const nlohmann::json& j, const std::string& base_dir = "");
 nlohmann::json to_json(const Scenario& s);
 
 }  // namespace netagg::fabric

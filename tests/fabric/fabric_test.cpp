@@ -5,6 +5,7 @@
 // allow.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -28,7 +29,8 @@ std::string scenario_text(const std::string& name) {
 }
 
 json run(const std::string& text, bool* ok = nullptr) {
-  const netagg::fabric::RunOutput out = netagg::fabric::run_scenario(text, /*quiet=*/true);
+  const netagg::fabric::RunOutput out =
+      netagg::fabric::run_scenario(text, /*quiet=*/true, NETAGG_FABRIC_SCENARIOS);
   if (ok) *ok = out.ok;
   return json::parse(out.result_json);
 }
@@ -247,6 +249,79 @@ TEST(Fabric, MarksCutTheWindowOnlyWithCongestionControl) {
   EXPECT_GT(off["queues"]["drops"].get<std::uint64_t>(), 0u);
   EXPECT_GT(off["retransmissions"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(on["queues"]["drops"].get<std::uint64_t>(), 0u);
+}
+
+// Graph topologies are netagg-plan's format, read by its parser (built when GLPK is found).
+#ifdef NETAGG_FABRIC_PLAN
+#define NEEDS_PLAN() (void)0
+#else
+#define NEEDS_PLAN() GTEST_SKIP() << "netagg-plan (GLPK) not built: no graph topologies"
+#endif
+
+TEST(Fabric, APlanRunsOnItsRoutesAndAtItsRate) {
+  NEEDS_PLAN();
+  // GRID's example topology (plan/topologies/grid-example.json), every worker's stream to the
+  // parameter server PS, W4's pinned around link L1 (S1-S3) through S2 as Scheme 1 routes it.
+  bool ok = false;
+  const json r = run(scenario_text("grid_scheme1.json"), &ok);
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  EXPECT_TRUE(m["verified"].get<bool>());
+  EXPECT_EQ(m["aggregators"], json::array({"PS"}));
+  EXPECT_EQ(m["aggregator_rate_limit"]["gbps"]["PS"].get<double>(), 9.0);
+  // 512 packets of 1024 elements each way per worker: S1 carries W1-W4, S2 W4-W6 (W4 because
+  // of its pinned route; by shortest path it would take L1), S3 all eight.
+  EXPECT_EQ(m["forwarded"]["S1"].get<std::uint64_t>(), 2u * 4 * 512);
+  EXPECT_EQ(m["forwarded"]["S2"].get<std::uint64_t>(), 2u * 3 * 512);
+  EXPECT_EQ(m["forwarded"]["S3"].get<std::uint64_t>(), 2u * 8 * 512);
+  // L1 and L3 each carry three streams in 3 Gbit/s: 1 Gbit/s of gradient per worker at most,
+  // less the headers (52 bytes per 4096) and the start.
+  const double gbps = m["algorithm_gbps"].get<double>();
+  EXPECT_LE(gbps, 1.0);
+  EXPECT_GE(gbps, 0.9);
+
+  // Without the pin W4 takes the shortest path, over L1: four streams there, a slower job.
+  json s = json::parse(scenario_text("grid_scheme1.json"));
+  json& w4 = s["job"]["plan"]["trees"][0]["streams"][3];
+  ASSERT_EQ(w4["from"], "W4");
+  w4["path"] = json::array({"W4", "S1", "S3", "PS"});
+  const json shortest = run(s.dump())["innetwork"];
+  EXPECT_TRUE(shortest["verified"].get<bool>());
+  EXPECT_EQ(shortest["forwarded"]["S2"].get<std::uint64_t>(), 2u * 2 * 512);
+  EXPECT_LT(shortest["algorithm_gbps"].get<double>(), 0.8);
+}
+
+TEST(Fabric, BadPlansAreRefused) {
+  NEEDS_PLAN();
+  json s = json::parse(scenario_text("grid_scheme1.json"));
+  auto refused = [&](const std::function<void(json&)>& change, const std::string& says) {
+    json bad = s;
+    change(bad);
+    try {
+      run(bad.dump());
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](json& b) { b["job"]["plan"]["trees"][0]["streams"][0]["to"] = "S9"; }, "no node 'S9'");
+  refused(
+      [](json& b) {
+        b["job"]["plan"]["trees"][0]["streams"][0]["path"] = {"W1", "S3", "PS"};
+      },
+      "which no link joins");
+  refused(
+      [](json& b) {
+        b["job"]["plan"]["trees"][0]["streams"][0]["path"] = {"W2", "S1", "S3", "PS"};
+      },
+      "must go from W1 to PS");
+  refused([](json& b) { b["job"]["trees"] = 2; }, "a plan has its own trees");
+  refused(
+      [](json& b) {
+        b["topology"] = {{"kind", "leaf-spine"}, {"mtu", 9000}};
+      },
+      "a plan needs a graph");
+  refused([](json& b) { b["topology"]["leaves"] = 2; }, "not a field of a graph");
 }
 
 TEST(Fabric, AWrongContributionIsCaughtByEveryWorker) {
