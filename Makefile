@@ -71,11 +71,13 @@ bench: build
 	exit $$status
 
 # The ns-3 fabric (docs/fabric.md): all-reduce completion time against the number of workers,
-# in-network (a two-level tree of switch models) and ring over TCP, JSON and a plot in
+# in-network (a tree of switch models) and ring over TCP; then several trees on an
+# oversubscribed fabric and congestion control against long TCP flows. JSON and plots in
 # $(BUILD)/bench/. Builds only netagg-fabric.
 bench-fabric: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fabric
-	bash scripts/bench-fabric.sh $(BUILD)
+	status=0; bash scripts/bench-fabric.sh $(BUILD) || status=$$?; \
+	bash scripts/bench-fabric-studies.sh $(BUILD) || status=$$?; exit $$status
 
 # The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what
 # is missing and where to get it, and exits 0 (not part of `make test`; scripts/p4-build.sh).
