@@ -81,19 +81,26 @@ void WorkerApp::HandleRead(Ptr<Socket> socket) {
 
 void WorkerApp::OnTimer() {
   timer_at_ = -1;
-  core_->on_timer(Simulator::Now().GetNanoSeconds(), send_);
+  const std::int64_t now = Simulator::Now().GetNanoSeconds();
+  const auto deadline = core_->next_deadline_ns();
+  // Woken for a deadline that has moved later since (Arm keeps an early event rather than move
+  // it): nothing is due yet, sleep again.
+  if (deadline && *deadline > now) {
+    Arm();
+    return;
+  }
+  core_->on_timer(now, send_);
   Arm();
   Check();
 }
 
 void WorkerApp::Arm() {
   const auto deadline = core_->next_deadline_ns();
-  if (!deadline) {
-    timer_.Cancel();
-    timer_at_ = -1;
-    return;
-  }
-  if (timer_.IsRunning() && timer_at_ == *deadline) return;
+  if (!deadline) return;  // a pending wake-up finds nothing due and lapses
+  // The engine's deadline moves with nearly every packet, mostly later. ns-3 keeps a cancelled
+  // event in its queue until its time, so moving the event each time filled the queue with dead
+  // events (several per packet); an event that fires early and sleeps again costs one.
+  if (timer_.IsRunning() && timer_at_ <= *deadline) return;
   timer_.Cancel();
   timer_at_ = *deadline;
   const std::int64_t delay =
