@@ -57,6 +57,9 @@ std::uint32_t load_be32(const std::byte* p) {
 // ---- JobPlan ------------------------------------------------------------------------------------
 
 static_assert(kJobIdOffset == wire::offset::kJobId, "bridge.hpp's job id offset is the wire's");
+static_assert(kTypeOffset == wire::offset::kType, "bridge.hpp's type offset is the wire's");
+static_assert(kResultType == static_cast<std::uint8_t>(wire::MsgType::kResult),
+              "bridge.hpp's result type is the wire's");
 
 // ---- GraphSpec ----------------------------------------------------------------------------------
 
@@ -256,6 +259,7 @@ struct WorkerCore::Impl {
       o.port = aggregators[t].second;
       o.data = reinterpret_cast<const std::uint8_t*>(packet.data());
       o.size = packet.size();
+      o.tree = t;
       send(o);
     }
     e.clear_transmits();

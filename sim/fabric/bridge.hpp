@@ -25,6 +25,7 @@ struct Outgoing {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
   std::uint8_t ecn = 0;  // the IPv4 ECN bits the datagram should leave with (aggregators)
+  std::size_t tree = 0;  // a worker's datagram: the tree it belongs to
 };
 using SendFn = std::function<void(const Outgoing&)>;
 
@@ -76,6 +77,9 @@ GraphSpec parse_graph(const std::string& json_text, const std::string& source);
 // the fabric's routing reads it to pin a tree's streams to their routes (checked against the
 // wire format in bridge.cpp).
 inline constexpr std::size_t kJobIdOffset = 4;
+// Where it keeps the message type, and a result's type (a contribution is 1).
+inline constexpr std::size_t kTypeOffset = 1;
+inline constexpr std::uint8_t kResultType = 2;
 
 // The whole job, built and checked by netagg's job code (host/src/job.cpp).
 class JobPlan {

@@ -377,6 +377,7 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   reset_ns3(s.background.seed);
   configure_tcp(s);  // the background flows
   std::unique_ptr<Network> net = build_network(s);
+  const std::vector<PlanTree> spec_trees = make_plan(s, *net).trees;
   const JobPlan plan(make_plan(s, *net));
   if (s.job.aggregation == "plan") {
     std::vector<std::vector<std::vector<unsigned>>> routes;
@@ -442,6 +443,13 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
     app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.ect(), [&remaining] {
       if (--remaining == 0) Simulator::Stop();
     });
+    if (s.job.pace_gbps > 0) {
+      double total = 0;
+      for (const PlanTree& t : spec_trees) total += t.weight;
+      std::vector<double> pace;
+      for (const PlanTree& t : spec_trees) pace.push_back(s.job.pace_gbps * t.weight / total);
+      app->SetPacing(pace);
+    }
     net->hosts.Get(r)->AddApplication(app);
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
@@ -537,6 +545,15 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
            {"queues", queue_json(q)},
            {"job", json::parse(plan.to_json())},
            {"per_worker", per_worker}};
+  if (s.job.plan.contains("predicted_gbps")) {
+    // A plan's predicted rate per worker against the measured one: the tensor over the slowest
+    // worker's time (payload only: the links also carry the headers).
+    const double predicted = s.job.plan.at("predicted_gbps").get<double>();
+    out["plan"] = {{"policy", s.job.plan.value("policy", "")},
+                   {"predicted_gbps", predicted},
+                   {"measured_over_predicted",
+                    predicted > 0 ? out["algorithm_gbps"].get<double>() / predicted : 0.0}};
+  }
   add_sim_stats(out, sim, *net);
   add_background(out, background.get());
   ok = verified;

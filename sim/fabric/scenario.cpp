@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,55 @@ json read_json_file(const std::string& base_dir, const std::string& name,
   } catch (const json::exception& e) {
     fail(field, fmt::format("'{}' is not JSON: {}", path, e.what()));
   }
+}
+
+// netagg-plan's report (its --json output, docs/routing.md) -> the fabric's plan: each tree's
+// streams, an aggregator's to its parent on its route, a worker's to the aggregator that takes
+// its stream, on the part of its route up to there.
+json plan_of_report(const json& report, const std::string& policy) {
+  if (policy.empty()) fail("job.policy", "which policy of netagg-plan's report to run");
+  const json& policies = report.at("policies");
+  if (!policies.contains(policy)) {
+    std::string names;
+    for (auto it = policies.begin(); it != policies.end(); ++it)
+      names += (names.empty() ? "" : ", ") + it.key();
+    fail("job.policy", fmt::format("no policy '{}' in the report ({})", policy, names));
+  }
+  const json& p = policies.at(policy);
+  if (!p.value("executable", false) || !p.contains("trees"))
+    fail("job.policy", fmt::format("'{}' has no trees to run (an upper bound only)", policy));
+  // Each worker's full route in each tree, to its root.
+  std::map<std::pair<std::string, std::size_t>, std::vector<std::string>> route;
+  for (const json& w : p.at("workers"))
+    for (const json& t : w.at("trees"))
+      route[{w.at("name").get<std::string>(), t.at("tree").get<std::size_t>()}] =
+          t.at("route").get<std::vector<std::string>>();
+  json trees = json::array();
+  for (std::size_t t = 0; t < p.at("trees").size(); ++t) {
+    const json& tree = p.at("trees")[t];
+    json streams = json::array();
+    for (const json& a : tree.at("aggregators")) {
+      const std::string name = a.at("name").get<std::string>();
+      if (a.contains("parent"))
+        streams.push_back({{"from", name}, {"to", a.at("parent")}, {"path", a.at("route")}});
+      for (const json& w : a.at("workers")) {
+        const auto it = route.find({w.get<std::string>(), t});
+        if (it == route.end())
+          fail("job.plan", fmt::format("tree {}: no route for worker {}", t, w.get<std::string>()));
+        std::vector<std::string> path;
+        for (const std::string& hop : it->second) {
+          path.push_back(hop);
+          if (hop == name) break;
+        }
+        if (path.back() != name)
+          fail("job.plan",
+               fmt::format("tree {}: {}'s route does not pass {}", t, w.get<std::string>(), name));
+        streams.push_back({{"from", w}, {"to", name}, {"path", path}});
+      }
+    }
+    trees.push_back({{"weight", tree.value("weight", 1)}, {"streams", streams}});
+  }
+  return json{{"trees", trees}, {"policy", policy}, {"predicted_gbps", p.value("rate_gbps", 0.0)}};
 }
 
 }  // namespace
@@ -186,13 +236,14 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   in_range(s.queues.ecn_threshold_packets, 1, s.queues.capacity_packets,
            "queues.ecn_threshold_packets");
 
+  bool pace_plan = false;  // job.pace_gbps: "plan"
   if (j.contains("job")) {
     const json& o = j.at("job");
     only_keys(o, "job",
               {"workers", "tensor_bytes", "elements_per_packet", "window", "aggregation", "trees",
                "congestion_control", "ecn_capable", "epoch", "retransmit_timeout_us",
                "min_retransmit_timeout_us", "max_retransmit_timeout_us", "job_timeout_ms",
-               "corrupt_rank", "plan", "plan_file"});
+               "corrupt_rank", "plan", "plan_file", "policy", "pace_gbps"});
     Job& b = s.job;
     get(o, "job", "workers", b.workers);
     get(o, "job", "tensor_bytes", b.tensor_bytes);
@@ -201,6 +252,13 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
     get(o, "job", "aggregation", b.aggregation);
     get(o, "job", "trees", b.trees);
     get(o, "job", "plan_file", b.plan_file);
+    get(o, "job", "policy", b.policy);
+    if (o.contains("pace_gbps")) {
+      if (o.at("pace_gbps") == "plan")
+        pace_plan = true;
+      else
+        get(o, "job", "pace_gbps", b.pace_gbps);
+    }
     if (o.contains("plan")) b.plan = o.at("plan");
     get(o, "job", "congestion_control", b.congestion_control);
     if (o.contains("ecn_capable")) {
@@ -235,11 +293,24 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
     if (b.plan.is_null() == b.plan_file.empty())
       fail("job", "a plan needs one of plan (inline) and plan_file");
     if (!b.plan_file.empty()) b.plan = read_json_file(base_dir, b.plan_file, "job.plan_file");
+    if (b.plan.contains("policies")) {
+      b.plan = plan_of_report(b.plan, b.policy);
+    } else if (!b.policy.empty()) {
+      fail("job.policy", "for a plan that is netagg-plan's report (with \"policies\")");
+    }
+    if (pace_plan) {
+      if (!b.plan.contains("predicted_gbps"))
+        fail("job.pace_gbps", "\"plan\" needs a plan with a predicted rate (netagg-plan's)");
+      b.pace_gbps = b.plan.at("predicted_gbps").get<double>();
+    }
     if (j.at("job").contains("trees")) fail("job.trees", "a plan has its own trees");
     b.trees = static_cast<unsigned>(b.plan.value("trees", json::array()).size());
   } else if (!b.plan.is_null() || !b.plan_file.empty()) {
     fail("job.plan", "for aggregation \"plan\"");
+  } else if (pace_plan) {
+    fail("job.pace_gbps", "\"plan\" is for aggregation \"plan\"");
   }
+  in_range(b.pace_gbps, 0, 1e6, "job.pace_gbps");
   in_range(b.trees, 1, 64, "job.trees");
   if (std::uint64_t{b.trees} * b.window > 65536)
     fail("job.trees", "trees * window exceeds the 16-bit slot space");
@@ -326,6 +397,7 @@ json to_json(const Scenario& s) {
                 {"window", b.window},
                 {"aggregation", b.aggregation},
                 {"plan", b.plan},
+                {"pace_gbps", b.pace_gbps},
                 {"trees", b.trees},
                 {"congestion_control", b.congestion_control},
                 {"ecn_capable", s.ect()},

@@ -56,6 +56,11 @@ struct Job {
   // (`plan`) or from a file (`plan_file`, relative to the scenario's folder).
   nlohmann::json plan;
   std::string plan_file;
+  std::string policy;  // when the plan is netagg-plan's report: which policy's plan
+  // Each worker sends at most this many Gbit/s of UDP payload, split over the trees by weight
+  // (the rates a plan assumes are paced rates); 0: as fast as the window allows. "plan" in the
+  // scenario: the plan's predicted rate.
+  double pace_gbps = 0;
   unsigned trees = 1;  // K: roots on spines 0..K-1 (mod spines), chunks round-robin
   bool congestion_control = true;
   // Contributions leave ECT(0); unset: as congestion_control. ECN-capable without congestion
