@@ -78,7 +78,23 @@ struct Chunking {
   std::size_t size(std::uint64_t c) const { return std::min(per_packet, n - offset(c)); }
 };
 
-// Elements travel as they are (int32, or fp32 to an fp32-capable aggregator): packet p is
+// bf16 elements as 16-bit big-endian words (codec has int32 and fp32 only; bf16 is rare enough
+// not to need its vector kernels).
+void store_be(std::span<const Bf16> x, std::byte* out) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    out[2 * i] = static_cast<std::byte>(x[i].bits >> 8);
+    out[2 * i + 1] = static_cast<std::byte>(x[i].bits & 0xFF);
+  }
+}
+void load_be(const std::byte* in, std::span<Bf16> out) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].bits = static_cast<std::uint16_t>((std::to_integer<unsigned>(in[2 * i]) << 8) |
+                                             std::to_integer<unsigned>(in[2 * i + 1]));
+}
+using codec::load_be;
+using codec::store_be;
+
+// Elements travel as they are (int32, bf16, or fp32 to an fp32-capable aggregator): packet p is
 // chunk p, no exponent.
 template <typename T, wire::DataType kDtype>
 class RawSource final : public PacketSource {
@@ -91,13 +107,13 @@ class RawSource final : public PacketSource {
     h.dtype = kDtype;
     h.count = static_cast<std::uint16_t>(chunks_.size(p));
     h.exponent = wire::kExponentNone;
-    codec::store_be(std::span<const T>(data_.subspan(chunks_.offset(p), h.count)), payload.data());
+    store_be(std::span<const T>(data_.subspan(chunks_.offset(p), h.count)), payload.data());
   }
 
   void deliver(std::uint64_t p, const wire::Header& h,
                std::span<const std::byte> payload) override {
     // The engine delivers only results of the shape that was sent: h.count == chunk size.
-    codec::load_be(payload.data(), data_.subspan(chunks_.offset(p), h.count));
+    load_be(payload.data(), data_.subspan(chunks_.offset(p), h.count));
   }
 
  private:
@@ -219,8 +235,9 @@ constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
 }  // namespace
 
 struct Communicator::Impl {
+  using Data = std::variant<std::span<float>, std::span<std::int32_t>, std::span<Bf16>>;
   struct Op {
-    std::variant<std::span<float>, std::span<std::int32_t>> data;
+    Data data;
     std::shared_ptr<Handle::State> state;
   };
 
@@ -244,7 +261,7 @@ struct Communicator::Impl {
     worker.join();
   }
 
-  Handle enqueue(std::variant<std::span<float>, std::span<std::int32_t>> data) {
+  Handle enqueue(Data data) {
     auto state = std::make_shared<Handle::State>();
     {
       std::lock_guard lock(mutex);
@@ -312,6 +329,11 @@ struct Communicator::Impl {
   void execute(std::span<std::int32_t> data) {
     if (data.empty()) return;
     execute_raw<std::int32_t, wire::DataType::kInt32>(data);
+  }
+
+  void execute(std::span<Bf16> data) {
+    if (data.empty()) return;
+    execute_raw<Bf16, wire::DataType::kBf16>(data);
   }
 
   void execute(std::span<float> data) {
@@ -481,8 +503,18 @@ const Config& Communicator::config() const { return impl_->cfg; }
 
 void Communicator::allreduce(std::span<float> data) { allreduce_async(data).wait(); }
 void Communicator::allreduce(std::span<std::int32_t> data) { allreduce_async(data).wait(); }
+void Communicator::allreduce(std::span<Bf16> data) { allreduce_async(data).wait(); }
 Handle Communicator::allreduce_async(std::span<float> data) { return impl_->enqueue(data); }
 Handle Communicator::allreduce_async(std::span<std::int32_t> data) { return impl_->enqueue(data); }
+Handle Communicator::allreduce_async(std::span<Bf16> data) {
+  // Refused at once, not as a failed operation: nothing was sent, the communicator stays usable.
+  if (impl_->cfg.float_wire == FloatWire::kBlockInt32)
+    throw Error(Errc::kUnsupported,
+                "bf16: the aggregator adds integers (float_wire int32-bfp: the switch), which "
+                "cannot sum bf16; bf16 needs an aggregator that adds floats (float_wire fp32: the "
+                "FPGA aggregator)");
+  return impl_->enqueue(data);
+}
 
 EngineStats Communicator::stats() const {
   std::lock_guard lock(impl_->mutex);

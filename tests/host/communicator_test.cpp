@@ -7,9 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -848,6 +850,128 @@ TEST(CommunicatorTest, Fp32OnTheWireToAnFp32Aggregator) {
       },
       [&](int r, Communicator& comm) { comm.allreduce(std::span<float>(data[r])); }));
   for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], want);
+}
+
+// An aggregator that adds bf16 as the FPGA aggregator does: each element widened to fp32, the
+// contributions of a round added in rank order in fp32, the sum rounded to bf16 (nearest even).
+// Every round completes once; a retransmission of a complete round gets the stored result.
+class Bf16Adder {
+ public:
+  explicit Bf16Adder(const JobSpec& job) : job_(job) {}
+  void operator()(const Endpoint&, std::span<const std::byte> packet,
+                  const InprocNetwork::SendFn& send) {
+    const auto d = wire::decode(packet);
+    ASSERT_TRUE(d) << wire::to_string(d.error);
+    ASSERT_EQ(d.header.dtype, wire::DataType::kBf16);
+    const std::size_t n = job_.world_size();
+    Round& round = rounds_[{d.header.slot, d.header.set}];
+    if (round.parts.empty() || round.seq != d.header.seq)
+      round = Round{d.header.seq, std::vector<std::vector<float>>(n), 0, {}};
+    const auto reply = [&](const WorkerSpec& w) {
+      wire::Header h = d.header;
+      h.type = wire::MsgType::kResult;
+      h.rank = w.rank;
+      ASSERT_TRUE(wire::encode_header(h, round.result));
+      send(w.address, round.result);
+    };
+    auto& part = round.parts[d.header.rank];
+    if (!part.empty()) {
+      if (round.arrived == n) reply(job_.workers[d.header.rank]);
+      return;
+    }
+    for (std::size_t i = 0; i < d.header.count; ++i) {
+      const auto hi = std::to_integer<std::uint32_t>(d.payload[2 * i]);
+      const auto lo = std::to_integer<std::uint32_t>(d.payload[2 * i + 1]);
+      part.push_back(std::bit_cast<float>(((hi << 8) | lo) << 16));
+    }
+    if (++round.arrived < n) return;
+    round.result.assign(wire::kHeaderSize + 2 * std::size_t{d.header.count}, std::byte{0});
+    for (std::size_t i = 0; i < d.header.count; ++i) {
+      float sum = 0.0f;
+      for (const auto& p : round.parts) sum += p[i];
+      const std::uint16_t bits = Bf16::from_float(sum).bits;
+      round.result[wire::kHeaderSize + 2 * i] = static_cast<std::byte>(bits >> 8);
+      round.result[wire::kHeaderSize + 2 * i + 1] = static_cast<std::byte>(bits & 0xFF);
+    }
+    for (const auto& w : job_.workers) reply(w);
+  }
+
+ private:
+  struct Round {
+    std::uint32_t seq = 0;
+    std::vector<std::vector<float>> parts;
+    std::size_t arrived = 0;
+    std::vector<std::byte> result;
+  };
+  JobSpec job_;
+  std::map<std::pair<int, int>, Round> rounds_;
+};
+
+TEST(Bf16Test, WidensExactlyAndRoundsToNearestEven) {
+  EXPECT_EQ(Bf16{0x3F80}.to_float(), 1.0f);
+  EXPECT_EQ(Bf16{0xC040}.to_float(), -3.0f);
+  EXPECT_EQ(Bf16::from_float(1.0f).bits, 0x3F80);
+  EXPECT_EQ(Bf16::from_float(1.0f + 0x1p-8f).bits, 0x3F80);  // a tie: down to the even one
+  EXPECT_EQ(Bf16::from_float(1.0f + 0x3p-8f).bits, 0x3F82);  // a tie: up to the even one
+  EXPECT_EQ(Bf16::from_float(1.0f + 0x1p-8f + 0x1p-20f).bits, 0x3F81);  // above the tie
+  EXPECT_EQ(Bf16::from_float(-0.0f).bits, 0x8000);
+  EXPECT_EQ(Bf16::from_float(std::numeric_limits<float>::infinity()).bits, 0x7F80);
+  EXPECT_EQ(Bf16::from_float(0x1.FFFFFEp127f).bits, 0x7F80);  // rounds up past the largest bf16
+  const Bf16 nan = Bf16::from_float(std::bit_cast<float>(0x7F800001u));  // signalling NaN
+  EXPECT_TRUE(std::isnan(nan.to_float()));
+  EXPECT_EQ(nan.bits & 0x0040, 0x0040);  // quieted, not rounded to Inf
+}
+
+TEST(CommunicatorTest, Bf16ToAnAggregatorThatAddsFloats) {
+  const JobSpec job = test_job(3);
+  InprocNetwork net{Bf16Adder(job)};
+  const std::size_t n = 64 * kWindow * 2 + 7;  // every (slot, set) used, a short last chunk
+  std::vector<std::vector<Bf16>> data(3);
+  std::vector<Bf16> want(n);
+  for (int r = 0; r < 3; ++r)
+    for (float x : random_floats(n, 50 + r)) data[r].push_back(Bf16::from_float(x));
+  for (std::size_t i = 0; i < n; ++i) {
+    float sum = 0.0f;  // the adder's order: rank 0, 1, 2, in fp32
+    for (int r = 0; r < 3; ++r) sum += data[r][i].to_float();
+    want[i] = Bf16::from_float(sum);
+  }
+  expect_no_errors(run_ranks(
+      net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.float_wire = FloatWire::kFp32;
+        return c;
+      },
+      [&](int r, Communicator& comm) {
+        comm.allreduce(std::span<Bf16>(data[r]));
+        std::vector<Bf16> async(data[r].begin(), data[r].begin() + 100);
+        const Bf16 sum_of_one = async[99];
+        auto h = comm.allreduce_async(std::span<Bf16>(async));
+        h.wait();  // the sum of the sums: every rank holds the same 100 elements
+        EXPECT_EQ(async[99], Bf16::from_float(3 * sum_of_one.to_float()))
+            << "rank " << r << " element 99";
+      }));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], want) << "rank " << r;
+}
+
+TEST(CommunicatorTest, Bf16IsRefusedByAnIntegerAggregatorAndTheCommunicatorGoesOn) {
+  const JobSpec job = test_job(2);
+  SwitchedNetwork sw(job);
+  expect_no_errors(run_ranks(
+      sw.net, job, [&](int r) { return test_config(job, r); },  // float_wire int32-bfp: a switch
+      [&](int r, Communicator& comm) {
+        std::vector<Bf16> b(10, Bf16::from_float(1.0f));
+        EXPECT_THAT(
+            testing::error_of([&] { comm.allreduce(std::span<Bf16>(b)); }, Errc::kUnsupported),
+            AllOf(HasSubstr("bf16"), HasSubstr("float_wire fp32")));
+        EXPECT_THAT(testing::error_of([&] { comm.allreduce_async(std::span<Bf16>(b)); },
+                                      Errc::kUnsupported),
+                    HasSubstr("int32-bfp"));
+        EXPECT_EQ(b[0], Bf16::from_float(1.0f));  // untouched
+        std::vector<std::int32_t> v{r + 1, 10};
+        comm.allreduce(std::span<std::int32_t>(v));  // still usable
+        EXPECT_EQ(v, (std::vector<std::int32_t>{3, 20}));
+      }));
 }
 
 TEST(CommunicatorTest, ResultsOfTheWrongShapeAreRejectedNotDelivered) {
