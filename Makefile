@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps configure build test test-long demo bench bench-fabric pytorch clean sim xclbin p4 formats format-check
+.PHONY: all deps configure build test test-long demo bench bench-fabric bench-plan pytorch clean sim xclbin p4 formats format-check
 
 all: build
 
@@ -78,6 +78,12 @@ bench-fabric: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fabric
 	status=0; bash scripts/bench-fabric.sh $(BUILD) || status=$$?; \
 	bash scripts/bench-fabric-studies.sh $(BUILD) || status=$$?; exit $$status
+
+# netagg-plan (docs/routing.md): Scheme 1, Scheme 2, GRID and the LP bound on fat trees k = 4, 8,
+# 16; JSON and a plot in $(BUILD)/bench/.
+bench-plan: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target netagg-plan
+	bash scripts/bench-plan.sh $(BUILD)
 
 # The torch.distributed backend's example (docs/pytorch.md): DDP on 4 ranks with Gloo and through
 # netagg (switch model, FPGA HLS model, both also with 1 % loss, 10 RTL steps); accuracy, samples/s

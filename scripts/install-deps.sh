@@ -22,7 +22,7 @@ packages=(
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
   iproute2 nftables ethtool  # namespace tests and benches: namespaces, veths, tbf, loss, offloads
   libns3-dev ns3 libgsl-dev  # the ns-3 fabric (sim/fabric, netagg-fabric): ns-3 3.37's headers, libraries, its GSL
-  libglpk-dev                # netagg-plan's linear programs (plan/)
+  libglpk-dev graphviz       # netagg-plan's linear programs (plan/) and its --png/--svg drawings
   python3-torch libtorch-dev pybind11-dev python3-dev  # the torch.distributed backend (torch/)
   python3-sklearn            # the training example's data set (examples/pytorch)
   openmpi-bin                # mpirun for the MPI example (examples/mpi)
