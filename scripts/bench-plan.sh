@@ -4,6 +4,8 @@
 # (16, 128 and 1024 hosts; host h0 the root, every other host a worker; 10 Gbit/s links, every
 # switch programmable and aggregating 30 Gbit/s) the rate of each policy (Scheme 1, Scheme 2,
 # GRID and the LP bound), GRID's gap to the bound, the sizes of the programs and the solve times.
+# The plans count the all-reduce's results on the reverse routes (netagg-plan's default);
+# PLAN_ARGS=--upward-only plans the streams towards the root alone.
 #
 # Writes BUILD_DIR/bench/plan.json (one entry per k and policy, and the raw reports in
 # BUILD_DIR/bench/plan-raw/) and BUILD_DIR/bench/plan.png (scripts/plot-plan.py, matplotlib), and
@@ -86,6 +88,7 @@ for e in results:
           f"{e['of_lp']:>6.3f} {trees:>5} {e['seconds']:>8.2f}  {size}")
 for k, s in wall.items():
     print(f"k = {k}: netagg-plan ran {s:.1f} s in all (routes, all policies, reports)")
+print(f"model: {report['options'].get('traffic', 'upward-only')}")
 PY
 
 if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then

@@ -38,7 +38,8 @@ def main():
     rates.set_xticklabels([f"k={k}\n{next(r['workers'] for r in results if r['k'] == k)} workers"
                            for k in ks])
     rates.set_ylabel("rate per worker (Gbit/s)")
-    rates.set_title("Fat trees: 10 Gbit/s links")
+    traffic = data.get("options", {}).get("traffic", "upward-only")
+    rates.set_title(f"Fat trees: 10 Gbit/s links ({traffic})")
     rates.legend(fontsize=8, ncol=2, loc="upper center")
 
     for policy in ("scheme1", "scheme2", "grid"):

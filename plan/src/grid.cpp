@@ -27,6 +27,7 @@ double since(Clock::time_point t) {
 struct Choice {
   int parent;
   std::vector<int> links;
+  std::vector<int> load;  // the links it loads: the route, and the results' way back
 };
 
 // The nodes that choose a parent (workers first, then switches farthest from the root first, so
@@ -72,7 +73,10 @@ Candidates make_candidates(const Problem& p, const PathSet& paths, bool aggregat
                                             (is_worker || p.distance[v] < p.distance[u]));
         if (!parent) continue;
         std::vector<int> route(path.begin(), path.begin() + static_cast<long>(h) + 1);
-        if (seen.insert({v, route}).second) c.choices[i].push_back({v, std::move(route)});
+        if (seen.insert({v, route}).second) {
+          std::vector<int> load = p.loaded_links(route);
+          c.choices[i].push_back({v, std::move(route), std::move(load)});
+        }
       }
     }
     // Nearest parents first: threshold rounding then gives the workers of one switch the same
@@ -130,11 +134,12 @@ std::unique_ptr<LinearProgram> build(const Problem& p, const Candidates& c, bool
       lp->add(act, r.z_column[c.index[parent]], -1);
     }
   }
-  // Capacities: links, aggregation, the root's ingress.
+  // Capacities: links (the streams, and the results on the way back), aggregation, the root's
+  // ingress.
   std::vector<std::vector<int>> on_link(t.links.size()), into(t.nodes.size());
   for (std::size_t i = 0; i < c.nodes.size(); ++i)
     for (std::size_t j = 0; j < c.choices[i].size(); ++j) {
-      for (int l : c.choices[i][j].links) on_link[l].push_back(r.y_column[i][j]);
+      for (int l : c.choices[i][j].load) on_link[l].push_back(r.y_column[i][j]);
       into[c.choices[i][j].parent].push_back(r.y_column[i][j]);
     }
   for (std::size_t l = 0; l < t.links.size(); ++l) {
@@ -169,7 +174,7 @@ void read_solution(const Problem& p, const Candidates& c, const LinearProgram& l
     for (std::size_t j = 0; j < c.choices[i].size(); ++j) {
       const double y = std::clamp(lp.value(r.y_column[i][j]), 0.0, 1.0);
       r.y[i].push_back(y);
-      for (int l : c.choices[i][j].links) r.usage.link[l] += y;
+      for (int l : c.choices[i][j].load) r.usage.link[l] += y;
       if (c.choices[i][j].parent == p.root)
         r.usage.root += y;
       else
@@ -294,7 +299,7 @@ class LocalSearch {
 
   void apply_stream(int i, int j, int sign) {
     const Choice& ch = c_.choices[i][j];
-    for (int l : ch.links) count_[l] += sign;
+    for (int l : ch.load) count_[l] += sign;
     count_[links_ + ch.parent] += sign;
     children_[ch.parent] += sign;
   }
@@ -315,7 +320,7 @@ class LocalSearch {
   void remove(Move& m, int i) {
     const int j = pick_of(m, i);
     const Choice& ch = c_.choices[i][j];
-    for (int l : ch.links) --m.count[l];
+    for (int l : ch.load) --m.count[l];
     --m.count[links_ + ch.parent];
     --m.children[ch.parent];
     m.picks[i] = -1;
@@ -324,7 +329,7 @@ class LocalSearch {
 
   void add(Move& m, int i, int j) {
     const Choice& ch = c_.choices[i][j];
-    for (int l : ch.links) ++m.count[l];
+    for (int l : ch.load) ++m.count[l];
     ++m.count[links_ + ch.parent];
     const bool was_off = children_of(m, ch.parent) == 0;
     ++m.children[ch.parent];
@@ -344,7 +349,7 @@ class LocalSearch {
       const Choice& ch = c_.choices[i][j];
       if (ch.parent == avoid) continue;
       double load = ratio(links_ + ch.parent, count_of(m, links_ + ch.parent) + 1);
-      for (int l : ch.links) load = std::max(load, ratio(l, count_of(m, l) + 1));
+      for (int l : ch.load) load = std::max(load, ratio(l, count_of(m, l) + 1));
       if (load < best_load - 1e-12 || (load < best_load + 1e-12 && r_.y[i][j] > best_y)) {
         best = static_cast<int>(j);
         best_load = load;
@@ -369,7 +374,7 @@ class LocalSearch {
         if (picks_[i] < 0) continue;
         const Choice& ch = c_.choices[i][picks_[i]];
         if (links_ + ch.parent == b ||
-            std::find(ch.links.begin(), ch.links.end(), b) != ch.links.end())
+            std::find(ch.load.begin(), ch.load.end(), b) != ch.load.end())
           through.push_back(static_cast<int>(i));
       }
       std::shuffle(through.begin(), through.end(), rng);
@@ -463,7 +468,7 @@ std::vector<double> mix(const Problem& p, const std::vector<Tree>& trees, bool v
     cols.push_back(lp.add_column(0, kUnlimited, 1));
     std::map<int, double> count;
     for (const Stream& s : trees[k].streams) {
-      for (int l : s.links) count[l] += 1;
+      for (int l : p.loaded_links(s.links)) count[l] += 1;
       count[links + s.to] += 1;
     }
     for (const auto& [res, n] : count) rows[res].push_back({cols.back(), n});
@@ -499,7 +504,7 @@ PathSet make_paths(const Problem& p, const SolverOptions& o) {
     if (!wanted) continue;
     auto& paths = set.of[n];
     paths.push_back(p.shortest_path(static_cast<int>(n)));
-    for (auto& path : shortest_paths(t, static_cast<int>(n), p.root, o.paths, o.seed))
+    for (auto& path : shortest_paths(p, static_cast<int>(n), p.root, o.paths, o.seed))
       if (std::find(paths.begin(), paths.end(), path) == paths.end())
         paths.push_back(std::move(path));
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <queue>
@@ -27,6 +28,7 @@ std::uint64_t splitmix(std::uint64_t x) {
 struct Dijkstra {
   const Topology& t;
   const std::vector<double>& weight;
+  const std::vector<char>& usable;  // per link
   std::vector<double> dist;
   std::vector<int> via;  // link into the node
 
@@ -49,7 +51,7 @@ struct Dijkstra {
       if (n != from && !forwards(t, n)) continue;  // hosts do not forward
       for (int l : t.out_links[n]) {
         const int m = t.links[l].to;
-        if (blocked_link[l] || blocked_node[m]) continue;
+        if (!usable[l] || blocked_link[l] || blocked_node[m]) continue;
         const double nd = d + weight[l];
         if (nd < dist[m]) {
           dist[m] = nd;
@@ -66,7 +68,54 @@ struct Dijkstra {
   }
 };
 
+// Breadth-first from the root against the links' direction over the links `usable` allows; only
+// switches relay. Per node its hop count (-1: no path) and its next link towards the root.
+void hops_to_root(const Topology& t, int root, const std::function<bool(int)>& usable,
+                  std::vector<int>& distance, std::vector<int>& next_link) {
+  distance.assign(t.nodes.size(), -1);
+  next_link.assign(t.nodes.size(), -1);
+  std::deque<int> queue{root};
+  distance[root] = 0;
+  while (!queue.empty()) {
+    const int v = queue.front();
+    queue.pop_front();
+    if (v != root && !forwards(t, v)) continue;
+    for (int l : t.in_links[v]) {
+      const int u = t.links[l].from;
+      if (!usable(l) || distance[u] >= 0) continue;
+      distance[u] = distance[v] + 1;
+      next_link[u] = l;
+      queue.push_back(u);
+    }
+  }
+}
+
 }  // namespace
+
+std::string_view to_string(Traffic traffic) {
+  return traffic == Traffic::kAllReduce ? "all-reduce" : "upward-only";
+}
+
+bool Problem::usable(int link) const {
+  return traffic == Traffic::kUpwardOnly || topology->links[link].twin >= 0;
+}
+
+std::vector<int> Problem::loaded_links(const std::vector<int>& route) const {
+  std::vector<int> out(route);
+  if (traffic == Traffic::kAllReduce)
+    for (int l : route) {
+      const int twin = topology->links[l].twin;
+      if (twin < 0)
+        throw Error(
+            Errc::kConfig,
+            fmt::format("a stream uses the one-way link {} {}->{}: an all-reduce's results "
+                        "have no way back",
+                        topology->links[l].name, topology->nodes[topology->links[l].from].name,
+                        topology->nodes[topology->links[l].to].name));
+      out.push_back(twin);
+    }
+  return out;
+}
 
 std::vector<int> Problem::shortest_path(int node) const {
   std::vector<int> path;
@@ -77,9 +126,10 @@ std::vector<int> Problem::shortest_path(int node) const {
   return path;
 }
 
-Problem make_problem(const Topology& t, std::string_view root_name) {
+Problem make_problem(const Topology& t, std::string_view root_name, Traffic traffic) {
   Problem p;
   p.topology = &t;
+  p.traffic = traffic;
   if (!root_name.empty()) {
     p.root = t.find(root_name);
     if (p.root < 0) throw Error(Errc::kConfig, fmt::format("root: no node '{}'", root_name));
@@ -100,34 +150,32 @@ Problem make_problem(const Topology& t, std::string_view root_name) {
   p.rank.assign(t.nodes.size(), -1);
   for (std::size_t r = 0; r < p.workers.size(); ++r) p.rank[p.workers[r]] = static_cast<int>(r);
 
-  // Breadth-first from the root against the links' direction; only switches relay.
-  p.distance.assign(t.nodes.size(), -1);
-  p.next_link.assign(t.nodes.size(), -1);
-  std::deque<int> queue{p.root};
-  p.distance[p.root] = 0;
-  while (!queue.empty()) {
-    const int v = queue.front();
-    queue.pop_front();
-    if (v != p.root && !forwards(t, v)) continue;
-    for (int l : t.in_links[v]) {
-      const int u = t.links[l].from;
-      if (p.distance[u] >= 0) continue;
-      p.distance[u] = p.distance[v] + 1;
-      p.next_link[u] = l;
-      queue.push_back(u);
-    }
-  }
-  for (int w : p.workers)
-    if (p.distance[w] < 0)
+  hops_to_root(
+      t, p.root, [&](int l) { return p.usable(l); }, p.distance, p.next_link);
+  std::vector<int> any_distance, any_next;  // over one-way links too: to explain an error
+  for (int w : p.workers) {
+    if (p.distance[w] >= 0) continue;
+    if (any_distance.empty())
+      hops_to_root(
+          t, p.root, [](int) { return true; }, any_distance, any_next);
+    if (any_distance[w] >= 0)
       throw Error(Errc::kConfig,
-                  fmt::format("worker '{}' has no path to the root '{}' (paths run through "
-                              "switches only)",
+                  fmt::format("worker '{}' reaches the root '{}' only over one-way links: an "
+                              "all-reduce's results come back on the reverse route, so its "
+                              "streams use full-duplex links only (--upward-only plans the "
+                              "streams towards the root alone)",
                               t.nodes[w].name, t.nodes[p.root].name));
+    throw Error(Errc::kConfig,
+                fmt::format("worker '{}' has no path to the root '{}' (paths run through "
+                            "switches only)",
+                            t.nodes[w].name, t.nodes[p.root].name));
+  }
   return p;
 }
 
-std::vector<std::vector<int>> shortest_paths(const Topology& t, int from, int to, int count,
+std::vector<std::vector<int>> shortest_paths(const Problem& p, int from, int to, int count,
                                              std::uint64_t seed) {
+  const Topology& t = p.topo();
   // Hop counts plus a perturbation whose sum over any simple path stays below one hop: it only
   // orders paths of equal length.
   const double epsilon = 0.5 / static_cast<double>(t.nodes.size() + 1);
@@ -141,7 +189,9 @@ std::vector<std::vector<int>> shortest_paths(const Topology& t, int from, int to
     for (int l : path) c += weight[l];
     return c;
   };
-  Dijkstra dijkstra{t, weight, {}, {}};
+  std::vector<char> usable(t.links.size());
+  for (std::size_t l = 0; l < t.links.size(); ++l) usable[l] = p.usable(static_cast<int>(l));
+  Dijkstra dijkstra{t, weight, usable, {}, {}};
   std::vector<char> blocked_node(t.nodes.size(), 0), blocked_link(t.links.size(), 0);
   std::vector<std::vector<int>> found;
   std::vector<int> first = dijkstra.run(from, to, blocked_node, blocked_link);
@@ -185,7 +235,7 @@ Usage usage_of(const Problem& p, std::span<const WeightedTree> trees) {
   u.agg.assign(t.nodes.size(), 0);
   for (const WeightedTree& wt : trees)
     for (const Stream& s : wt.tree.streams) {
-      for (int l : s.links) u.link[l] += wt.share;
+      for (int l : p.loaded_links(s.links)) u.link[l] += wt.share;
       if (s.to == p.root)
         u.root += wt.share;
       else
@@ -232,6 +282,11 @@ std::string check_tree(const Problem& p, const Tree& tree) {
         return fmt::format("the route of '{}' is not a path", name);
       if (h > 0 && t.nodes[at].kind != NodeKind::kSwitch)
         return fmt::format("the route of '{}' passes through host '{}'", name, t.nodes[at].name);
+      if (!p.usable(l))
+        return fmt::format(
+            "the route of '{}' uses the one-way link '{}': the results have no way "
+            "back",
+            name, t.links[l].name);
       at = t.links[l].to;
     }
     if (at != s.to) return fmt::format("the route of '{}' does not end at its parent", name);

@@ -220,11 +220,14 @@ std::string table(const Problem& p, const std::vector<PlanResult>& plans, bool d
   const Topology& t = p.topo();
   std::ostringstream out;
   out << fmt::format(
-      "{}: {} workers, root {}, {} switches ({} programmable), {} links\n",
+      "{}: {} workers, root {}, {} switches ({} programmable), {} links; {}\n",
       t.name.empty() ? "topology" : t.name, p.workers.size(), name_of(p, p.root),
       t.nodes_of(NodeKind::kSwitch).size(),
       std::count_if(t.nodes.begin(), t.nodes.end(), [](const Node& n) { return n.programmable(); }),
-      t.links.size());
+      t.links.size(),
+      p.traffic == Traffic::kAllReduce
+          ? "all-reduce: the results are counted on every stream's route reversed"
+          : "upward only: the streams towards the root, not the results");
   double bound = 0;
   for (const PlanResult& plan : plans)
     if (plan.policy == "lp") bound = plan.rate_gbps;
@@ -301,9 +304,21 @@ std::string dot(const Problem& p, const PlanResult& plan) {
     }
     out << fmt::format("  \"{}\" [label=\"{}\", {}];\n", node.name, label, attrs);
   }
+  // With the results counted both directions of a full-duplex link carry the same load (each
+  // one's streams plus the other's results): such a link is drawn once, in the direction its
+  // streams take.
+  const bool results = p.traffic == Traffic::kAllReduce;
+  std::vector<char> streams(t.links.size(), 0);
+  for (const WeightedTree& wt : plan.trees)
+    for (const Stream& st : wt.tree.streams)
+      for (int l : st.links) streams[l] = 1;
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     const Link& k = t.links[l];
     const double load = plan.usage.link[l] * x;
+    if (results && k.twin >= 0 && load > 0) {
+      const bool mine = streams[l] || (!streams[k.twin] && static_cast<int>(l) < k.twin);
+      if (!mine) continue;
+    }
     const bool twin_loaded = k.twin >= 0 && plan.usage.link[k.twin] * x > 0;
     if (load <= 0) {
       // An unused link is drawn once, grey, without direction.
@@ -315,11 +330,12 @@ std::string dot(const Problem& p, const PlanResult& plan) {
     }
     const bool binding = load >= k.gbps * kBinding;
     out << fmt::format(
-        "  \"{}\" -> \"{}\" [label=\"{}{:.3g}/{:.3g}\", penwidth={:.2f}, color={}, "
+        "  \"{}\" -> \"{}\" [label=\"{}{:.3g}/{:.3g}{}\", penwidth={:.2f}, color={}, "
         "fontcolor={}];\n",
         t.nodes[k.from].name, t.nodes[k.to].name,
         k.name.find('-') == std::string::npos ? k.name + " " : "", load, k.gbps,
-        1 + 3 * std::min(1.0, load / k.gbps), binding ? "red" : "blue", binding ? "red" : "blue");
+        results && k.twin >= 0 ? " each way" : "", 1 + 3 * std::min(1.0, load / k.gbps),
+        binding ? "red" : "blue", binding ? "red" : "blue");
   }
   out << "}\n";
   return out.str();

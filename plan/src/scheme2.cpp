@@ -121,7 +121,8 @@ class Greedy {
     return out;
   }
 
-  // An upper bound on x: every worker's whole gradient crosses its first link.
+  // An upper bound on x: every worker's whole gradient crosses its first link (and its results
+  // the way back).
   double bound() const {
     double b = kUnlimited;
     for (const auto& path : paths_) b = std::min(b, t_.links[path.front()].gbps);
@@ -147,14 +148,21 @@ class Greedy {
 
   bool fits(const Outcome& o, double x) const {
     std::vector<double> load(t_.links.size(), 0);
+    // A stream over `link`, and its results back over the twin (make_problem allows only
+    // full-duplex links then).
+    const bool results = p_.traffic == Traffic::kAllReduce;
+    auto carry = [&](int link, double rate) {
+      load[link] += rate;
+      if (results) load[t_.links[link].twin] += rate;
+    };
     double root = 0;
     for (const Segment& s : o.segments) {
-      for (std::size_t h = 0; h < s.hops; ++h) load[paths_[s.worker][h]] += (s.hi - s.lo) * x;
+      for (std::size_t h = 0; h < s.hops; ++h) carry(paths_[s.worker][h], (s.hi - s.lo) * x);
       if (s.at == p_.root) root += (s.hi - s.lo) * x;
     }
     for (const auto& [s, range] : o.aggregated) {
       const double rate = (range.second - range.first) * x;
-      for (int l = p_.next_link[s]; l >= 0; l = p_.next_link[t_.links[l].to]) load[l] += rate;
+      for (int l = p_.next_link[s]; l >= 0; l = p_.next_link[t_.links[l].to]) carry(l, rate);
       root += rate;
     }
     constexpr double kSlack = 1 + 1e-12;

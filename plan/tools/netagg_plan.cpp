@@ -4,7 +4,8 @@
 // Scheme 1, Scheme 2 and GRID and the LP bound, prints a table, and writes a JSON report, the
 // netagg job descriptions that run the plans, and a drawing.
 //
-//   netagg-plan TOPOLOGY.json [--policy all|scheme1|scheme2|grid|lp] [--json OUT] [--jobs DIR]
+//   netagg-plan TOPOLOGY.json [--policy all|scheme1|scheme2|grid|lp] [--upward-only]
+//               [--json OUT] [--jobs DIR]
 //   netagg-plan --fat-tree K [--workers N] [--link-gbps G] [--agg-gbps A] ...
 //
 // Exit status: 0 done, 2 usage, topology or option error, 3 the LP solver failed.
@@ -49,6 +50,7 @@ struct Options {
   std::string programmable = "edge,aggregation,core";
   std::string write_topology;
   std::string root;
+  bool upward_only = false;
   std::string policy = "all";
   SolverOptions solver;
   JobOptions job;
@@ -104,7 +106,8 @@ int run(const Options& o) {
     topology = load_topology(o.topology);
   }
   if (!o.write_topology.empty()) write_file(o.write_topology, to_json(topology).dump(2) + "\n");
-  const Problem problem = make_problem(topology, o.root);
+  const Problem problem =
+      make_problem(topology, o.root, o.upward_only ? Traffic::kUpwardOnly : Traffic::kAllReduce);
 
   const bool all = o.policy == "all";
   std::vector<PlanResult> plans;
@@ -127,7 +130,8 @@ int run(const Options& o) {
                      {"switches", topology.nodes_of(NodeKind::kSwitch).size()},
                      {"links", topology.links.size()}}},
                    {"options",
-                    {{"paths", o.solver.paths},
+                    {{"traffic", to_string(problem.traffic)},
+                     {"paths", o.solver.paths},
                      {"rounds", o.solver.rounds},
                      {"seed", o.solver.seed},
                      {"max_trees", o.solver.max_trees},
@@ -206,6 +210,9 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", o.solver.time_limit, "seconds for Scheme 1's branch and bound")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("--upward-only", o.upward_only,
+               "count only the streams towards the root, not the results coming back down the "
+               "reverse routes (a parameter server whose downlink is not the job's)");
   app.add_option("--json", o.json_out, "write the report (all plans, loads, jobs) here");
   app.add_option("--jobs", o.jobs_dir, "write each plan's job description to DIR/POLICY.job.json");
   app.add_option("--dot", o.dot_out, "write a Graphviz drawing of a plan");

@@ -196,10 +196,18 @@ Ptr<Ipv4Route> FabricRouting::RouteOutput(Ptr<Packet> p, const Ipv4Header& heade
                                           Socket::SocketErrno& sockerr) {
   const long d = routes_ ? routes_->vertex_of(header.GetDestination()) : -1;
   std::uint32_t interface = 0;
-  // A UDP datagram's header is not on the packet yet: netagg's starts at byte 0. The sender is
-  // this node.
+  // The sender is this node. ns-3 asks for a route before it puts the UDP header on (a socket
+  // bound to any address) or after (one bound to an address, as the aggregators' are): the UDP
+  // header is there when its length field is the packet's size (bytes 4 and 5 of a netagg
+  // header are its job id, never as large as the datagram in the fabric's jobs).
+  std::size_t offset = 0;
+  if (p && p->GetSize() >= 8) {
+    std::uint8_t udp[8];
+    p->CopyData(udp, 8);
+    if ((std::uint32_t{udp[4]} << 8 | udp[5]) == p->GetSize()) offset = 8;
+  }
   if (d >= 0 && routes_->has_pins() && header.GetProtocol() == 17 && p &&
-      pinned(p, 0, vertex_, static_cast<unsigned>(d), interface)) {
+      pinned(p, offset, vertex_, static_cast<unsigned>(d), interface)) {
     sockerr = Socket::ERROR_NOTERROR;
     return routes_->route(vertex_, interface);
   }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // netagg-plan: the GRID paper's example (Scheme 1 = 1, Scheme 2 = 2.4375, GRID = 3 Gbit/s),
-// small networks whose optima are derived by hand in the comments, a fat tree, bad topologies,
-// and the job descriptions the plans are written as.
+// small networks whose optima are derived by hand in the comments (one where the results coming
+// back down the reverse routes lower the rate), a fat tree, bad topologies, and the job
+// descriptions the plans are written as.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -128,6 +131,43 @@ TEST(Example, GridReachesThreeGbitPerSecondTheBound) {
   EXPECT_NEAR(agg_load(s.grid, t, "S1"), 9, kTol);
   EXPECT_NEAR(link_load(s.grid, t, "S1", "S2"), 3, kTol);
   EXPECT_NEAR(link_load(s.grid, t, "S1", "S3"), 3, kTol);
+  // The results come back on the reverse directions, which nothing else uses: mirror loads.
+  EXPECT_NEAR(link_load(s.grid, t, "S2", "S1"), 3, kTol);
+  EXPECT_NEAR(link_load(s.grid, t, "S3", "S1"), 3, kTol);
+}
+
+// The streams of `plan` towards the root alone, per link direction.
+std::vector<double> upward_loads(const Topology& t, const PlanResult& plan) {
+  const Problem upward = make_problem(t, {}, Traffic::kUpwardOnly);
+  return usage_of(upward, plan.trees).link;
+}
+
+TEST(Example, NoStreamsCrossSoTheResultsChangeNoValue) {
+  // On the example no plan uses a link in both directions: the other direction of every link a
+  // stream uses carries that stream's results only, a mirror of the direction towards PS. So
+  // counting the results changes no value: the same rates with and without (--upward-only).
+  const Topology t = example();
+  for (const Traffic traffic : {Traffic::kAllReduce, Traffic::kUpwardOnly}) {
+    SCOPED_TRACE(std::string(to_string(traffic)));
+    const Problem problem = make_problem(t, {}, traffic);
+    const Solved s = solve_all(problem);
+    EXPECT_NEAR(s.scheme1.rate_gbps, 1.0, kTol);
+    EXPECT_NEAR(s.scheme2.rate_gbps, 2.4375, kTol);
+    EXPECT_NEAR(s.grid.rate_gbps, 3.0, kTol);
+    EXPECT_NEAR(s.lp.rate_gbps, 3.0, kTol);
+    for (const PlanResult* p : {&s.scheme1, &s.scheme2, &s.grid}) {
+      expect_valid(problem, *p);
+      const std::vector<double> up = upward_loads(t, *p);
+      for (std::size_t l = 0; l < t.links.size(); ++l) {
+        const int twin = t.links[l].twin;
+        EXPECT_TRUE(up[l] == 0 || up[twin] == 0) << p->policy << " crosses on " << t.links[l].name;
+        // A direction carries its streams, and the results of the streams on the other one.
+        EXPECT_NEAR(p->usage.link[l], traffic == Traffic::kAllReduce ? up[l] + up[twin] : up[l],
+                    1e-12)
+            << p->policy << " " << t.links[l].name;
+      }
+    }
+  }
 }
 
 TEST(Example, LpBoundsEveryPolicy) {
@@ -224,6 +264,135 @@ TEST(RootIngress, BoundsTheStreamsIntoTheRoot) {
     EXPECT_NEAR(p->rate_gbps, 2, kTol) << p->policy;
 }
 
+// An aggregator box A on the workers' switch S1, with a thin link of its own to the root's switch
+// S0. A's stream can go back through S1 (against the workers' streams) or over the thin link.
+// S0 and S1 only forward; A aggregates 6; links 3, S1-A 6, A-S0 1.
+Topology box() {
+  return parse_topology(R"({"nodes": [
+      {"name": "R", "kind": "root"}, {"name": "S0", "kind": "switch"},
+      {"name": "S1", "kind": "switch"}, {"name": "A", "kind": "switch", "aggregation_gbps": 6},
+      {"name": "W1", "kind": "worker"}, {"name": "W2", "kind": "worker"}],
+    "links": [{"ends": ["S0", "R"], "gbps": 3}, {"ends": ["S1", "S0"], "gbps": 3},
+      {"ends": ["S1", "A"], "gbps": 6}, {"ends": ["A", "S0"], "gbps": 1},
+      {"ends": ["W1", "S1"], "gbps": 3}, {"ends": ["W2", "S1"], "gbps": 3}]})",
+                        "box");
+}
+
+// W1 and W2 to A over S1, and A's sum to the root back over S1: the tree whose streams cross.
+Tree box_tree(const Topology& t) {
+  return {
+      {{t.find("W1"), t.find("A"), {link(t, "W1", "S1"), link(t, "S1", "A")}},
+       {t.find("W2"), t.find("A"), {link(t, "W2", "S1"), link(t, "S1", "A")}},
+       {t.find("A"), t.find("R"), {link(t, "A", "S1"), link(t, "S1", "S0"), link(t, "S0", "R")}}}};
+}
+
+TEST(Results, UsageCountsEachStreamsResultsOnTheReverseOfItsRoute) {
+  const Topology t = box();
+  const Problem problem = make_problem(t);
+  const WeightedTree wt{box_tree(t), 1.0};
+  ASSERT_EQ(check_tree(problem, wt.tree), "");
+  const Usage u = usage_of(problem, std::span<const WeightedTree>(&wt, 1));
+  auto on = [&](std::string_view from, std::string_view to) { return u.link[link(t, from, to)]; };
+  EXPECT_EQ(on("W1", "S1"), 1);  // W1's stream
+  EXPECT_EQ(on("S1", "W1"), 1);  // its results
+  EXPECT_EQ(on("S1", "A"), 3);   // W1's and W2's streams, A's results
+  EXPECT_EQ(on("A", "S1"), 3);   // A's stream, W1's and W2's results
+  EXPECT_EQ(on("S1", "S0"), 1);
+  EXPECT_EQ(on("S0", "S1"), 1);
+  EXPECT_EQ(on("S0", "R"), 1);
+  EXPECT_EQ(on("R", "S0"), 1);
+  EXPECT_EQ(on("A", "S0"), 0);
+  EXPECT_EQ(on("S0", "A"), 0);
+  EXPECT_EQ(u.agg[t.find("A")], 2);  // aggregation counts the streams in; results pass through
+  EXPECT_EQ(u.root, 1);              // the root's ingress: what enters it
+  EXPECT_NEAR(rate_of(problem, u), 2, 1e-12);  // S1-A: 6 / 3 each way
+
+  const Problem upward = make_problem(t, {}, Traffic::kUpwardOnly);
+  const Usage v = usage_of(upward, std::span<const WeightedTree>(&wt, 1));
+  EXPECT_EQ(v.link[link(t, "S1", "A")], 2);
+  EXPECT_EQ(v.link[link(t, "A", "S1")], 1);
+  EXPECT_EQ(v.link[link(t, "S1", "W1")], 0);
+  EXPECT_EQ(v.agg, u.agg);
+  EXPECT_EQ(v.root, u.root);
+  EXPECT_NEAR(rate_of(upward, v), 3, 1e-12);  // the access links, S0-R and A's aggregation
+}
+
+TEST(Results, TheBoxByHand) {
+  const Topology t = box();
+  // Upward only: the crossing tree above reaches 3, the access links' bound.
+  const Problem upward = make_problem(t, {}, Traffic::kUpwardOnly);
+  const Solved u = solve_all(upward);
+  EXPECT_NEAR(u.lp.rate_gbps, 3, kTol);
+  EXPECT_NEAR(u.grid.rate_gbps, 3, kTol);
+
+  // With the results (docs/routing.md, "Smaller cases"): the crossing tree reaches 2, the raw
+  // tree (both workers to R over S1-S0) 1.5, the tree with A's stream over A-S0 1. Per worker a
+  // share a aggregated at A, of which t goes on over A-S0 and a - t back over S1; the rest raw.
+  // S0->R: 2(1 - a) + a <= 3/x; S1->A: 2a + (a - t) <= 6/x; A->S0: t <= 1/x. All three bind at
+  // a = 7/8, t = 3/8: x = 8/3 (trees of rates 4/3, 1 and 1/3).
+  const Problem problem = make_problem(t);
+  const Solved s = solve_all(problem);
+  for (const PlanResult* p : {&s.scheme1, &s.scheme2, &s.grid}) expect_valid(problem, *p);
+  EXPECT_NEAR(s.lp.rate_gbps, 8.0 / 3, kTol);
+  EXPECT_NEAR(s.grid.rate_gbps, 8.0 / 3, kTol);
+  EXPECT_EQ(s.grid.trees.size(), 3u);
+  EXPECT_EQ(std::multiset<std::uint32_t>(s.grid.weights.begin(), s.grid.weights.end()),
+            (std::multiset<std::uint32_t>{4, 3, 1}));
+  EXPECT_NEAR(link_load(s.grid, t, "S1", "A"), 6, kTol);
+  EXPECT_NEAR(link_load(s.grid, t, "A", "S1"), 6, kTol);
+  EXPECT_NEAR(link_load(s.grid, t, "A", "S0"), 1, kTol);
+  EXPECT_NEAR(link_load(s.grid, t, "S0", "R"), 3, kTol);
+  // Neither scheme aggregates (S1 and S0 only forward; A is on no shortest path): two streams on
+  // S0->R, 1.5 either way.
+  for (const Solved* v : {&s, &u}) {
+    EXPECT_NEAR(v->scheme1.rate_gbps, 1.5, kTol);
+    EXPECT_NEAR(v->scheme2.rate_gbps, 1.5, kTol);
+  }
+}
+
+TEST(Results, OneWayLinksCarryNoStreamOfAnAllReduce) {
+  // The only route to the root is one-way: refused for an all-reduce, planned upward only.
+  const Topology t = load_topology(fs::path(NETAGG_PLAN_TEST_DATA) / "one-way.json");
+  try {
+    make_problem(t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_STREQ(e.what(),
+                 "worker 'W1' reaches the root 'PS' only over one-way links: an all-reduce's "
+                 "results come back on the reverse route, so its streams use full-duplex links "
+                 "only (--upward-only plans the streams towards the root alone)");
+  }
+  const Problem upward = make_problem(t, {}, Traffic::kUpwardOnly);
+  EXPECT_NEAR(solve_all(upward).grid.rate_gbps, 3, kTol);
+
+  // A one-way shortcut besides a full-duplex route: no candidate uses it, no tree may.
+  const Topology s = parse_topology(R"({"nodes": [
+      {"name": "R", "kind": "root"}, {"name": "S1", "kind": "switch", "aggregation_gbps": 20},
+      {"name": "S2", "kind": "switch"}, {"name": "W1", "kind": "worker"},
+      {"name": "W2", "kind": "worker"}],
+    "links": [{"ends": ["W1", "S1"], "gbps": 10}, {"ends": ["W2", "S1"], "gbps": 10},
+      {"ends": ["S1", "S2"], "gbps": 10}, {"ends": ["S2", "R"], "gbps": 10},
+      {"name": "shortcut", "ends": ["S1", "R"], "gbps": 10, "directed": true}]})");
+  const Problem problem = make_problem(s);
+  const int shortcut = link(s, "S1", "R");
+  EXPECT_EQ(problem.distance[s.find("S1")], 2);
+  const PathSet paths = make_paths(problem, {});
+  for (int n : {s.find("W1"), s.find("W2"), s.find("S1")})
+    for (const auto& path : paths.of[n])
+      EXPECT_EQ(std::find(path.begin(), path.end(), shortcut), path.end());
+  const Tree over_shortcut{{{s.find("W1"), s.find("S1"), {link(s, "W1", "S1")}},
+                            {s.find("W2"), s.find("S1"), {link(s, "W2", "S1")}},
+                            {s.find("S1"), s.find("R"), {shortcut}}}};
+  EXPECT_EQ(check_tree(problem, over_shortcut),
+            "the route of 'S1' uses the one-way link 'shortcut': the results have no way back");
+  EXPECT_EQ(check_tree(make_problem(s, {}, Traffic::kUpwardOnly), over_shortcut), "");
+  const WeightedTree wt{over_shortcut, 1.0};
+  EXPECT_THROW(usage_of(problem, std::span<const WeightedTree>(&wt, 1)), Error);
+  // S1 aggregates both workers and sends one stream on over S2: 10.
+  EXPECT_NEAR(solve_all(problem).grid.rate_gbps, 10, kTol);
+}
+
 // ---- A fat tree --------------------------------------------------------------------------------
 
 TEST(FatTree, GridBeatsBothSchemesAndStaysUnderTheBound) {
@@ -245,9 +414,20 @@ TEST(FatTree, GridBeatsBothSchemesAndStaysUnderTheBound) {
   EXPECT_NEAR(s.scheme2.rate_gbps, 10.0 / 8, kTol);
   // The root's link carries at least one stream: 10 is the bound, and one tree reaches it (edge
   // switches aggregate 2 hosts, aggregation switches 2 edges, one core 3 pods, the root's
-  // aggregation switch the core and its other edge, the root's edge switch that and h1).
+  // aggregation switch the core and its other edge, the root's edge switch that and h1). Its
+  // routes are single links forming a tree of the network, so each link carries one stream one
+  // way and its results the other: the results cost nothing there. Trees whose streams cross
+  // (a stream down into the root's pod against another's results) do not reach 10 any more.
   EXPECT_NEAR(s.lp.rate_gbps, 10, kTol);
   EXPECT_NEAR(s.grid.rate_gbps, 10, kTol);
+  const std::vector<double> up = upward_loads(t, s.grid);
+  for (std::size_t l = 0; l < t.links.size(); ++l)
+    EXPECT_TRUE(up[l] == 0 || up[t.links[l].twin] == 0) << "crosses on " << t.links[l].name;
+  // Upward only the same values (the model without results, GRID's original one).
+  const Problem upward = make_problem(t, {}, Traffic::kUpwardOnly);
+  const Solved u = solve_all(upward);
+  EXPECT_NEAR(u.grid.rate_gbps, 10, kTol);
+  EXPECT_NEAR(u.scheme2.rate_gbps, 10.0 / 8, kTol);
 }
 
 TEST(FatTree, TopologyRoundTripsThroughJson) {

@@ -41,7 +41,8 @@ nlohmann::json report(const Problem& problem, const PlanResult& plan, const JobS
 std::string table(const Problem& problem, const std::vector<PlanResult>& plans, bool details);
 
 // A Graphviz drawing of the topology with the plan's loads: links and switches at capacity in
-// red, the others' load over capacity on each used link.
+// red, the others' load over capacity on each used link (with the results counted, a full-duplex
+// link once, in its streams' direction: both directions carry the same load).
 std::string dot(const Problem& problem, const PlanResult& plan);
 
 }  // namespace netagg::plan
