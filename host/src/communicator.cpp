@@ -243,8 +243,14 @@ struct Communicator::Impl {
 
   Impl(Config c, std::unique_ptr<Transport> t)
       : cfg(std::move(c)), transport(std::move(t)), split(tree_weights(cfg)) {
+    const std::vector<std::uint32_t> weights = tree_weights(cfg);
+    double weight_sum = 0;
+    for (const std::uint32_t w : weights) weight_sum += w;
     for (std::size_t k = 0; k < cfg.trees(); ++k) {
-      engines.push_back(std::make_unique<Engine>(cfg.engine_params(k)));
+      EngineParams params = cfg.engine_params(k);
+      // The worker's pace, split as its chunks are: each tree's share by its weight.
+      params.pace_gbps = weights.empty() ? cfg.pace_gbps : cfg.pace_gbps * weights[k] / weight_sum;
+      engines.push_back(std::make_unique<Engine>(params));
       engine_of_job[engines.back()->params().job_id] = k;
     }
     if (cfg.loss > 0)

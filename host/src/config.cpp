@@ -32,7 +32,7 @@ constexpr std::string_view kFileKeys[] = {
     "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
     "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
     "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload",
-    "congestion_control", "dpdk"};
+    "congestion_control", "pace_gbps", "dpdk"};
 constexpr std::string_view kDpdkKeys[] = {
     "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
     "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
@@ -55,6 +55,15 @@ Duration timeout_from_ms(double ms, std::string_view where) {
 }
 
 double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// A worker's pace: 0 (off) or [kMinPaceGbps, kMaxPaceGbps] (a tree's share is at least
+// 2^-20 of it: EngineParams takes down to 1e-6).
+constexpr double kMinPaceGbps = 1e-3, kMaxPaceGbps = 1e4;
+void check_pace(double gbps, std::string_view where) {
+  if (!(gbps == 0 || (gbps >= kMinPaceGbps && gbps <= kMaxPaceGbps)))
+    config_error(where, fmt::format("{} Gbit/s is neither 0 (off) nor in [{}, {}]", gbps,
+                                    kMinPaceGbps, kMaxPaceGbps));
+}
 
 // Picks the job `job_id` out of a file that may hold several; without an id it must hold one.
 JobSpec pick_job(std::vector<JobSpec> jobs, std::optional<std::uint16_t> job_id,
@@ -355,6 +364,10 @@ FileConfig parse_file(const std::filesystem::path& file) {
       config_error(field("congestion_control"), "must be true or false");
     cfg.congestion_control = j["congestion_control"].get<bool>();
   }
+  if (j.contains("pace_gbps")) {
+    cfg.pace_gbps = get_number(j, "pace_gbps", where);
+    check_pace(cfg.pace_gbps, field("pace_gbps"));
+  }
   if (j.contains("udp_offload")) {
     if (!j["udp_offload"].is_boolean()) config_error(field("udp_offload"), "must be true or false");
     cfg.udp_offload = j["udp_offload"].get<bool>();
@@ -483,6 +496,10 @@ void apply_run_environment(Config& cfg) {
       *field = *v == "1";
     }
   }
+  if (auto v = getenv_string("NETAGG_PACE_GBPS")) {
+    cfg.pace_gbps = parse_env_double("NETAGG_PACE_GBPS", *v);
+    check_pace(cfg.pace_gbps, "NETAGG_PACE_GBPS");
+  }
   if (auto v = getenv_string("NETAGG_EPOCH"))
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
   else if (!cfg.epoch)
@@ -595,6 +612,7 @@ void Config::validate() const {
                  fmt::format("{} ms is below retransmit_timeout {} ms",
                              to_ms(max_retransmit_timeout), to_ms(retransmit_timeout)));
   if (!(loss >= 0 && loss < 1)) config_error("loss", fmt::format("{} is outside [0, 1)", loss));
+  check_pace(pace_gbps, "pace_gbps");
 }
 
 WorkerView Config::worker_view(std::size_t tree) const {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "netagg/error.hpp"
@@ -46,6 +47,15 @@ const EngineParams& checked(const EngineParams& params) {
   if (params.adaptive_retransmit && params.min_retransmit_timeout <= Duration::zero()) {
     throw Error(Errc::kInvalidArgument, "engine: min_retransmit_timeout must be positive");
   }
+  // Below 1 kbit/s a packet would wait for minutes; NaN and infinity are no rates.
+  if (!(params.pace_gbps == 0 || (params.pace_gbps >= 1e-6 && params.pace_gbps <= 1e6))) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("engine: pace_gbps {} is neither 0 (off) nor in [1e-6, 1e6]",
+                            params.pace_gbps));
+  }
+  if (params.pace_slack < Duration::zero()) {
+    throw Error(Errc::kInvalidArgument, "engine: pace_slack must not be negative");
+  }
   return params;
 }
 
@@ -71,6 +81,8 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   // A send, a retransmission of every slot with its predecessor, and their replacements fit
   // without reallocating.
   transmits_.reserve(std::size_t{params.window} * 3);
+  // 1 Gbit/s is one bit per nanosecond.
+  if (params.pace_gbps > 0) pace_ns_per_byte_ = 8.0 / params.pace_gbps;
 }
 
 void Engine::start(PacketSource& src, TimePoint now) {
@@ -99,6 +111,7 @@ void Engine::start(PacketSource& src, TimePoint now) {
   }
   state_ = State::kRunning;
   ready_ = {};
+  resends_.clear();
   in_flight_ = 0;
   const std::uint64_t first = std::min<std::uint64_t>(count_, params_.window);
   for (std::uint64_t p = 0; p < first; ++p) ready_.push(p);
@@ -166,11 +179,52 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
 
 void Engine::pump(TimePoint now) {
   const auto limit = static_cast<std::uint32_t>(std::max(1.0, cwnd_));
-  while (!ready_.empty() && in_flight_ < limit && state_ == State::kRunning) {
+  if (!paced()) {
+    while (!ready_.empty() && in_flight_ < limit && state_ == State::kRunning) {
+      const std::uint64_t p = ready_.top();
+      ready_.pop();
+      send_packet(p, now);
+    }
+    return;
+  }
+  // Copies first: a retransmission is what the aggregator's rounds wait for. A new packet is
+  // written only when it may leave, so its timer and round trip start when it does.
+  while (state_ == State::kRunning && now >= pace_next_) {
+    if (!resends_.empty()) {
+      const PacedCopy c = resends_.front();
+      resends_.pop_front();
+      const InFlight& slot = slots_[c.global % params_.window];
+      const bool wanted = buffer_info_[c.buffer].global == c.global &&
+                          (c.recovery || (slot.busy && slot.global == c.global));
+      if (!wanted) continue;  // answered meanwhile, or the buffer holds a newer packet
+      queue_transmit(c.buffer);
+      charge_pace(buffer_info_[c.buffer].size, now);
+      continue;
+    }
+    if (ready_.empty() || in_flight_ >= limit) break;
     const std::uint64_t p = ready_.top();
     ready_.pop();
     send_packet(p, now);
+    charge_pace(slots_[(op_first_global_ + p) % params_.window].size, now);
   }
+}
+
+void Engine::charge_pace(std::uint32_t bytes, TimePoint now) {
+  const auto cost = Duration(static_cast<Duration::rep>(std::llround(bytes * pace_ns_per_byte_)));
+  pace_next_ = std::max(pace_next_, now - params_.pace_slack) + cost;
+}
+
+bool Engine::waiting_for_pace() const {
+  if (!paced() || state_ != State::kRunning) return false;
+  const auto limit = static_cast<std::uint32_t>(std::max(1.0, cwnd_));
+  return !resends_.empty() || (!ready_.empty() && in_flight_ < limit);
+}
+
+void Engine::transmit(std::uint32_t b, bool recovery) {
+  if (paced())
+    resends_.push_back({b, buffer_info_[b].global, recovery});
+  else
+    queue_transmit(b);
 }
 
 // DCTCP (RFC 8257) in slots: every result is an acknowledgement, CE-marked when a queue on the
@@ -228,7 +282,7 @@ void Engine::send_predecessor(std::uint32_t idx) {
   // aggregator"). The packet is answered, so its bytes are not sent as itself again.
   std::byte& flags = buffer(b)[wire::offset::kFlags];
   flags |= std::byte{wire::kFlagRecovery};
-  queue_transmit(b);
+  transmit(b, true);
   // Its result comes again as a duplicate, not because of a retransmission of it.
   slot.answered_retransmissions = 0;
   ++stats_.recovery_resends;
@@ -356,7 +410,7 @@ void Engine::retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now) {
   if (params_.congestion_control) cut_window(0.5, now);  // a loss (or a late result)
   disarm(idx);
   arm(idx, level, now);
-  queue_transmit(buffer_index(slots_[idx].global));
+  transmit(buffer_index(slots_[idx].global), false);
   ++slots_[idx].retransmissions;
   ++stats_.retransmissions;
   if (slots_[idx].retransmissions >= kRecoveryAfter) send_predecessor(idx);
@@ -370,8 +424,13 @@ void Engine::on_timer(TimePoint now) {
   }
   if (params_.adaptive_retransmit) {
     on_adaptive_timer(now);
-    return;
+  } else {
+    on_fixed_timer(now);
   }
+  if (paced()) pump(now);  // what the pace held back, and the copies just queued
+}
+
+void Engine::on_fixed_timer(TimePoint now) {
   const auto last_level = static_cast<std::uint8_t>(timers_.size() - 1);
   for (std::uint8_t level = 0; level <= last_level; ++level) {
     // Re-armed slots go to the tail of a list with a deadline after now, which ends the loop.
@@ -424,6 +483,7 @@ void Engine::on_adaptive_timer(TimePoint now) {
 std::optional<TimePoint> Engine::next_deadline() const {
   if (state_ != State::kRunning) return std::nullopt;
   TimePoint deadline = last_progress_ + params_.job_timeout;
+  if (waiting_for_pace()) deadline = std::min(deadline, pace_next_);
   if (params_.adaptive_retransmit) {
     if (timers_[0].head != kNone)
       deadline = std::min(deadline, adaptive_deadline(timers_[0].head).at);

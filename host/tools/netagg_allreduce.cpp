@@ -53,8 +53,9 @@ struct Options : netagg::report::TensorOptions {
   int rank = -1;
   std::string job_file;
   std::string target = "switch-sim";
-  std::string transport;  // empty: the config's (NETAGG_TRANSPORT, else udp)
-  std::string epoch;      // empty: NETAGG_EPOCH, else the launcher's run id
+  std::string transport;            // empty: the config's (NETAGG_TRANSPORT, else udp)
+  std::string epoch;                // empty: NETAGG_EPOCH, else the launcher's run id
+  std::optional<double> pace_gbps;  // unset: NETAGG_PACE_GBPS (or the config file's), else off
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker
   bool wrong_input = false;             // hidden: an input the others' references do not expect
@@ -225,6 +226,7 @@ netagg::Config worker_config(const Options& o) {
   // The run's switches and epoch from the environment apply with --job too; --epoch wins.
   netagg::apply_run_environment(cfg);
   if (!o.epoch.empty()) cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
+  if (o.pace_gbps) cfg.pace_gbps = *o.pace_gbps;
   cfg.validate();
   return cfg;
 }
@@ -261,6 +263,7 @@ int run_worker(const Options& o) {
            {"elements_per_packet", cfg.job.elements_per_packet},
            {"window", cfg.job.slot_count},
            {"loss", o.loss},
+           {"pace_gbps", cfg.pace_gbps},
            {"iterations", o.iterations}};
   std::vector<double> seconds;
   std::optional<Mismatch> mismatch;
@@ -396,6 +399,11 @@ int main(int argc, char** argv) {
                  "the run's token, the same on every worker of the run and new for each run "
                  "(decimal or 0x hex); default: NETAGG_EPOCH, else derived from the launcher's "
                  "run id (mpirun, torchrun, srun)");
+  app.add_option("--pace-gbps", o.pace_gbps,
+                 "send at most G Gbit/s of UDP payload (netagg header and data), all trees "
+                 "together, each tree its share by weight; 0: unpaced. Default: "
+                 "NETAGG_PACE_GBPS, else unpaced")
+      ->check(CLI::Range(0.0, 1e4));
   netagg::report::add_tensor_options(app, o);
   app.add_flag("--json", o.json, "the report as one JSON line on stdout");
   // Test hooks, hidden from --help.

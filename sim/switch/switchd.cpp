@@ -10,15 +10,28 @@
 // all the same is processed in its owner's model under the owner's lock (counted
 // `cross_thread`); the counters are the sums over the threads.
 //
+// --max-gbps G limits how fast contributions are processed: at most G Gbit/s of UDP payload (the
+// netagg header and data), the aggregation capacity of a switch in a plan (docs/routing.md). They
+// wait in a bounded queue (--rate-queue datagrams; beyond it they are dropped and counted
+// `rate_limit_drops`); results from a parent and everything else pass at once. With --threads N
+// each thread serves its datagrams at G / N.
+//
 // stdout: "netagg-switchd: listening on IP:PORT" once ready (launchers wait for it), then the
 // counters on SIGUSR1, every --stats-interval seconds and at exit. SIGHUP re-reads the job files
 // and installs their jobs afresh (slots cleared), so a job can start again from packet 0 without
 // a new daemon. Exit: 0 after SIGINT/SIGTERM, 2 on bad configuration, 1 if the socket fails while
 // running.
 #include <signal.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -63,6 +76,78 @@ struct Options {
   bool quiet = false;
   bool no_udp_offload = false;
   std::string counters_json;
+  double max_gbps = 0;  // 0: contributions processed as they come
+  std::size_t rate_queue = 2048;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Contributions served at most at a rate of UDP payload bytes, first come first served, from a
+// bounded queue. A contribution is served at max(its turn, now - kSlack) + its size * 8 / rate
+// after the previous one: a wake-up up to kSlack late is made up, so the daemon's timer need not
+// be exact for the rate to hold, and never more than kSlack's worth leaves at once.
+class RateLimiter {
+ public:
+  static constexpr Clock::duration kSlack = std::chrono::microseconds(500);
+  struct Queued {
+    Endpoint source;
+    std::uint8_t ecn;
+    std::vector<std::byte> bytes;
+  };
+
+  RateLimiter(double gbps, std::size_t capacity) : ns_per_byte_(8.0 / gbps), capacity_(capacity) {
+    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ < 0)
+      throw Error(Errc::kConfig, fmt::format("timerfd_create: {}", std::strerror(errno)));
+  }
+  ~RateLimiter() { ::close(timer_fd_); }
+  RateLimiter(const RateLimiter&) = delete;
+  RateLimiter& operator=(const RateLimiter&) = delete;
+
+  int timer_fd() const { return timer_fd_; }
+  std::uint64_t drops() const { return drops_.load(); }
+
+  // A contribution joins the queue, or is dropped when the queue is full.
+  void push(const sim::Datagram& d) {
+    if (queue_.size() >= capacity_) {
+      ++drops_;
+      return;
+    }
+    queue_.push_back({d.source, d.ecn, {d.bytes.begin(), d.bytes.end()}});
+  }
+
+  // Serves every queued contribution whose turn has come, then arms the timer for the next.
+  template <typename Process>
+  void serve(Process&& process) {
+    std::uint64_t expirations = 0;
+    (void)!::read(timer_fd_, &expirations, sizeof(expirations));  // empty or not, re-armed below
+    const Clock::time_point now = Clock::now();
+    while (!queue_.empty() && now >= next_) {
+      const Queued& q = queue_.front();
+      next_ = std::max(next_, now - kSlack) +
+              std::chrono::nanoseconds(std::llround(q.bytes.size() * ns_per_byte_));
+      process(q);
+      queue_.pop_front();
+    }
+    itimerspec at{};
+    if (!queue_.empty()) {
+      // Absolute CLOCK_MONOTONIC time, which steady_clock is on Linux.
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::max(next_, now + std::chrono::microseconds(1)).time_since_epoch())
+                          .count();
+      at.it_value.tv_sec = ns / 1'000'000'000;
+      at.it_value.tv_nsec = ns % 1'000'000'000;
+    }
+    ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &at, nullptr);
+  }
+
+ private:
+  double ns_per_byte_;
+  std::size_t capacity_;
+  int timer_fd_ = -1;
+  std::deque<Queued> queue_;
+  Clock::time_point next_{};
+  std::atomic<std::uint64_t> drops_{0};  // read by the reporting thread
 };
 
 // The model answers through the server's send queue, which goes out when the batch is done.
@@ -86,8 +171,9 @@ struct Shard {
   std::mutex mutex;
   sim::SwitchModel model;
   std::unique_ptr<sim::DatagramServer> server;
-  std::uint64_t datagrams_in = 0;  // datagrams this thread's socket received (under mutex)
-  std::uint64_t cross_thread = 0;  // of them, of another thread's slots (under mutex)
+  std::uint64_t datagrams_in = 0;        // datagrams this thread's socket received (under mutex)
+  std::uint64_t cross_thread = 0;        // of them, of another thread's slots (under mutex)
+  std::unique_ptr<RateLimiter> limiter;  // with --max-gbps: this thread's share of the rate
 };
 using Shards = std::vector<std::unique_ptr<Shard>>;
 
@@ -105,8 +191,13 @@ std::vector<std::pair<std::string, std::uint64_t>> all_counters(const Shards& sh
   std::vector<std::pair<std::string, std::uint64_t>> named;
   std::vector<std::uint64_t> per_thread;
   sim::ServerCounters server;
-  std::uint64_t cross_thread = 0;
+  std::uint64_t cross_thread = 0, rate_limit_drops = 0;
+  bool limited = false;
   for (const auto& shard : shards) {
+    if (shard->limiter) {
+      limited = true;
+      rate_limit_drops += shard->limiter->drops();
+    }
     const std::lock_guard lock(shard->mutex);
     const auto mine = shard->model.counters().named();
     if (named.empty())
@@ -123,6 +214,7 @@ std::vector<std::pair<std::string, std::uint64_t>> all_counters(const Shards& sh
     for (std::size_t i = 0; i < per_thread.size(); ++i)
       named.emplace_back(fmt::format("datagrams_in_thread_{}", i), per_thread[i]);
   named.emplace_back("send_errors", server.send_errors.load());
+  if (limited) named.emplace_back("rate_limit_drops", rate_limit_drops);
   return named;
 }
 
@@ -247,7 +339,14 @@ void reload_jobs(const Options& opt, const Shards& shards) {
 int run(const Options& opt) {
   // Configuration first: every error here exits 2 before the "listening" line.
   Shards shards;
-  for (unsigned i = 0; i < opt.threads; ++i) shards.push_back(std::make_unique<Shard>(opt, i));
+  if (opt.max_gbps > 0 && opt.rate_queue == 0)
+    throw Error(Errc::kConfig, "--rate-queue: must be at least 1");
+  for (unsigned i = 0; i < opt.threads; ++i) {
+    shards.push_back(std::make_unique<Shard>(opt, i));
+    if (opt.max_gbps > 0)
+      shards.back()->limiter =
+          std::make_unique<RateLimiter>(opt.max_gbps / opt.threads, opt.rate_queue);
+  }
   for (const auto& file : opt.job_files)
     for (const auto& job : load_job_file(file, opt)) {
       for (const auto& shard : shards) {
@@ -276,26 +375,50 @@ int run(const Options& opt) {
   shards.front()->server->announce("netagg-switchd");
 
   const auto hooks_of = [&](Shard& shard, ServerSink& sink) {
+    // Called with shard.mutex held (`mine`).
+    const auto process = [&shard, &shards, &sink, threads = opt.threads](
+                             std::unique_lock<std::mutex>& mine, const Endpoint& source,
+                             std::span<const std::byte> bytes, std::uint8_t ecn) {
+      const unsigned to = owner(bytes, threads);
+      if (to == shard.index) {
+        shard.model.process(source, bytes, sink, ecn);
+        return;
+      }
+      ++shard.cross_thread;
+      mine.unlock();  // one lock at a time: no order between threads to get wrong
+      {
+        const std::lock_guard theirs(shards[to]->mutex);
+        shards[to]->model.process(source, bytes, sink, ecn);
+      }
+      mine.lock();
+    };
+    const auto serve_queue = [&shard, process](std::unique_lock<std::mutex>& mine) {
+      shard.limiter->serve(
+          [&](const RateLimiter::Queued& q) { process(mine, q.source, q.bytes, q.ecn); });
+    };
     sim::DatagramServer::Hooks hooks;
-    hooks.on_batch = [&shard, &shards, &sink,
-                      threads = opt.threads](std::span<const sim::Datagram> batch) {
+    hooks.on_batch = [&shard, process, serve_queue](std::span<const sim::Datagram> batch) {
       std::unique_lock mine(shard.mutex);
       shard.datagrams_in += batch.size();
       for (const sim::Datagram& d : batch) {
-        const unsigned to = owner(d.bytes, threads);
-        if (to == shard.index) {
-          shard.model.process(d.source, d.bytes, sink, d.ecn);
-          continue;
-        }
-        ++shard.cross_thread;
-        mine.unlock();  // one lock at a time: no order between threads to get wrong
-        {
-          const std::lock_guard theirs(shards[to]->mutex);
-          shards[to]->model.process(d.source, d.bytes, sink, d.ecn);
-        }
-        mine.lock();
+        const bool contribution =
+            d.bytes.size() > wire::offset::kType &&
+            d.bytes[wire::offset::kType] == std::byte(wire::MsgType::kContribution);
+        if (shard.limiter && contribution)
+          shard.limiter->push(d);
+        else
+          process(mine, d.source, d.bytes, d.ecn);
       }
+      if (shard.limiter) serve_queue(mine);
     };
+    if (shard.limiter)
+      hooks.watches.push_back({shard.limiter->timer_fd(), [&shard, serve_queue] {
+                                 {
+                                   std::unique_lock mine(shard.mutex);
+                                   serve_queue(mine);
+                                 }
+                                 shard.server->flush();
+                               }});
     return hooks;
   };
 
@@ -378,6 +501,16 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads,
                  "serve from N threads, slots split between them (slot mod N; SO_REUSEPORT)")
       ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  app.add_option("--max-gbps", opt.max_gbps,
+                 "process contributions at most at G Gbit/s of UDP payload (netagg header and "
+                 "data), queued beyond it; results and other datagrams pass at once; 0: no limit. "
+                 "With --threads N each thread has G / N")
+      ->check(CLI::Range(0.0, 1e4));
+  app.add_option("--rate-queue", opt.rate_queue,
+                 "contributions --max-gbps may hold waiting (per thread); more are dropped and "
+                 "counted rate_limit_drops")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,7 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "NETAGG_LOSS",
                                       "NETAGG_LOSS_SEED",
                                       "NETAGG_EPOCH",
+                                      "NETAGG_PACE_GBPS",
                                       "TORCHELASTIC_RUN_ID",
                                       "OMPI_MCA_ess_base_jobid",
                                       "PMIX_NAMESPACE",
@@ -372,6 +374,44 @@ TEST_F(ConfigTest, EngineParamsFollowTheJob) {
   EXPECT_EQ(p.retransmit_timeout, std::chrono::milliseconds(3));
   EXPECT_EQ(p.max_retransmit_timeout, std::chrono::milliseconds(30));
   EXPECT_EQ(p.job_timeout, std::chrono::milliseconds(300));
+}
+
+TEST_F(ConfigTest, PaceFromTheFileTheEnvironmentAndItsErrors) {
+  write("job.json", kJob4);
+  EXPECT_EQ(Config{}.pace_gbps, 0) << "unpaced unless configured";
+  const auto f = write("w.json", R"({"rank": 1, "job_file": "job.json", "pace_gbps": 2.5})");
+  EXPECT_DOUBLE_EQ(Config::from_file(f).pace_gbps, 2.5);
+  ::setenv("NETAGG_CONFIG", f.c_str(), 1);
+  EXPECT_DOUBLE_EQ(Config::from_env().pace_gbps, 2.5);
+  ::setenv("NETAGG_PACE_GBPS", "0.06", 1);  // the environment wins over the file
+  EXPECT_DOUBLE_EQ(Config::from_env().pace_gbps, 0.06);
+  ::setenv("NETAGG_PACE_GBPS", "0", 1);
+  EXPECT_EQ(Config::from_env().pace_gbps, 0);
+
+  // For a Config built by hand (netagg-allreduce --job): apply_run_environment reads it too.
+  Config hand;
+  ::setenv("NETAGG_PACE_GBPS", "1.25", 1);
+  apply_run_environment(hand);
+  EXPECT_DOUBLE_EQ(hand.pace_gbps, 1.25);
+
+  ::setenv("NETAGG_PACE_GBPS", "fast", 1);
+  EXPECT_EQ(error_of([] { Config::from_env(); }), "NETAGG_PACE_GBPS: 'fast' is not a number");
+  ::setenv("NETAGG_PACE_GBPS", "-1", 1);
+  EXPECT_EQ(error_of([] { Config::from_env(); }),
+            "NETAGG_PACE_GBPS: -1 Gbit/s is neither 0 (off) nor in [0.001, 10000]");
+  ::unsetenv("NETAGG_PACE_GBPS");
+  ::unsetenv("NETAGG_CONFIG");
+  const auto bad = write("bad.json", R"({"rank": 1, "job_file": "job.json", "pace_gbps": 1e5})");
+  EXPECT_THAT(error_of([&] { Config::from_file(bad); }),
+              AllOf(HasSubstr("bad.json"),
+                    HasSubstr("pace_gbps: 100000 Gbit/s is neither 0 (off) nor in")));
+  const auto text = write("text.json", R"({"rank": 1, "job_file": "job.json", "pace_gbps": "1"})");
+  EXPECT_THAT(error_of([&] { Config::from_file(text); }), HasSubstr("pace_gbps: must be a number"));
+  Config c;
+  c.job = parse_job(kJob4);
+  c.rank = 0;
+  c.pace_gbps = std::nan("");
+  EXPECT_THAT(error_of([&] { c.validate(); }), HasSubstr("pace_gbps: nan Gbit/s is neither"));
 }
 
 TEST_F(ConfigTest, ValidateCatchesHandBuiltMistakes) {

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -270,10 +272,13 @@ EngineParams sim_params(std::uint16_t rank, std::uint16_t window) {
 // n workers, each an Engine, all driven from this thread in simulated time.
 class Cluster {
  public:
-  Cluster(std::uint16_t workers, std::uint16_t window, Impairments imp, std::uint64_t seed = 1)
+  Cluster(std::uint16_t workers, std::uint16_t window, Impairments imp, std::uint64_t seed = 1,
+          double pace_gbps = 0)
       : window_(window), net_(imp, seed), aggregator_(workers, window) {
     for (std::uint16_t r = 0; r < workers; ++r) {
-      engines_.push_back(std::make_unique<Engine>(sim_params(r, window)));
+      EngineParams params = sim_params(r, window);
+      params.pace_gbps = pace_gbps;
+      engines_.push_back(std::make_unique<Engine>(params));
     }
     alive_.assign(workers, true);
     failed_at_.resize(workers);
@@ -951,6 +956,183 @@ TEST(EngineTest, RejectsBadParametersAndMisuse) {
   Int32Source fine(0, 10, 4);
   other.start(fine, TimePoint{});  // a failed operation does not block the next one
   EXPECT_EQ(other.state(), Engine::State::kRunning);
+}
+// ---- pacing
+// ---------------------------------------------------------------------------------------
+
+// A packet's bytes at `gbps` (one bit per nanosecond at 1 Gbit/s).
+Duration wire_time(std::size_t bytes, double gbps) {
+  return Duration(static_cast<Duration::rep>(std::llround(bytes * 8 / gbps)));
+}
+
+TEST(EnginePacingTest, SendTimesAreSpacedBySizeOverRate) {
+  constexpr std::uint16_t kWindow = 8;
+  constexpr double kGbps = 0.4;
+  EngineParams params = sim_params(0, kWindow);
+  params.pace_gbps = kGbps;
+  params.pace_slack = Duration::zero();
+  params.retransmit_timeout = 1s;  // nothing is retransmitted in this test
+  params.max_retransmit_timeout = 1s;
+  params.job_timeout = 10s;
+  Engine engine(params);
+  // 5 full packets and a short one: the last gap is the short packet's predecessor's.
+  Int32Source src(0, 5 * 256 + 3, kWindow);
+  const TimePoint t0 = TimePoint{} + 1s;
+  engine.start(src, t0);
+
+  std::vector<TimePoint> sent_at;
+  std::vector<std::size_t> sizes;
+  const auto take = [&](TimePoint now) {
+    for (std::span<const std::byte> t : engine.transmits()) {
+      sent_at.push_back(now);
+      sizes.push_back(t.size());
+    }
+    engine.clear_transmits();
+  };
+  take(t0);
+  ASSERT_EQ(sent_at.size(), 1u) << "one packet at once, the others held back";
+  while (sent_at.size() < 6) {
+    ASSERT_EQ(engine.state(), Engine::State::kRunning);
+    const TimePoint d = *engine.next_deadline();
+    engine.on_timer(d - 1ns);  // early: the pace holds
+    EXPECT_TRUE(engine.transmits().empty()) << "packet " << sent_at.size() << " left early";
+    engine.on_timer(d);
+    const std::size_t before = sent_at.size();
+    take(d);
+    ASSERT_EQ(sent_at.size(), before + 1) << "one packet per pace deadline";
+  }
+  for (std::size_t k = 1; k < sent_at.size(); ++k)
+    EXPECT_EQ(sent_at[k] - sent_at[k - 1], wire_time(sizes[k - 1], kGbps)) << "gap " << k;
+  EXPECT_EQ(sizes.front(), wire::kHeaderSize + 256 * 4);
+  EXPECT_EQ(sizes.back(), wire::kHeaderSize + 3 * 4);
+  // All sent: the next deadline is the retransmission timeout, not the pace.
+  EXPECT_EQ(*engine.next_deadline(), sent_at.front() + 1s);
+  EXPECT_EQ(engine.stats().packets_sent, 6u);
+}
+
+TEST(EnginePacingTest, UnpacedSendsTheWholeWindowAtOnce) {
+  constexpr std::uint16_t kWindow = 8;
+  EngineParams params = sim_params(0, kWindow);
+  ASSERT_EQ(params.pace_gbps, 0);
+  Engine engine(params);
+  Int32Source src(0, 20 * 256, kWindow);
+  const TimePoint t0 = TimePoint{} + 1s;
+  engine.start(src, t0);
+  EXPECT_EQ(engine.transmits().size(), kWindow);
+  EXPECT_EQ(*engine.next_deadline(), t0 + params.retransmit_timeout);
+}
+
+TEST(EnginePacingTest, RetransmissionsArePacedToo) {
+  constexpr std::uint16_t kWindow = 4;
+  constexpr double kGbps = 1;
+  EngineParams params = sim_params(0, kWindow);
+  params.pace_gbps = kGbps;
+  params.pace_slack = Duration::zero();
+  params.retransmit_timeout = 1ms;  // fixed: every packet expires 1 ms after it left
+  params.max_retransmit_timeout = 1ms;
+  params.job_timeout = 10s;
+  Engine engine(params);
+  Int32Source src(0, kWindow * 256, kWindow);
+  const TimePoint t0 = TimePoint{} + 1s;
+  const Duration gap = wire_time(wire::kHeaderSize + 256 * 4, kGbps);
+  engine.start(src, t0);
+  TimePoint now = t0;
+  std::size_t first = engine.transmits().size();
+  engine.clear_transmits();
+  while (first < kWindow) {
+    ASSERT_EQ(engine.state(), Engine::State::kRunning);
+    now = *engine.next_deadline();
+    engine.on_timer(now);
+    first += engine.transmits().size();
+    engine.clear_transmits();
+  }
+  EXPECT_EQ(now, t0 + 3 * gap);
+  // Every packet expires; their copies leave one per gap, whatever the timer batch.
+  std::vector<TimePoint> resent_at;
+  now = t0 + 100ms;
+  engine.on_timer(now);  // all four expired long ago
+  ASSERT_EQ(engine.state(), Engine::State::kRunning);
+  EXPECT_EQ(engine.stats().retransmissions, kWindow);
+  for (std::size_t k = 0; k < engine.transmits().size(); ++k) resent_at.push_back(now);
+  engine.clear_transmits();
+  EXPECT_EQ(resent_at.size(), 1u) << "one copy at once, the others held back by the pace";
+  while (resent_at.size() < kWindow) {
+    ASSERT_EQ(engine.state(), Engine::State::kRunning);
+    now = *engine.next_deadline();
+    engine.on_timer(now);
+    for (std::size_t k = 0; k < engine.transmits().size(); ++k) resent_at.push_back(now);
+    engine.clear_transmits();
+  }
+  for (std::size_t k = 1; k < resent_at.size(); ++k)
+    EXPECT_EQ(resent_at[k] - resent_at[k - 1], gap) << "copy " << k;
+}
+
+TEST(EnginePacingTest, ALateTimerIsMadeUpWithinTheSlackAndNoMore) {
+  constexpr std::uint16_t kWindow = 64;
+  constexpr double kGbps = 1;
+  EngineParams params = sim_params(0, kWindow);
+  params.pace_gbps = kGbps;
+  params.pace_slack = 50us;
+  params.retransmit_timeout = 1s;
+  params.max_retransmit_timeout = 1s;
+  params.job_timeout = 10s;
+  Engine engine(params);
+  Int32Source src(0, kWindow * 256, kWindow);
+  const Duration gap = wire_time(wire::kHeaderSize + 256 * 4, kGbps);  // 8.368 us
+  const TimePoint t0 = TimePoint{} + 1s;
+  engine.start(src, t0);
+  std::size_t sent = engine.transmits().size();
+  engine.clear_transmits();
+  // The engine was idle before: the slack's worth leaves at once, then one packet per gap from
+  // t0 - slack on. A caller that wakes only every 30 us (later than the pace asks, within the
+  // slack) gets the packets it owes together, so the rate holds exactly: by time t, packets
+  // 1 + (t - t0 + slack) / gap.
+  const auto owed = [&](TimePoint now) {
+    return static_cast<std::size_t>((now - t0 + 50us) / gap) + 1;
+  };
+  EXPECT_EQ(sent, owed(t0));
+  for (TimePoint now = t0 + 30us; now <= t0 + 300us; now += 30us) {
+    engine.on_timer(now);
+    sent += engine.transmits().size();
+    engine.clear_transmits();
+    EXPECT_EQ(sent, owed(now)) << "at " << (now - t0).count() << " ns";
+  }
+  // After an idle spell the burst is bounded by the slack: pace_slack / gap + 1 packets.
+  TimePoint now = t0 + 10ms;
+  engine.on_timer(now);
+  sent += engine.transmits().size();
+  engine.clear_transmits();
+  const std::size_t before = sent;
+  ASSERT_LT(sent, std::size_t{kWindow});
+  now += 10ms;
+  engine.on_timer(now);
+  EXPECT_EQ(engine.transmits().size(),
+            std::min<std::size_t>(kWindow - before, static_cast<std::size_t>(50us / gap) + 1));
+}
+
+TEST(EnginePacingTest, PacedAllReduceUnderLossDuplicationAndReorderingIsExact) {
+  constexpr std::uint16_t kWorkers = 4, kWindow = 16;
+  constexpr std::size_t kElements = 300 * kElementsPerPacket;
+  Cluster cluster(kWorkers, kWindow, kEverything, /*seed=*/5, /*pace_gbps=*/2);
+  cluster.run(kElements);
+  cluster.expect_all_correct(kElements);
+  std::uint64_t retransmissions = 0;
+  for (std::uint16_t r = 0; r < kWorkers; ++r)
+    retransmissions += cluster.engine(r).stats().retransmissions;
+  EXPECT_GT(retransmissions, 0u) << "the paced copies' path was not exercised";
+  // No faster than the pace: 300 packets of 1046 bytes at 2 Gbit/s take 1.2552 ms at least.
+  EXPECT_GE(cluster.now() - (TimePoint{} + 1s), wire_time(299 * (wire::kHeaderSize + 1024), 2));
+}
+
+TEST(EnginePacingTest, RejectsBadRates) {
+  EngineParams params = sim_params(0, 4);
+  for (double bad : {-1.0, 1e-9, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    params.pace_gbps = bad;
+    EXPECT_THROW(Engine{params}, Error) << bad;
+  }
+  params.pace_gbps = 1;
+  params.pace_slack = -1ns;
+  EXPECT_THROW(Engine{params}, Error);
 }
 
 // ---- real threads through the in-process network ----------------------------------------------

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -426,6 +427,95 @@ TEST_F(SwitchdTest, SighupReinstallsTheJobsOfTheJobFiles) {
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
 }
 
+// --max-gbps: contributions are processed at most at the rate, counted without any timed
+// assertion: by the time t after the first send, at most 1 + (t + slack) / (size * 8 / rate) of
+// them can have been processed, whatever the machine's load; that bound is an upper bound on a
+// count, so a slow machine only makes it weaker, never false. All of them are answered in the end.
+TEST_F(SwitchdTest, MaxGbpsLimitsHowFastContributionsAreProcessed) {
+  constexpr std::uint16_t kJob = 3, kWindow = 16, kElements = 256;
+  constexpr double kGbps = 1e-4;  // 100 kbit/s: a 1046-byte contribution every 83.68 ms
+  UdpSocket worker;
+  const fs::path job =
+      write("job.json", fmt::format(R"({{"job_id": {}, "slots": {{"base": 0,
+      "count": {}}}, "elements_per_packet": {}, "workers": [{}]}})",
+                                    kJob, kWindow, kElements, worker_json(0, worker.local())));
+  Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", job.string(), "--max-gbps",
+                  fmt::format("{}", kGbps)});
+  const Endpoint sw = d.wait_listening();
+  const std::size_t bytes = wire::kHeaderSize + 4 * kElements;
+  const auto per_packet = std::chrono::nanoseconds(std::llround(bytes * 8 / kGbps));
+  constexpr auto kSlack = std::chrono::microseconds(500);  // the daemon's RateLimiter::kSlack
+
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint32_t p = 0; p < kWindow; ++p)
+    worker.send_to(sw, contribution(kJob, 0, static_cast<std::uint16_t>(p), 0, p,
+                                    std::vector<std::int32_t>(kElements, std::int32_t(p))));
+  std::this_thread::sleep_for(3 * per_packet);  // lets some be processed; not a measurement
+  const Counters mid = d.request_counters();
+  const auto t1 = std::chrono::steady_clock::now();
+  const std::uint64_t bound = 1 + static_cast<std::uint64_t>((t1 - t0 + kSlack) / per_packet);
+  EXPECT_LE(mid.at("packets_in"), bound)
+      << "processed faster than " << kGbps << " Gbit/s within " << (t1 - t0).count() << " ns";
+  EXPECT_EQ(mid.at("rate_limit_drops"), 0u);
+
+  // Every contribution completes its round (one worker) and is answered.
+  for (std::uint32_t p = 0; p < kWindow; ++p) {
+    const auto got = worker.receive();
+    ASSERT_TRUE(got) << "no result for packet " << p;
+    const Result r = parse_result(*got);
+    EXPECT_EQ(r.header.seq, p);
+    EXPECT_EQ(r.values, std::vector<std::int32_t>(kElements, std::int32_t(p)));
+  }
+  const Counters end = d.wait_for_packets_in(kWindow);
+  EXPECT_EQ(end.at("completions"), kWindow);
+  EXPECT_EQ(end.at("rate_limit_drops"), 0u);
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+}
+
+// --rate-queue bounds the contributions waiting for the rate (the rest are dropped and counted),
+// and a result from the parent passes them at once: at a rate that serves one contribution per
+// 2.4 s, the parent's result is multicast to the worker while four contributions still wait.
+TEST_F(SwitchdTest, RateQueueDropsAndResultsFromTheParentPassAtOnce) {
+  constexpr std::uint16_t kWindow = 16;
+  constexpr std::uint64_t kQueue = 4, kBacklog = 10;
+  UdpSocket worker, parent;
+  const fs::path job = write("tree.json", fmt::format(R"({{"job_id": 9, "elements_per_packet": 2,
+      "workers": [{}], "trees": [{{"window": {}, "aggregators": [
+        {{"name": "root", "address": "{}"}},
+        {{"name": "leaf", "address": "127.0.0.1:1", "parent": "root", "workers": [0]}}]}}]}})",
+                                                      worker_json(0, worker.local()), kWindow,
+                                                      parent.local().to_string()));
+  // 100 bit/s: a 30-byte contribution every 2.4 s.
+  Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", job.string(), "--as", "leaf", "--max-gbps",
+                  "1e-7", "--rate-queue", std::to_string(kQueue)});
+  const Endpoint sw = d.wait_listening();
+  // The first contribution is served at once and completes the leaf's round: it goes up.
+  worker.send_to(sw, contribution(9, 0, 0, 0, 0, {1, 2}));
+  Endpoint from;
+  const auto up = parent.receive(&from);
+  ASSERT_TRUE(up) << "the leaf sent nothing to its parent";
+  EXPECT_EQ(from, sw);
+  // A backlog: kQueue of it waits, the rest is dropped.
+  for (std::uint32_t p = 1; p <= kBacklog; ++p)
+    worker.send_to(sw, contribution(9, 0, static_cast<std::uint16_t>(p), 0, p, {1, 2}));
+  // The parent answers round 0: its result passes the queue.
+  std::vector<std::byte> result = *up;
+  result[wire::offset::kType] = std::byte(wire::MsgType::kResult);
+  parent.send_to(sw, result);
+  const auto down = worker.receive();
+  ASSERT_TRUE(down) << "the parent's result did not reach the worker";
+  const Result r = parse_result(*down);
+  EXPECT_EQ(r.header.seq, 0u);
+  EXPECT_EQ(r.values, (std::vector<std::int32_t>{1, 2}));
+
+  const Counters c = d.wait_for_counter("results_from_parent", 1);
+  // One contribution may have been served while the others waited (a stall of 2.4 s here), and
+  // then one more fits in the queue: drops are kBacklog - kQueue, or one fewer.
+  EXPECT_GE(c.at("rate_limit_drops"), kBacklog - kQueue - 1);
+  EXPECT_LE(c.at("rate_limit_drops"), kBacklog - kQueue);
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+}
+
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.
 TEST_F(SwitchdTest, BadConfigurationExitsWithTwo) {
   UdpSocket w, busy;
@@ -472,6 +562,9 @@ TEST_F(SwitchdTest, BadConfigurationExitsWithTwo) {
       {{"--listen", "127.0.0.1:70000", "--job", good.string()}, "is not a port"},
       {{"--listen", "127.0.0.1:0"}, "--job is required"},
       {{"--listen", "127.0.0.1:0", "--job", good.string(), "--bogus"}, "bogus"},
+      {{"--listen", "127.0.0.1:0", "--job", good.string(), "--max-gbps", "-1"}, "--max-gbps"},
+      {{"--listen", "127.0.0.1:0", "--job", good.string(), "--max-gbps", "1", "--rate-queue", "0"},
+       "--rate-queue"},
   };
   for (const Case& c : cases) {
     Daemon d(dir_, c.args);

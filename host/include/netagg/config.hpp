@@ -57,6 +57,10 @@ struct Config {
   bool udp_offload = true;  // UDP GSO/GRO in the udp transport (make_udp_transport)
   // The congestion window (EngineParams::congestion_control; packets sent ECN-capable).
   bool congestion_control = false;
+  // Pacing: at most this many Gbit/s of UDP payload from this worker, all trees together
+  // (EngineParams::pace_gbps; a Communicator gives each tree's engine its share by the trees'
+  // weights). 0: off.
+  double pace_gbps = 0;
   double loss = 0.0;  // injected loss per packet and direction, 0..1
   std::uint64_t loss_seed = 1;
   // The run's token on the wire (docs/wire-format.md, "Runs and epochs"): every worker of a run
@@ -71,7 +75,8 @@ struct Config {
   // NETAGG_JOB_ID to pick from a multi-job file), NETAGG_RANK (else OMPI_COMM_WORLD_RANK,
   // PMI_RANK, RANK), NETAGG_WORLD_SIZE (else OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE; must
   // match the job), NETAGG_AGGREGATOR, NETAGG_TRANSPORT, NETAGG_FLOAT_WIRE, NETAGG_TIMEOUT_MS,
-  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, NETAGG_UDP_OFFLOAD, NETAGG_EPOCH
+  // NETAGG_RETRANSMIT_TIMEOUT_MS, NETAGG_LOSS, NETAGG_LOSS_SEED, NETAGG_UDP_OFFLOAD,
+  // NETAGG_PACE_GBPS, NETAGG_EPOCH
   // (else launcher_epoch()), and NETAGG_DPDK_* for the fields of `dpdk` (docs/configuration.md).
   // Validated before returning.
   static Config from_env();
@@ -100,8 +105,9 @@ std::uint32_t parse_epoch(std::string_view text, std::string_view where);
 // SLURM_STEP_ID): a hash of it, or nothing when no launcher says.
 std::optional<std::uint32_t> launcher_epoch();
 // The environment's switches for one run, for a Config not made by from_env (which applies
-// them): NETAGG_CONGESTION_CONTROL, NETAGG_UDP_OFFLOAD, and the epoch from NETAGG_EPOCH, else,
-// if none is set yet, launcher_epoch(). Throws Error(kConfig) naming a bad variable.
+// them): NETAGG_CONGESTION_CONTROL, NETAGG_UDP_OFFLOAD, NETAGG_PACE_GBPS, and the epoch from
+// NETAGG_EPOCH, else, if none is set yet, launcher_epoch(). Throws Error(kConfig) naming a bad
+// variable.
 void apply_run_environment(Config& cfg);
 // A random epoch for a launcher that starts every worker itself (netagg-local, tests).
 std::uint32_t random_epoch();

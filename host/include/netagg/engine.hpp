@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <queue>
 #include <span>
@@ -49,6 +50,13 @@ struct EngineParams {
   // that carry ECN's CE mark (DCTCP) and halved on a loss, at most once per round trip; slow
   // start below the threshold, one slot per round trip above it; never above `window`.
   bool congestion_control = false;
+  // Pacing (0: off): at most this many Gbit/s of UDP payload (netagg header and payload bytes),
+  // first transmissions, retransmissions and recovery copies alike. Packet k may leave at
+  // max(t(k-1), now - pace_slack) + size(k-1) * 8 / rate: a wake-up up to pace_slack late is made
+  // up by sending the packets it owes at once, so the average rate holds when the caller's timer
+  // is coarse; after an idle spell the first pace_slack's worth leaves as one burst.
+  double pace_gbps = 0;
+  Duration pace_slack = std::chrono::microseconds(500);
 };
 
 // What an operation sends and where its results go; the communicator implements it per call.
@@ -141,7 +149,7 @@ class Engine {
   // Call when now >= *next_deadline(): retransmits what is due and checks the job timeout.
   // Calling it early is harmless.
   void on_timer(TimePoint now);
-  // Earliest retransmission or job-timeout deadline; nullopt unless running.
+  // Earliest retransmission, job-timeout or (paced) next-send deadline; nullopt unless running.
   std::optional<TimePoint> next_deadline() const;
 
   // Packets to send, in order. The views stay valid until clear_transmits(); views of a packet
@@ -213,8 +221,15 @@ class Engine {
 
   void send_packet(std::uint64_t p, TimePoint now);
   // Sends ready packets (their slot's previous packet answered), oldest first, while the
-  // congestion window has room.
+  // congestion window has room; paced: queued copies first, and only what the pace allows now.
   void pump(TimePoint now);
+  // A packet's bytes go out: to transmits_ at once, or paced, into resends_.
+  void transmit(std::uint32_t b, bool recovery);
+  void charge_pace(std::uint32_t bytes, TimePoint now);
+  bool paced() const { return params_.pace_gbps > 0; }
+  // Paced: something could be sent now but for the pace (a queued copy, or a ready packet that
+  // the congestion window lets out).
+  bool waiting_for_pace() const;
   void on_congestion_feedback(bool marked, TimePoint now);
   void cut_window(double factor, TimePoint now);
   void arm(std::uint32_t idx, std::uint8_t level, TimePoint now);
@@ -234,6 +249,7 @@ class Engine {
   Duration reordering_window() const;
   std::uint32_t first_not_overtaken() const;
   void on_adaptive_timer(TimePoint now);
+  void on_fixed_timer(TimePoint now);
   std::uint32_t buffer_index(std::uint64_t global) const {
     return static_cast<std::uint32_t>(global % (2 * std::uint64_t{params_.window}));
   }
@@ -274,6 +290,18 @@ class Engine {
   double observe_until_ = 0;                          // results that end it (one window's worth)
   TimePoint last_cut_{};                              // cuts at most once per round trip
   bool cut_once_ = false;
+
+  // Pacing. Retransmissions and recovery copies wait in resends_ (oldest first, ahead of new
+  // packets, which are written only when they leave); a copy whose packet was answered or whose
+  // buffer was reused meanwhile is skipped when its turn comes.
+  struct PacedCopy {
+    std::uint32_t buffer;
+    std::uint64_t global;
+    bool recovery;  // the slot's previous packet, answered: valid while its buffer holds it
+  };
+  std::deque<PacedCopy> resends_;
+  TimePoint pace_next_{};  // when the next packet may leave
+  double pace_ns_per_byte_ = 0;
 };
 
 }  // namespace netagg
