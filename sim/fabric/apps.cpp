@@ -118,51 +118,7 @@ void WorkerApp::Check() {
   if (on_done_) on_done_();
 }
 
-void WorkerApp::SetPacing(std::vector<double> gbps) {
-  pacers_.clear();
-  for (const double g : gbps) {
-    Pacer p;
-    p.ns_per_byte = g > 0 ? 8.0 / g : 0;
-    pacers_.push_back(std::move(p));
-  }
-}
-
 void WorkerApp::Send(const Outgoing& o) {
-  if (o.tree >= pacers_.size() || pacers_[o.tree].ns_per_byte == 0) {
-    SendNow(o);
-    return;
-  }
-  Pacer& p = pacers_[o.tree];
-  p.queue.push_back({o.ip, o.port, std::vector<std::uint8_t>(o.data, o.data + o.size)});
-  if (!p.scheduled) {
-    p.scheduled = true;
-    Simulator::Schedule(std::max(p.next - Simulator::Now(), Time(0)), &WorkerApp::SendPaced, this,
-                        o.tree);
-  }
-}
-
-void WorkerApp::SendPaced(std::size_t tree) {
-  Pacer& p = pacers_[tree];
-  p.scheduled = false;
-  if (p.queue.empty()) return;
-  const Paced d = std::move(p.queue.front());
-  p.queue.pop_front();
-  Outgoing o;
-  o.ip = d.ip;
-  o.port = d.port;
-  o.data = d.bytes.data();
-  o.size = d.bytes.size();
-  o.tree = tree;
-  SendNow(o);
-  p.next = Simulator::Now() +
-           NanoSeconds(static_cast<std::int64_t>(p.ns_per_byte * static_cast<double>(o.size)));
-  if (!p.queue.empty()) {
-    p.scheduled = true;
-    Simulator::Schedule(p.next - Simulator::Now(), &WorkerApp::SendPaced, this, tree);
-  }
-}
-
-void WorkerApp::SendNow(const Outgoing& o) {
   // ECT(0) on every contribution when the engine reacts to marks (docs/congestion-control.md).
   // ns-3's UDP socket takes a datagram's TOS from the destination address of SendTo.
   InetSocketAddress to(Ipv4Address(o.ip), o.port);

@@ -33,9 +33,6 @@ class WorkerApp : public ns3::Application {
   // `ect`; the all-reduce starts at `start` (absolute simulated time).
   void Setup(WorkerCore* core, ns3::Ipv4Address local, std::uint16_t port, ns3::Time start,
              bool ect, DoneFn on_done);
-  // Paces tree t's datagrams at gbps[t] (UDP payload bits), each tree's in order; without a
-  // call, or at 0, a datagram leaves when the engine sends it.
-  void SetPacing(std::vector<double> gbps);
   ns3::Time finished_at() const { return finished_at_; }
   bool finished() const { return finished_; }
 
@@ -48,21 +45,6 @@ class WorkerApp : public ns3::Application {
   void Arm();
   void Check();
   void Send(const Outgoing& o);
-  void SendNow(const Outgoing& o);
-  void SendPaced(std::size_t tree);
-
-  struct Paced {
-    std::uint32_t ip = 0;
-    std::uint16_t port = 0;
-    std::vector<std::uint8_t> bytes;
-  };
-  struct Pacer {
-    double ns_per_byte = 0;
-    std::deque<Paced> queue;
-    ns3::Time next;  // when the next datagram may leave
-    bool scheduled = false;
-  };
-  std::vector<Pacer> pacers_;
 
   WorkerCore* core_ = nullptr;
   ns3::Ipv4Address local_;

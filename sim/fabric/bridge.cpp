@@ -231,6 +231,13 @@ struct WorkerCore::Impl {
       p.job_timeout = std::chrono::nanoseconds(options.job_timeout_ns);
       p.epoch = options.epoch;
       p.congestion_control = options.congestion_control;
+      // Simulated timers fire on time: no slack to make up for late wake-ups.
+      std::uint64_t weight_sum = 0;
+      for (const TreeSpec& tree : job.trees) weight_sum += tree.weight;
+      p.pace_gbps = weight_sum > 0
+                        ? options.pace_gbps * job.trees[t].weight / static_cast<double>(weight_sum)
+                        : 0;
+      p.pace_slack = std::chrono::nanoseconds(0);
       engines.push_back(std::make_unique<Engine>(p));
       sources.push_back(std::make_unique<Source>(*this, t, split.count(t, chunks)));
       aggregators.emplace_back(v.job.aggregator->ip, v.job.aggregator->port);
@@ -259,7 +266,6 @@ struct WorkerCore::Impl {
       o.port = aggregators[t].second;
       o.data = reinterpret_cast<const std::uint8_t*>(packet.data());
       o.size = packet.size();
-      o.tree = t;
       send(o);
     }
     e.clear_transmits();

@@ -25,7 +25,6 @@ struct Outgoing {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
   std::uint8_t ecn = 0;  // the IPv4 ECN bits the datagram should leave with (aggregators)
-  std::size_t tree = 0;  // a worker's datagram: the tree it belongs to
 };
 using SendFn = std::function<void(const Outgoing&)>;
 
@@ -111,6 +110,8 @@ struct WorkerOptions {
   std::int64_t min_retransmit_timeout_ns = 100'000;
   std::int64_t max_retransmit_timeout_ns = 50'000'000;
   std::int64_t job_timeout_ns = 1'000'000'000;
+  // The worker's pace (EngineParams::pace_gbps), split over the trees by weight; 0: none.
+  double pace_gbps = 0;
   // Fault injection for the tests: this rank sends element 0 off by one, so that every worker's
   // check must find a mismatch. -1: none.
   int corrupt_rank = -1;

@@ -377,7 +377,6 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   reset_ns3(s.background.seed);
   configure_tcp(s);  // the background flows
   std::unique_ptr<Network> net = build_network(s);
-  const std::vector<PlanTree> spec_trees = make_plan(s, *net).trees;
   const JobPlan plan(make_plan(s, *net));
   if (s.job.aggregation == "plan") {
     std::vector<std::vector<std::vector<unsigned>>> routes;
@@ -434,6 +433,7 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   wo.max_retransmit_timeout_ns = std::llround(s.job.max_retransmit_timeout_us * 1e3);
   wo.job_timeout_ns = std::llround(s.job.job_timeout_ms * 1e6);
   wo.corrupt_rank = s.job.corrupt_rank;
+  wo.pace_gbps = s.job.pace_gbps;
   std::vector<std::unique_ptr<WorkerCore>> cores;
   std::vector<Ptr<WorkerApp>> apps;
   unsigned remaining = n;
@@ -443,13 +443,6 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
     app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.ect(), [&remaining] {
       if (--remaining == 0) Simulator::Stop();
     });
-    if (s.job.pace_gbps > 0) {
-      double total = 0;
-      for (const PlanTree& t : spec_trees) total += t.weight;
-      std::vector<double> pace;
-      for (const PlanTree& t : spec_trees) pace.push_back(s.job.pace_gbps * t.weight / total);
-      app->SetPacing(pace);
-    }
     net->hosts.Get(r)->AddApplication(app);
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
