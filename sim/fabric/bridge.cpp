@@ -20,6 +20,12 @@
 #ifdef NETAGG_FABRIC_PLAN
 #include "netagg/plan/topology.hpp"
 #endif
+#ifdef NETAGG_FABRIC_FPGA
+#include <map>
+
+#include "harness.hpp"
+#include "netagg/fpga/control.hpp"
+#endif
 
 namespace netagg::fabric {
 
@@ -415,11 +421,82 @@ struct AggregatorCore::Impl {
     const SendFn* to = nullptr;
   };
 
-  Impl(const std::vector<JobSpec>& jobs, std::size_t pool, std::size_t lanes) : model(pool, lanes) {
-    for (const JobSpec& j : jobs) model.add_job(j);
+  Impl(const std::vector<JobSpec>& jobs, std::size_t pool, std::size_t lanes)
+      : model(std::make_unique<sim::SwitchModel>(pool, lanes)) {
+    for (const JobSpec& j : jobs) model->add_job(j);
   }
 
-  sim::SwitchModel model;
+#ifdef NETAGG_FABRIC_FPGA
+  // The FPGA aggregator's HLS model, as netagg-fpgad drives it: each datagram becomes a frame on
+  // the port of its sender, the model runs until idle, each egress frame's packet is sent.
+  struct Route {
+    unsigned port = 0;
+    wire::Mac mac{};
+  };
+  struct Fpga {};
+  Impl(Fpga, const std::vector<JobSpec>& jobs, std::uint32_t ip, std::uint16_t port)
+      : fpga(sim::make_hls_model()) {
+    const fpga::DeviceInfo info = fpga::read_device_info(*fpga);
+    fpga::check_jobs(info, jobs);
+    address.ip = ip;
+    address.udp_port = port;
+    fpga::set_aggregator_address(*fpga, address);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      fpga::program_job(*fpga, jobs[i], static_cast<unsigned>(i), address);
+      for (const WorkerSpec& w : jobs[i].workers)
+        routes[key(w.address)] = {fpga::worker_port(w, info.num_ports), fpga::worker_mac(w)};
+      if (jobs[i].parent)
+        routes[key(jobs[i].parent->address)] = {fpga::parent_port(*jobs[i].parent),
+                                                fpga::parent_mac(*jobs[i].parent)};
+    }
+    frame.resize(wire::kFrameOverhead + wire::kMaxPacketSize);
+  }
+  static std::uint64_t key(const Endpoint& e) { return (std::uint64_t{e.ip} << 16) | e.port; }
+
+  void process_fpga(const Endpoint& source, std::span<const std::byte> bytes, std::uint8_t ecn,
+                    const SendFn& send) {
+    const auto r = routes.find(key(source));
+    const Route route =
+        r != routes.end()
+            ? r->second
+            : Route{0, fpga::worker_mac(WorkerSpec{0, source, std::nullopt, std::nullopt})};
+    wire::FrameAddress a;
+    a.src_mac = route.mac;
+    a.dst_mac = address.mac;
+    a.src_ip = source.ip;
+    a.src_port = source.port;
+    a.dst_ip = address.ip;
+    a.dst_port = address.udp_port;
+    a.ecn = ecn;
+    const std::size_t n = wire::encode_frame(a, bytes, frame);
+    if (n == 0) throw Error(Errc::kInvalidArgument, "fabric: a datagram does not fit a frame");
+    fpga->push_frame(route.port, {frame.data(), n});
+    if (!fpga->run_until_idle(fpga->default_quiet_cycles(), 10'000'000))
+      throw Error(Errc::kTransport, "fabric: the FPGA's HLS model did not go idle");
+    for (const sim::EgressFrame& f : fpga->pop_egress()) {
+      const wire::DecodedFrame d = wire::decode_frame(f.bytes, /*udp_port=*/0);
+      if (!d) {
+        ++undecodable;
+        continue;
+      }
+      Outgoing o;
+      o.ip = d.address.dst_ip;
+      o.port = d.address.dst_port;
+      o.data = reinterpret_cast<const std::uint8_t*>(f.bytes.data() + wire::kFrameOverhead);
+      o.size = d.packet.header.packet_size();
+      o.ecn = d.address.ecn;
+      send(o);
+    }
+  }
+
+  std::unique_ptr<sim::FpgaModel> fpga;
+  fpga::AggregatorAddress address;
+  std::map<std::uint64_t, Route> routes;
+  std::vector<std::byte> frame;
+  std::uint64_t undecodable = 0;
+#endif
+
+  std::unique_ptr<sim::SwitchModel> model;
   Sink sink;
 };
 
@@ -432,26 +509,64 @@ std::size_t pool_for(const std::vector<JobSpec>& jobs) {
 }
 }  // namespace
 
-AggregatorCore::AggregatorCore(const JobPlan& plan, const std::string& name) {
+AggregatorCore::AggregatorCore(const JobPlan& plan, const std::string& name,
+                               const std::string& model, std::uint32_t ip, std::uint16_t port) {
   const std::vector<JobSpec> jobs = jobs_at_aggregator(plan.impl().job, name, std::nullopt);
-  impl_ = std::make_unique<Impl>(jobs, pool_for(jobs), plan.elements_per_packet());
+  if (model == "switch") {
+    impl_ = std::make_unique<Impl>(jobs, pool_for(jobs), plan.elements_per_packet());
+    return;
+  }
+  if (model != "fpga-hls")
+    throw Error(Errc::kConfig, fmt::format("fabric: no aggregator model '{}'", model));
+#ifdef NETAGG_FABRIC_FPGA
+  impl_ = std::make_unique<Impl>(Impl::Fpga{}, jobs, ip, port);
+#else
+  (void)ip;
+  (void)port;
+  throw Error(Errc::kUnsupported,
+              "fabric: the FPGA aggregator's model was not built (NETAGG_BUILD_HW and "
+              "NETAGG_BUILD_DRIVER)");
+#endif
 }
 AggregatorCore::~AggregatorCore() = default;
 
 void AggregatorCore::process(std::uint32_t src_ip, std::uint16_t src_port, const std::uint8_t* data,
                              std::size_t size, std::uint8_t ecn, const SendFn& send) {
+#ifdef NETAGG_FABRIC_FPGA
+  if (impl_->fpga) {
+    impl_->process_fpga(Endpoint{src_ip, src_port}, bytes_of(data, size), ecn, send);
+    return;
+  }
+#endif
   impl_->sink.to = &send;
-  impl_->model.process(Endpoint{src_ip, src_port}, bytes_of(data, size), impl_->sink, ecn);
+  impl_->model->process(Endpoint{src_ip, src_port}, bytes_of(data, size), impl_->sink, ecn);
   impl_->sink.to = nullptr;
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> AggregatorCore::counters() const {
   std::vector<std::pair<std::string, std::uint64_t>> out;
-  for (const auto& [name, value] : impl_->model.counters().named())
+#ifdef NETAGG_FABRIC_FPGA
+  if (impl_->fpga) {
+    for (const auto& c : fpga::read_counters(*impl_->fpga))
+      out.emplace_back(std::string(c.name), c.value);
+    out.emplace_back("egress_undecodable", impl_->undecodable);
+    return out;
+  }
+#endif
+  for (const auto& [name, value] : impl_->model->counters().named())
     out.emplace_back(std::string(name), value);
   return out;
 }
 
-std::size_t AggregatorCore::open_rounds() const { return impl_->model.open_rounds().size(); }
+std::size_t AggregatorCore::open_rounds() const {
+  return impl_->model ? impl_->model->open_rounds().size() : 0;
+}
+
+std::uint64_t AggregatorCore::cycles() const {
+#ifdef NETAGG_FABRIC_FPGA
+  if (impl_->fpga) return impl_->fpga->cycles();
+#endif
+  return 0;
+}
 
 }  // namespace netagg::fabric

@@ -171,8 +171,12 @@ class WorkerCore {
 // An aggregator: netagg::sim::SwitchModel holding this switch's part of every tree it is in.
 class AggregatorCore {
  public:
-  // Throws if `name` is in no tree of the plan.
-  AggregatorCore(const JobPlan& plan, const std::string& name);
+  // Throws if `name` is in no tree of the plan. `model`: "switch" (netagg's switch model) or
+  // "fpga-hls" (the FPGA aggregator's HLS C++ model behind frames, as netagg-fpgad drives it,
+  // programmed through driver/fpga); `ip`/`port` the aggregator's address (the FPGA's results
+  // say they come from it).
+  AggregatorCore(const JobPlan& plan, const std::string& name, const std::string& model = "switch",
+                 std::uint32_t ip = 0, std::uint16_t port = 20033);
   ~AggregatorCore();
   AggregatorCore(const AggregatorCore&) = delete;
   AggregatorCore& operator=(const AggregatorCore&) = delete;
@@ -181,8 +185,10 @@ class AggregatorCore {
                std::size_t size, std::uint8_t ecn, const SendFn& send);
   // SwitchCounters::named(): snake_case name, value.
   std::vector<std::pair<std::string, std::uint64_t>> counters() const;
-  // Rounds started and not complete (a stalled job's evidence).
+  // Rounds started and not complete (a stalled job's evidence); the FPGA's are not read: 0.
   std::size_t open_rounds() const;
+  // The FPGA model's clock cycles so far (0 for the switch model).
+  std::uint64_t cycles() const;
 
  private:
   struct Impl;

@@ -411,9 +411,10 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   };
   json capacities = json::object();
   for (const std::string& name : used) {
-    aggregator_cores.push_back(std::make_unique<AggregatorCore>(plan, name));
-    Ptr<AggregatorApp> app = CreateObject<AggregatorApp>();
     const unsigned v = net->vertex(name);
+    aggregator_cores.push_back(std::make_unique<AggregatorCore>(plan, name, s.aggregator.model,
+                                                                net->ip[v].Get(), kAggregatorPort));
+    Ptr<AggregatorApp> app = CreateObject<AggregatorApp>();
     const double own = own_gbps(name);
     if (own > 0) capacities[name] = own;
     app->Setup(aggregator_cores.back().get(), net->ip[v], kAggregatorPort,
@@ -499,9 +500,11 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
 
   std::map<std::string, std::uint64_t> switch_sum;
   std::size_t open_rounds = 0;
+  std::uint64_t fpga_cycles = 0;
   for (const auto& a : aggregator_cores) {
     for (const auto& [k, v] : a->counters()) switch_sum[k] += v;
     open_rounds += a->open_rounds();
+    fpga_cycles += a->cycles();
   }
   std::uint64_t rate_drops = 0, backlog = 0;
   for (const auto& a : aggregator_apps) {
@@ -532,6 +535,8 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
            {"failures", failures},
            {"aggregators", used},
            {"switch", switch_sum},
+           {"aggregator_model", s.aggregator.model},
+           {"fpga_cycles", fpga_cycles},
            {"open_rounds", open_rounds},
            {"aggregator_rate_limit",
             {{"drops", rate_drops}, {"max_backlog", backlog}, {"gbps", capacities}}},

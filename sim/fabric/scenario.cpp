@@ -323,11 +323,14 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
 
   if (j.contains("aggregator")) {
     const json& o = j.at("aggregator");
-    only_keys(o, "aggregator", {"rate_gbps", "rate_mpps", "queue_packets"});
+    only_keys(o, "aggregator", {"model", "rate_gbps", "rate_mpps", "queue_packets"});
+    get(o, "aggregator", "model", s.aggregator.model);
     get(o, "aggregator", "rate_gbps", s.aggregator.rate_gbps);
     get(o, "aggregator", "rate_mpps", s.aggregator.rate_mpps);
     get(o, "aggregator", "queue_packets", s.aggregator.queue_packets);
   }
+  if (s.aggregator.model != "switch" && s.aggregator.model != "fpga-hls")
+    fail("aggregator.model", "\"switch\" or \"fpga-hls\"");
   in_range(s.aggregator.rate_gbps, 0, 1e6, "aggregator.rate_gbps");
   in_range(s.aggregator.rate_mpps, 0, 1e6, "aggregator.rate_mpps");
   if (s.aggregator.rate_gbps > 0 && s.aggregator.rate_mpps > 0)
@@ -408,7 +411,8 @@ json to_json(const Scenario& s) {
                 {"job_timeout_ms", b.job_timeout_ms},
                 {"corrupt_rank", b.corrupt_rank}}},
               {"aggregator",
-               {{"rate_gbps", s.aggregator.rate_gbps},
+               {{"model", s.aggregator.model},
+                {"rate_gbps", s.aggregator.rate_gbps},
                 {"rate_mpps", s.aggregator.rate_mpps},
                 {"queue_packets", s.aggregator.queue_packets}}},
               {"ring",

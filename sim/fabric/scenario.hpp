@@ -75,6 +75,9 @@ struct Job {
 };
 
 struct Aggregator {
+  // "switch": netagg's switch model; "fpga-hls": the FPGA aggregator's HLS C++ model, an
+  // accelerator on the switch (PANAMA), fed frames as netagg-fpgad feeds it.
+  std::string model = "switch";
   // Processing-rate limit: a FIFO served at this rate (0: unlimited, no queueing). At most one
   // of the two may be set.
   double rate_gbps = 0;        // of UDP payload

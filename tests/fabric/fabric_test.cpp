@@ -324,6 +324,42 @@ TEST(Fabric, BadPlansAreRefused) {
   refused([](json& b) { b["topology"]["leaves"] = 2; }, "not a field of a graph");
 }
 
+TEST(Fabric, TheFpgaAggregatorsModelAggregatesAtEverySwitchOfTheTree) {
+  // The FPGA aggregator's HLS model as each switch's accelerator (PANAMA): the same tree, frames
+  // in and out as netagg-fpgad feeds them, the jobs programmed through driver/fpga.
+  json s = json::parse(scenario_text("tree.json"));
+  s["aggregator"] = {{"model", "fpga-hls"}};
+  s["job"]["window"] = 64;  // the model's 64 slots
+  s["modes"] = json::array({"innetwork"});
+  json r;
+  bool ok = false;
+  try {
+    r = run(s.dump(), &ok);
+  } catch (const std::runtime_error& e) {
+    if (std::string(e.what()).find("not built") != std::string::npos) GTEST_SKIP() << e.what();
+    throw;
+  }
+  EXPECT_TRUE(ok);
+  const json& m = r["innetwork"];
+  expect_verified(m);
+  EXPECT_EQ(m["aggregator_model"], "fpga-hls");
+  EXPECT_EQ(m["aggregators"], json::array({"spine0", "leaf0", "leaf1"}));
+  // The device's own counters: 8192 worker frames and 2048 partial sums in, 3 x 1024 rounds.
+  EXPECT_EQ(m["switch"]["completions"].get<std::uint64_t>(), 3u * 1024);
+  EXPECT_EQ(m["switch"]["sent_to_parent"].get<std::uint64_t>(), 2u * 1024);
+  EXPECT_EQ(m["switch"]["results_from_parent"].get<std::uint64_t>(), 2u * 1024);
+  EXPECT_EQ(m["switch"]["frames_in"].get<std::uint64_t>(), 8192u + 2048 + 2048);
+  EXPECT_GT(m["fpga_cycles"].get<std::uint64_t>(), 0u);
+  // A window the model cannot hold is refused by the driver's check, by name.
+  s["job"]["window"] = 128;
+  try {
+    run(s.dump());
+    ADD_FAILURE() << "a 128-slot window was accepted by a 64-slot device";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("64 slots"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Fabric, AWrongContributionIsCaughtByEveryWorker) {
   bool ok = true;
   const json r = run(scenario_text("corrupt.json"), &ok);
@@ -357,6 +393,7 @@ TEST(Fabric, BadScenariosAreRefused) {
   EXPECT_THROW(run(R"({"topology": {"k": 4}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"topology": {"ecmp": "per-byte"}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"background": {"long_flows": 1001}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"aggregator": {"model": "asic"}})"), std::runtime_error);
   // One switch-model job holds at most 32 workers: 40 on one aggregator is refused by name.
   try {
     run(R"({"topology": {"leaves": 2, "hosts_per_leaf": 20}, "job": {"aggregation": "single"},
