@@ -26,6 +26,7 @@ packages=(
   python3-torch libtorch-dev pybind11-dev python3-dev  # the torch.distributed backend (torch/)
   python3-sklearn            # the training example's data set (examples/pytorch)
   openmpi-bin                # mpirun for the MPI example (examples/mpi)
+  libsystemc-dev             # the Alveo card's virtual platform (sim/vp, SystemC 2.3.4)
 )
 
 missing=()
