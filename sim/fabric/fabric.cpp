@@ -328,7 +328,6 @@ PlanSpec plan_from_streams(const Scenario& s, const Network& net,
 }
 
 PlanSpec make_plan(const Scenario& s, const Network& net) {
-  if (s.job.aggregation == "plan") return plan_from_streams(s, net, nullptr);
   PlanSpec spec;
   spec.job_id = 1;
   spec.window = static_cast<std::uint16_t>(s.job.window);
@@ -377,24 +376,21 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   reset_ns3(s.background.seed);
   configure_tcp(s);  // the background flows
   std::unique_ptr<Network> net = build_network(s);
-  const JobPlan plan(make_plan(s, *net));
-  if (s.job.aggregation == "plan") {
-    std::vector<std::vector<std::vector<unsigned>>> routes;
-    plan_from_streams(s, *net, &routes);
-    for (std::size_t t = 0; t < routes.size(); ++t)
-      for (const auto& path : routes[t]) net->routes->pin(static_cast<std::uint16_t>(1 + t), path);
-  }
+  // A plan's streams are pinned to their routes (tree t's job id is 1 + t).
+  std::vector<std::vector<std::vector<unsigned>>> routes;
+  const PlanSpec spec =
+      s.job.aggregation == "plan" ? plan_from_streams(s, *net, &routes) : make_plan(s, *net);
+  for (std::size_t t = 0; t < routes.size(); ++t)
+    for (const auto& path : routes[t]) net->routes->pin(static_cast<std::uint16_t>(1 + t), path);
+  const JobPlan plan(spec);
   const Time start = NanoSeconds(std::llround(s.start_us * 1e3));
   const unsigned n = s.workers();
 
   // Aggregators: one per switch in the plan, holding its part of every tree.
   std::vector<std::string> used;
-  {
-    const PlanSpec spec = make_plan(s, *net);
-    for (const PlanTree& t : spec.trees)
-      for (const PlanNode& node : t.nodes)
-        if (std::find(used.begin(), used.end(), node.name) == used.end()) used.push_back(node.name);
-  }
+  for (const PlanTree& t : spec.trees)
+    for (const PlanNode& node : t.nodes)
+      if (std::find(used.begin(), used.end(), node.name) == used.end()) used.push_back(node.name);
   std::vector<std::unique_ptr<AggregatorCore>> aggregator_cores;
   std::vector<Ptr<AggregatorApp>> aggregator_apps;
   const Time per_packet = s.aggregator.rate_mpps > 0
