@@ -225,6 +225,16 @@ void add_background(json& out, const Background* bg) {
   out["background"] = b;
 }
 
+// What both modes do once their applications are in place: the background traffic, the queue
+// statistics from the all-reduce's start, the simulation itself.
+std::pair<std::unique_ptr<Background>, SimRun> run_mode(const Scenario& s, Network& net,
+                                                        Time start) {
+  auto background = start_background(s, net, start);
+  Simulator::Schedule(start, [&net] { restart_queue_stats(net); });
+  const SimRun sim = run_simulation(s.time_limit_s);
+  return {std::move(background), sim};
+}
+
 // Tree t is rooted at the top-tier switch t mod tops. "single": every worker sends to the root.
 // "tree": every switch on the (first) shortest path from a worker's edge switch to the root
 // aggregates, and sends to the next one on that path: leaf -> spine on a leaf-spine, edge ->
@@ -444,10 +454,7 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
   }
-  const auto background = start_background(s, *net, start);
-  Simulator::Schedule(start, [&net] { restart_queue_stats(*net); });
-
-  const SimRun sim = run_simulation(s.time_limit_s);
+  const auto [background, sim] = run_mode(s, *net, start);
 
   // Collect.
   std::vector<double> finish;
@@ -585,10 +592,7 @@ json run_ring(const Scenario& s, bool quiet, bool& ok, std::string& line) {
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
   }
-  const auto background = start_background(s, *net, start);
-  Simulator::Schedule(start, [&net] { restart_queue_stats(*net); });
-
-  const SimRun sim = run_simulation(s.time_limit_s);
+  const auto [background, sim] = run_mode(s, *net, start);
 
   std::vector<double> finish;
   bool all_done = true;
