@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// netagg-fpgad: serves the FPGA aggregator's simulation on UDP (the Verilated RTL by default, or
-// the HLS C model), so workers (netagg-allreduce --target fpga-sim, the end-to-end tests)
-// all-reduce through the RTL on one machine.
+// netagg-fpgad: serves the FPGA aggregator's simulation on UDP (the Verilated RTL by default, the
+// HLS C model, or the RTL on the card's SystemC virtual platform where the build has it), so
+// workers (netagg-allreduce --target fpga-sim, the end-to-end tests) all-reduce through the RTL
+// on one machine.
 //
 // Each datagram (a netagg packet) becomes a whole Ethernet/IPv4/UDP frame (wire::encode_frame)
 // on the ingress port of its worker (the job's switch_port, else rank mod NUM_PORTS; a source
@@ -41,6 +42,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,9 @@
 #include "netagg/fpga_csr.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
+#ifdef NETAGG_HAVE_VP
+#include "vp_model.hpp"  // sim/vp: --model vp
+#endif
 
 namespace {
 
@@ -79,6 +84,7 @@ struct Options {
   std::string listen = fmt::format("127.0.0.1:{}", wire::kUdpPort);
   std::vector<std::string> job_files;
   std::string model = "rtl";
+  std::optional<double> vp_clock_mhz;  // --model vp: the kernel clock; unset: the platform's
   std::string trace;
   std::string counters_json;
   std::string control;            // CSR control channel address; empty: none
@@ -473,9 +479,28 @@ class ControlSocket {
   Endpoint bound_;
 };
 
+// The model --model names: rtl and hls from sim/fpga, vp (the virtual platform) from sim/vp.
+std::unique_ptr<sim::FpgaModel> make_model(const Options& opt) {
+  if (opt.model != "vp") {
+    if (opt.vp_clock_mhz) throw Error(Errc::kConfig, "--vp-clock-mhz: only with --model vp");
+    return sim::make_fpga_model(opt.model, opt.trace);
+  }
+  if (!opt.trace.empty())
+    throw Error(Errc::kConfig, "--trace: the virtual platform has no waveform; use --model rtl");
+#ifdef NETAGG_HAVE_VP
+  netagg::vp::VpModelOptions vp;
+  if (opt.vp_clock_mhz) vp.kernel_mhz = *opt.vp_clock_mhz;
+  return netagg::vp::make_vp_model(vp);
+#else
+  throw Error(Errc::kUnsupported,
+              "--model vp: this build has no virtual platform: it was configured without "
+              "SystemC (NETAGG_VP; Debian: libsystemc-dev)");
+#endif
+}
+
 int run(const Options& opt) {
   // Configuration first: every error here exits 2 before the "listening" line.
-  Daemon daemon(opt, sim::make_fpga_model(opt.model, opt.trace));
+  Daemon daemon(opt, make_model(opt));
   daemon.load_jobs();
   sim::DatagramServer server(sim::parse_listen_address(opt.listen), !opt.no_udp_offload);
   std::unique_ptr<ControlSocket> control;
@@ -541,9 +566,14 @@ int main(int argc, char** argv) {
   app.add_option("--control", opt.control,
                  "serve the CSR control channel on UDP IP:PORT (port 0: any free port; bind it to "
                  "loopback: it has no authentication)");
-  app.add_option("--model", opt.model, "rtl (the Verilated SystemVerilog) or hls (the C model)")
-      ->check(CLI::IsMember({"rtl", "hls"}))
+  app.add_option("--model", opt.model,
+                 "rtl (the Verilated SystemVerilog), hls (the C model) or vp (the RTL on the "
+                 "SystemC virtual platform of the card: MACs, clock crossings, CSRs over TLM)")
+      ->check(CLI::IsMember({"rtl", "hls", "vp"}))
       ->capture_default_str();
+  app.add_option("--vp-clock-mhz", opt.vp_clock_mhz,
+                 "--model vp: the kernel clock (ap_clk) in MHz (default 250)")
+      ->check(CLI::Range(1.0, 1000.0));
   app.add_option("--trace", opt.trace, "write an FST waveform of the RTL to FILE (slow, large)");
   app.add_option("--counters-json", opt.counters_json,
                  "write the counters as JSON to FILE at start, on SIGUSR1 and at exit");

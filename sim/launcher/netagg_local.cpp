@@ -645,8 +645,9 @@ int main(int argc, char** argv) {
   app.add_option("--switchd", o.switchd, "path of netagg-switchd (default: likewise)");
   app.add_option("--fpgad", o.fpgad, "path of netagg-fpgad (default: likewise)");
   app.add_option("--fpga-model", o.fpga_model,
-                 "fpga-sim: the Verilated RTL (rtl) or the HLS C model (hls)")
-      ->check(CLI::IsMember({"rtl", "hls"}))
+                 "fpga-sim: the Verilated RTL (rtl), the HLS C model (hls) or the RTL on the "
+                 "card's SystemC virtual platform (vp; netagg-fpgad --model vp)")
+      ->check(CLI::IsMember({"rtl", "hls", "vp"}))
       ->capture_default_str();
   app.add_option("--leaves", o.leaves,
                  "a two-level tree of daemons (netagg-switchd for switch-sim, netagg-fpgad for "

@@ -42,6 +42,19 @@ bool MacPort::idle() const {
          tx_fifo_.size() == 0 && tx_frame_.empty() && tx_on_wire_.empty();
 }
 
+void MacPort::clear() {
+  rx_on_wire_ = false;
+  rx_wire_frame_ = {};
+  rx_user_.clear();
+  rx_user_beat_ = 0;
+  rx_fifo_.clear();
+  rx_in_fifo_.clear();
+  rx_driving_ = false;
+  tx_fifo_.clear();
+  tx_frame_.clear();
+  tx_on_wire_.clear();
+}
+
 void MacPort::mac_rx() {
   const sc_time now = sc_time_stamp();
   // A frame whose last byte has arrived is on the user side.
@@ -146,9 +159,15 @@ void MacPort::kernel_tx() {
     b.keep = tx_tkeep.read();
     b.last = tx_tlast.read();
     const bool contiguous = b.keep == ~std::uint64_t{0} || (b.keep & (b.keep + 1)) == 0;
-    if (!contiguous || tx_tstrb.read() != b.keep || (!b.last && b.keep != ~std::uint64_t{0}) ||
-        (b.last && b.keep == 0))
+    const char* error = !contiguous                              ? "TKEEP not contiguous"
+                        : tx_tstrb.read() != b.keep              ? "TSTRB differs from TKEEP"
+                        : !b.last && b.keep != ~std::uint64_t{0} ? "TKEEP partial before TLAST"
+                        : b.last && b.keep == 0                  ? "TLAST with an empty TKEEP"
+                                                                 : nullptr;
+    if (error) {
       ++stats_.tx_protocol_errors;
+      tx_last_error_ = std::string(name()) + " at " + sc_time_stamp().to_string() + ": " + error;
+    }
     tx_fifo_.push(b);
     tx_fifo_.note_level();
     stats_.tx_fifo_high_water = tx_fifo_.high_water();
@@ -166,7 +185,7 @@ void MacPort::mac_tx() {
   }
   // The next frame's first beat is read once the wire frees within this clock period; the rest
   // of a frame a beat per clock (faster than the wire, so the MAC never runs dry mid-frame).
-  if (tx_frame_.empty() && now + mac_period_ < tx_wire_free_) return;
+  if (tx_frame_.empty() && (tx_paused_ || now + mac_period_ < tx_wire_free_)) return;
   if (!tx_fifo_.readable()) return;
   const Beat& b = tx_fifo_.front();
   const unsigned n = static_cast<unsigned>(__builtin_popcountll(b.keep));

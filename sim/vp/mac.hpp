@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace netagg::vp {
@@ -68,6 +69,7 @@ class CdcFifo {
   }
   const Beat& front() const { return entries_.front().beat; }
   void pop() { entries_.pop_front(); }
+  void clear() { entries_.clear(); }
   std::size_t high_water() const { return high_water_; }
   void note_level() { high_water_ = std::max(high_water_, entries_.size()); }
 
@@ -146,6 +148,16 @@ SC_MODULE(MacPort) {
   unsigned index() const { return index_; }
   // Nothing queued anywhere on this port (wire, FIFOs, partial frames).
   bool idle() const;
+  // The link partner pauses this port's transmitter (as priority flow control would): no frame
+  // starts on the wire while paused (one already started finishes), so the TX crossing fills and
+  // the aggregator's tx_<i> sees TREADY low.
+  void set_tx_paused(bool paused) { tx_paused_ = paused; }
+  bool tx_paused() const { return tx_paused_; }
+  // What the last AXI4-Stream violation on tx_<i> was (counted in tx_protocol_errors); "" if none.
+  const std::string& last_tx_protocol_error() const { return tx_last_error_; }
+  // Drops every frame on the port: on the wires, in the crossings, half read or written. For a
+  // reset of the card (the statistics stay).
+  void clear();
 
  private:
   SC_HAS_PROCESS(MacPort);
@@ -183,6 +195,8 @@ SC_MODULE(MacPort) {
   };
   std::deque<OnWire> tx_on_wire_;
   bool tx_ready_ = false;
+  bool tx_paused_ = false;
+  std::string tx_last_error_;
 };
 
 }  // namespace netagg::vp

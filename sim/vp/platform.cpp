@@ -149,6 +149,9 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformConfig& config)
   csr_bus_->socket.bind(bridge_->socket);
 
   SC_THREAD(reset_and_host);
+  SC_METHOD(watch_ports);
+  sensitive << kernel_clk_->posedge_event();
+  dont_initialize();
 }
 
 Platform::~Platform() = default;
@@ -161,18 +164,39 @@ void Platform::wait_cycles(std::uint64_t n) {
   for (std::uint64_t i = 0; i < n; ++i) wait(kernel_clk_->posedge_event());
 }
 
+bool Platform::ports_idle() const {
+  for (const auto& m : ports_)
+    if (!m->idle()) return false;
+  for (const Pins::Axis& a : pins_->tx)
+    if (a.tvalid.read()) return false;
+  return true;
+}
+
+void Platform::watch_ports() {
+  if (!ports_idle()) last_busy_cycle_ = kernel_cycles();
+}
+
 bool Platform::wait_idle(std::uint64_t quiet, std::uint64_t max_cycles) {
   std::uint64_t idle_for = 0;
   for (std::uint64_t i = 0; i < max_cycles; ++i) {
-    bool idle = true;
-    for (const auto& m : ports_) idle = idle && m->idle();
-    for (const Pins::Axis& a : pins_->tx) idle = idle && !a.tvalid.read();
-    idle_for = idle ? idle_for + 1 : 0;
+    idle_for = ports_idle() ? idle_for + 1 : 0;
     if (idle_for >= quiet) return true;
     wait(kernel_clk_->posedge_event());
   }
   return false;
 }
+
+void Platform::reset() {
+  rst_n_.write(false);
+  for (const auto& m : ports_) m->clear();
+  wait_cycles(config_.reset_cycles);
+  for (const auto& m : ports_) m->clear();  // what arrived meanwhile
+  wait(kernel_clk_->negedge_event());
+  rst_n_.write(true);
+  wait_cycles(2);
+}
+
+void Platform::finish() { rtl_->final(); }
 
 void Platform::reset_and_host() {
   rst_n_.write(false);
@@ -194,7 +218,7 @@ void Platform::run(Host host) {
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
   sc_core::sc_start();
-  rtl_->final();
+  finish();
   if (error_) std::rethrow_exception(error_);
 }
 

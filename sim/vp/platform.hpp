@@ -48,6 +48,11 @@ SC_MODULE(Platform) {
 
   // Elaborates and runs until the host returns; rethrows what the host threw.
   void run(Host host);
+  // The host without running it: for a caller that runs the simulation itself in slices
+  // (sc_start, until the host calls sc_pause), as VpModel (vp_model.hpp) does.
+  void set_host(Host host) { host_ = std::move(host); }
+  // The Verilated model's final blocks, once the simulation is over (run() calls it).
+  void finish();
 
   fpga::CsrBus& csr() { return *csr_bus_; }
   MacPort& port(unsigned i) { return *ports_.at(i); }
@@ -60,11 +65,20 @@ SC_MODULE(Platform) {
   // it became idle.
   void wait_cycles(std::uint64_t n);
   bool wait_idle(std::uint64_t quiet, std::uint64_t max_cycles);
+  // Every port idle now: nothing on a wire, in a crossing or on the pins (tx_<i>_TVALID low).
+  bool ports_idle() const;
+  // The last kernel cycle at which ports_idle() did not hold (sampled at every kernel clock
+  // edge); 0 if it always held.
+  std::uint64_t last_busy_cycle() const { return last_busy_cycle_; }
+  // For the host thread: a reset of the card. ap_rst_n low for reset_cycles kernel cycles, every
+  // frame on the ports dropped (MacPort::clear), then two cycles out of reset.
+  void reset();
   std::uint64_t csr_transactions() const { return bridge_->transactions(); }
 
  private:
   SC_HAS_PROCESS(Platform);
   void reset_and_host();
+  void watch_ports();
 
   PlatformConfig config_;
   sc_core::sc_time kernel_period_, mac_period_;
@@ -78,6 +92,7 @@ SC_MODULE(Platform) {
   std::unique_ptr<TlmCsrBus> csr_bus_;
   Host host_;
   std::exception_ptr error_;
+  std::uint64_t last_busy_cycle_ = 0;
 };
 
 // Sets SystemC's time resolution to 1 ps, the Verilated model's time precision; must come before
