@@ -598,7 +598,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         hdr.netagg.slot = meta.child_slot;
                     }
                 } else if (meta.checked == 1) {
-                    meta.rank_bit = (bit<32>)1 << hdr.netagg.rank;
+                    /* BMv2 limits a shift amount to 8 bits: the rank is below the job's worker count
+                     * (worker_table matched it), at most 32, so the cast keeps its value. */
+                    meta.rank_bit = (bit<32>)1 << (bit<8>)hdr.netagg.rank;
                     if ((hdr.netagg.flags & NETAGG_FLAG_RECOVERY) != 0) {
                         meta.recovery = 1;
                     }

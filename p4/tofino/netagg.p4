@@ -354,6 +354,9 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_metadata_t md,
                      out ingress_intrinsic_metadata_t ig_intr_md) {
     Checksum() ipv4_checksum;
     state start {
+        /* Every field zero before the parser writes any (what @pa_auto_init_metadata gives on
+         * Tofino, said in the language, so that no field of the out parameter is undefined). */
+        md = {...};
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port[6:0]) {
@@ -1212,6 +1215,7 @@ control IngressDeparser(packet_out pkt, inout headers_t hdr, in ig_metadata_t md
 parser EgressParser(packet_in pkt, out headers_t hdr, out eg_metadata_t md,
                     out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
+        md = {...};
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
         pkt.extract(hdr.ethernet);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The P4 programs on the open-source tool chain (scripts/p4-toolchain.sh, in NETAGG_P4_PREFIX,
+# default /opt/netagg-p4). Exit 77 (skipped, with the reason) when the tool chain is absent.
+#   toolchain_test.sh BUILD bmv2-compile     p4c-bm2-ss compiles p4/bmv2/netagg.p4 with no warning
+#   toolchain_test.sh BUILD tofino-p4test    p4test accepts p4/tofino/netagg.p4 with no warning
+#   toolchain_test.sh BUILD bmv2-vectors     every switch vector passes on simple_switch (root)
+#   toolchain_test.sh BUILD bmv2-allreduce DTYPE   4 workers through simple_switch with 1 % loss
+#                                            each way; every worker verifies its sum (root)
+set -uo pipefail
+build=$1 mode=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+prefix=${NETAGG_P4_PREFIX:-/opt/netagg-p4}
+need() {
+  for t in "$@"; do
+    [[ -e $prefix/$t ]] || {
+      echo "toolchain_test: skipped: $prefix/$t is missing (scripts/p4-toolchain.sh builds the" \
+        "P4 tool chain; NETAGG_P4_PREFIX names another place)"; exit 77; }
+  done
+}
+case $mode in
+  bmv2-compile)
+    need bin/p4c-bm2-ss
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    bash "$here/scripts/p4-build.sh" "$out" --only bmv2 || exit 1
+    # The program's tables and registers as the control plane names them.
+    for name in NetaggIngress.job_table NetaggIngress.worker_table NetaggIngress.parent_table \
+                NetaggEgress.result_destination; do
+      grep -q "\"$name\"" "$out/p4/bmv2/netagg.json" || { echo "no $name in netagg.json"; exit 1; }
+    done ;;
+  tofino-p4test)
+    need bin/p4test tna-include/tna.p4
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    PATH=/usr/bin:/bin bash "$here/scripts/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
+    rc=$?
+    cat "$out/log"
+    [[ $rc == 0 ]] && grep -q "checked\|compiled" "$out/log" || exit 1 ;;
+  bmv2-vectors)
+    need bin/simple_switch bin/simple_switch_CLI bin/p4c-bm2-ss
+    exec bash "$here/scripts/bmv2-netns.sh" "$build" vectors ;;
+  bmv2-allreduce)
+    need bin/simple_switch bin/simple_switch_CLI bin/p4c-bm2-ss
+    out=$(bash "$here/scripts/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$3" \
+      --count 8192 --elements-per-packet 64 --loss 1)
+    rc=$?
+    echo "$out"
+    [[ $rc == 0 ]] || exit "$rc"
+    # The loss happened and was repaired: some worker retransmitted, the switch completed every
+    # round (8192 / 64 per worker, and the one-element barrier before the timed all-reduce).
+    OUT=$out /usr/bin/python3 -c '
+import json, os, sys
+d = json.loads(os.environ["OUT"])
+retx = sum(r["retransmissions"] for r in d["ranks"])
+done = d["switch_counters"].get("completions", 0)
+ok = d["verification"] == "ok" and retx > 0 and done >= 8192 // 64 + 1
+v = d["verification"]
+print(f"verification {v}, {retx} retransmissions, {done} rounds completed")
+sys.exit(0 if ok else 1)' ;;
+  *) echo "toolchain_test: unknown mode $mode"; exit 2 ;;
+esac
