@@ -92,8 +92,9 @@ pytorch: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-torch
 	/usr/bin/python3 examples/pytorch/run_digits.py --build $(BUILD)
 
-# The P4 programs: compiled when p4c (BMv2) / bf-p4c (Tofino) are on PATH; otherwise says what
-# is missing and where to get it, and exits 0 (not part of `make test`; scripts/p4-build.sh).
+# The P4 programs: compiled with the tool chain of scripts/p4-toolchain.sh (NETAGG_P4_PREFIX,
+# default /opt/netagg-p4) or compilers on PATH; otherwise says what is missing and where to get
+# it, and exits 0 (scripts/p4-build.sh; the tests of label p4-toolchain use the same tools).
 p4:
 	bash scripts/p4-build.sh $(BUILD)
 

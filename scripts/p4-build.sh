@@ -3,8 +3,9 @@
 # `make p4`: compiles the P4 programs with the compilers it finds, in NETAGG_P4_PREFIX/bin
 # (default /opt/netagg-p4, built by scripts/p4-toolchain.sh) first, then on PATH.
 #   BMv2 (v1model):  p4c-bm2-ss --arch v1model -> BUILD/p4/bmv2/netagg.json (+ netagg.p4info.txtpb)
-#   Tofino (TNA):    bf-p4c --target tofino --arch tna -> BUILD/p4/tofino/ (resources in
-#                    BUILD/p4/tofino/netagg.tofino/pipe/logs); without bf-p4c, p4test with the
+#   Tofino (TNA):    bf-p4c (Intel's SDE) or p4c-barefoot (p4c's open-source back end,
+#                    scripts/p4-toolchain.sh --with-tofino) --target tofino --arch tna ->
+#                    BUILD/p4/tofino/ (resource logs there); without either, p4test with the
 #                    TNA includes (NETAGG_P4_PREFIX/tna-include) checks the program's language and
 #                    types, not its fit in the pipeline, and says so.
 # Warnings fail the compilation: the programs compile clean.
@@ -68,15 +69,16 @@ fi
 if [[ $only != bmv2 ]]; then
   wanted=$((wanted + 1))
   bf=$(find_tool bf-p4c)
+  [[ -n $bf ]] || bf=$(find_tool p4c-barefoot)  # p4c's open-source Tofino back end
   p4test=$(find_tool p4test)
   if [[ -n $bf ]]; then
     mkdir -p "$out/tofino"
-    echo "p4: bf-p4c: p4/tofino/netagg.p4 -> $out/tofino/"
+    echo "p4: $(basename "$bf"): p4/tofino/netagg.p4 -> $out/tofino/"
     if run_compiler "$out/tofino/compile.log" "$bf" --target tofino --arch tna --std p4-16 \
         -I "$root/p4/common" -o "$out/tofino" "$root/p4/tofino/netagg.p4"; then
       compiled=$((compiled + 1))
     else
-      echo "p4: bf-p4c failed on p4/tofino/netagg.p4"; status=1
+      echo "p4: $(basename "$bf") failed on p4/tofino/netagg.p4"; status=1
     fi
   elif [[ -n $p4test && -f $prefix/tna-include/tna.p4 ]]; then
     mkdir -p "$out/tofino"
