@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps configure build test test-long demo bench bench-fabric bench-plan pytorch clean sim xclbin p4 formats format-check
+.PHONY: all deps configure build test test-long demo bench bench-fabric bench-plan bench-bmv2 pytorch clean sim xclbin p4 formats format-check
 
 all: build
 
@@ -84,6 +84,14 @@ bench-fabric: $(BUILD)/build.ninja
 bench-plan: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-plan
 	bash scripts/bench-plan.sh $(BUILD)
+
+# BMv2's simple_switch running the P4 program (docs/switch-pipeline.md): 4 workers' all-reduce
+# time against elements per packet; JSON in $(BUILD)/bench/bmv2.json. Root and the P4 tool chain
+# (scripts/p4-toolchain.sh) needed, else it says what is missing.
+bench-bmv2: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target netagg-replay netagg-ctl netagg-allreduce
+	mkdir -p $(BUILD)/bench
+	bash scripts/bench-bmv2.sh $(BUILD) $(BUILD)/bench/bmv2.json
 
 # The torch.distributed backend's example (docs/pytorch.md): DDP on 4 ranks with Gloo and through
 # netagg (switch model, FPGA HLS model, both also with 1 % loss, 10 RTL steps); accuracy, samples/s
