@@ -166,7 +166,8 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
     echo "bench: FPGA aggregator RTL, back-to-back packets on every port" >&2
     fpga_packets=512
     if [ "$quick" = 1 ]; then fpga_packets=64; fi
-    run fpga_rtl_fp32 "$fpga_bin" --model rtl --dtype fp32 --packets "$fpga_packets"
+    # fp32 also measures the simulator's speed against the traced Verilator build (--baseline).
+    run fpga_rtl_fp32 "$fpga_bin" --model rtl --dtype fp32 --packets "$fpga_packets" --baseline
     run fpga_rtl_int32 "$fpga_bin" --model rtl --dtype int32 --packets "$fpga_packets"
   else
     echo "bench: $fpga_bin not built (Verilator missing or -DNETAGG_VERILATOR=OFF): no FPGA figures" >&2
@@ -583,6 +584,21 @@ if fpga:
               f"{r['elements_per_cycle_per_port']:>15.2f} {r['ingress_beats_per_cycle_per_port']:>16.3f} "
               f"{r['latency_cycles_last_contribution_to_first_result']:>14} "
               f"{r['simulated_cycles_per_second']:>12.0f}")
+    speeds = [r for r in fpga if r.get("speed")]
+    if speeds:
+        print()
+        print("Simulator speed, fast Verilator build against the traced one (same run, medians of")
+        print("interleaved repetitions; ratio = fast / traced):")
+        print(f"{'dtype':>6} {'traffic':>13} {'traced cycles/s':>15} {'fast cycles/s':>13} "
+              f"{'ratio':>6} {'skipped':>8}")
+        for r in speeds:
+            for traffic in ("back_to_back", "in_rounds"):
+                t = r["speed"][traffic]
+                skipped = t["fast"]["cycles_skipped"] / t["fast"]["simulated_cycles"]
+                print(f"{r['dtype']:>6} {traffic:>13} "
+                      f"{t['baseline']['simulated_cycles_per_second']:>15.0f} "
+                      f"{t['fast']['simulated_cycles_per_second']:>13.0f} {t['ratio']:>6.2f} "
+                      f"{skipped:>8.0%}")
 
 if dpdk:
     print()

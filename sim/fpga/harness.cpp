@@ -8,15 +8,16 @@
 namespace netagg::sim {
 
 #if NETAGG_HAVE_RTL
-std::unique_ptr<FpgaModel> make_rtl_model_impl(const std::string& trace_fst);
+std::unique_ptr<FpgaModel> make_rtl_model_impl(const std::string& trace_fst, RtlBuild build);
 #endif
 std::unique_ptr<FpgaModel> make_hls_model_impl();
 
 bool rtl_model_available() { return NETAGG_HAVE_RTL; }
 
-std::unique_ptr<FpgaModel> make_rtl_model([[maybe_unused]] const std::string& trace_fst) {
+std::unique_ptr<FpgaModel> make_rtl_model([[maybe_unused]] const std::string& trace_fst,
+                                          [[maybe_unused]] RtlBuild build) {
 #if NETAGG_HAVE_RTL
-  return make_rtl_model_impl(trace_fst);
+  return make_rtl_model_impl(trace_fst, trace_fst.empty() ? build : RtlBuild::kTraced);
 #else
   throw Error(Errc::kUnsupported,
               "this build has no RTL model: it was configured without Verilator "

@@ -54,6 +54,9 @@ class FpgaModel : public fpga::CsrBus {
 
   virtual void step(std::uint64_t cycles) = 0;
   virtual std::uint64_t cycles() const = 0;
+  // Of cycles(), those the model counted without evaluating them, because the design was at a
+  // fixed point of idle inputs (RtlHarness's idle fast path); 0 for a model without one.
+  virtual std::uint64_t cycles_skipped() const { return 0; }
 
   // Egress frames completed so far (TLAST seen), in the order they completed, and forgets them.
   virtual std::vector<EgressFrame> pop_egress() = 0;
@@ -77,9 +80,17 @@ class FpgaModel : public fpga::CsrBus {
 
 // Whether this build has the Verilated RTL (NETAGG_HAVE_RTL).
 bool rtl_model_available();
-// The RTL top; trace_fst: write an FST waveform there ("" = none). Throws Error(kUnsupported)
-// when the build has no Verilator model.
-std::unique_ptr<FpgaModel> make_rtl_model(const std::string& trace_fst = "");
+// The two Verilator builds of the RTL top (sim/fpga/CMakeLists.txt, docs/performance.md):
+//   kFast    what netagg-fpgad and the benchmarks run: flattened, no tracing, --x-assign fast,
+//            with the harness's idle fast path;
+//   kTraced  FST tracing and --x-assign unique, every cycle evaluated: for --trace, the RTL
+//            tests, and the baseline bench/fpga_bench compares kFast with.
+enum class RtlBuild { kFast, kTraced };
+// The RTL top; trace_fst: write an FST waveform there ("" = none; a waveform needs kTraced, which
+// is then taken whatever `build` says). Throws Error(kUnsupported) when the build has no
+// Verilator model.
+std::unique_ptr<FpgaModel> make_rtl_model(const std::string& trace_fst = "",
+                                          RtlBuild build = RtlBuild::kFast);
 // The HLS C model.
 std::unique_ptr<FpgaModel> make_hls_model();
 

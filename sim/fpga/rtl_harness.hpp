@@ -10,6 +10,17 @@
 // (valid && ready), the rising edge is evaluated, then the queues advance by what fired. The
 // harness owns its VerilatedContext (no file-scope statics), so several models can coexist.
 //
+// The idle fast path (RtlOptions::skip_idle, with the model's symbol table type as the third
+// template argument): while no ingress frame is queued, egress TREADY stays put and no CSR access
+// runs, the inputs are the same every cycle, so the design's next state is a function of its
+// state alone. When one such cycle leaves the whole model state (the symbol table, which holds
+// every register and memory) byte for byte as it found it and no egress TVALID is high, every
+// further such cycle would do the same: the harness then counts those cycles without evaluating
+// them, until an input changes. The RTL has no timers or free-running counters, but a design
+// that had one would simply never reach that fixed point. Off with a trace (the waveform keeps
+// every cycle), random ingress gaps or random egress TREADY (their random draws are per cycle),
+// and observe_rounds.
+//
 // Beyond FpgaModel, what the RTL tests need to reach corner cases and check them: random gaps in
 // ingress TVALID and random egress TREADY, beat and stall counts per port, AXI4-Lite writes with
 // byte strobes, an empty frame, TREADY/TVALID of ports the configuration leaves unused, and
@@ -23,6 +34,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -57,6 +69,8 @@ struct RtlOptions {
   // (take_arrivals). Needs the public debug signals of netagg_aggregator's round stage. The
   // records grow until they are taken, so this is for tests, not for a daemon.
   bool observe_rounds = false;
+  // The idle fast path (above); only for a harness given the model's symbol table type.
+  bool skip_idle = true;
 };
 
 // A frame and the ingress port it came in on.
@@ -88,8 +102,9 @@ struct AxisSignals {
   }
 
 // kPorts: the ports the configuration uses (its NUM_PORTS); the top always has four, and the
-// harness holds the others idle.
-template <typename Top, unsigned kPorts = 4>
+// harness holds the others idle. Syms: the model's symbol table class (V<prefix>__Syms, from
+// V<prefix>__Syms.h), which holds the whole model state; void leaves the idle fast path out.
+template <typename Top, unsigned kPorts = 4, typename Syms = void>
 class RtlHarness final : public FpgaModel {
  public:
   static constexpr unsigned kTopPorts = 4;
@@ -128,12 +143,26 @@ class RtlHarness final : public FpgaModel {
       }
     }
     egress_ready_.fill(true);
+    if constexpr (!std::is_void_v<Syms>) {
+      if (options_.skip_idle && options_.trace_fst.empty() && !options_.observe_rounds) {
+        state_ = reinterpret_cast<const std::byte*>(top_->rootp->vlSymsp);
+        snapshot_.resize(sizeof(Syms));
+      }
+    }
     reset();
   }
 
   ~RtlHarness() override {
     if (trace_) trace_->close();
     top_->final();
+    // Verilator (5.006) unregisters a model's scopes from the calling thread's current context,
+    // which is the one constructed last, not necessarily this model's: with several harnesses
+    // that can be another's, or one already destroyed. So this one's for the model, and the
+    // default context after it (never a destroyed one).
+    Verilated::threadContextp(context_.get());
+    trace_.reset();
+    top_.reset();
+    Verilated::threadContextp(Verilated::defaultContextp());
   }
 
   RtlHarness(const RtlHarness&) = delete;
@@ -145,6 +174,7 @@ class RtlHarness final : public FpgaModel {
 
   // Also forgets the beat and stall counts and what observe_rounds recorded but was not taken.
   void reset() override {
+    inputs_changed();
     for (auto& port : ingress_) port = IngressPort{};
     for (auto& f : egress_partial_) f.bytes.clear();
     decisions_.clear();
@@ -164,6 +194,7 @@ class RtlHarness final : public FpgaModel {
     check_port(port);
     if (frame.empty()) throw Error(Errc::kInvalidArgument, "push_frame: empty frame");
     ingress_[port].queue.emplace_back(frame.begin(), frame.end());
+    inputs_changed();
   }
   // One beat with TLAST and no TKEEP bit set: a frame no MAC delivers, which the device must
   // still count (as truncated). push_frame refuses it, so that callers that mean a real frame
@@ -171,6 +202,7 @@ class RtlHarness final : public FpgaModel {
   void push_empty_frame(unsigned port) {
     check_port(port);
     ingress_[port].queue.emplace_back();
+    inputs_changed();
   }
   std::size_t ingress_pending(unsigned port) const override {
     check_port(port);
@@ -180,6 +212,7 @@ class RtlHarness final : public FpgaModel {
   void set_egress_ready(unsigned port, bool ready) override {
     check_port(port);
     egress_ready_[port] = ready;
+    inputs_changed();
   }
   bool egress_ready(unsigned port) const override {
     check_port(port);
@@ -188,10 +221,16 @@ class RtlHarness final : public FpgaModel {
 
   // Each cycle, each ingress port with a beat to send holds TVALID low with this probability
   // (0: beats back to back).
-  void set_ingress_gaps(double probability) { gap_probability_ = probability; }
+  void set_ingress_gaps(double probability) {
+    gap_probability_ = probability;
+    inputs_changed();
+  }
   // Each cycle, each egress port's TREADY is high with this probability; below 0 it follows
   // set_egress_ready.
-  void set_random_egress_ready(double probability) { ready_probability_ = probability; }
+  void set_random_egress_ready(double probability) {
+    ready_probability_ = probability;
+    inputs_changed();
+  }
 
   // Beats the port took since the last reset, and cycles it held TREADY low under TVALID.
   std::uint64_t ingress_beats(unsigned port) const {
@@ -208,9 +247,16 @@ class RtlHarness final : public FpgaModel {
   bool egress_valid(unsigned port) const { return *tx_.at(port).tvalid; }
 
   void step(std::uint64_t n) override {
-    for (std::uint64_t i = 0; i < n; ++i) cycle();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (at_fixed_point_) {
+        skip(n - i);
+        return;
+      }
+      cycle();
+    }
   }
   std::uint64_t cycles() const override { return cycles_; }
+  std::uint64_t cycles_skipped() const override { return skipped_; }
 
   // Runs until done() (checked before every cycle) or max_cycles ran; returns done().
   template <class Done>
@@ -230,6 +276,15 @@ class RtlHarness final : public FpgaModel {
   bool run_until_idle(std::uint64_t quiet_cycles, std::uint64_t max_cycles) override {
     for (std::uint64_t i = 0; i < max_cycles; ++i) {
       if (idle_for(quiet_cycles)) return true;
+      if (at_fixed_point_) {
+        // Nothing moves any more: the quiet time ends without another cycle evaluated, and a
+        // frame half out stays so (then max_cycles run out).
+        bool half_out = false;
+        for (const Partial& f : egress_partial_) half_out = half_out || !f.bytes.empty();
+        const std::uint64_t quiet_left = quiet_cycles - (cycles_ - last_activity_cycle_);
+        skip(half_out ? max_cycles - i : std::min(quiet_left, max_cycles - i));
+        break;
+      }
       cycle();
     }
     return idle_for(quiet_cycles);
@@ -254,6 +309,7 @@ class RtlHarness final : public FpgaModel {
 
   std::uint32_t read32(std::uint32_t address) override {
     check_address(address);
+    inputs_changed();
     Top& t = *top_;
     t.s_axi_control_ARADDR = address;
     t.s_axi_control_ARVALID = 1;
@@ -289,6 +345,7 @@ class RtlHarness final : public FpgaModel {
   // A write of the bytes whose WSTRB bit is set (bit b: bits 8b+7..8b).
   void write32(std::uint32_t address, std::uint32_t value, std::uint8_t strobe) {
     check_address(address);
+    inputs_changed();
     Top& t = *top_;
     t.s_axi_control_AWADDR = address;
     t.s_axi_control_AWVALID = 1;
@@ -420,8 +477,7 @@ class RtlHarness final : public FpgaModel {
       const std::vector<std::byte>& frame = in.queue.front();
       const std::size_t offset = in.beat * kBeatBytes;
       const std::size_t n = std::min<std::size_t>(kBeatBytes, frame.size() - offset);
-      for (std::size_t b = 0; b < n; ++b)
-        words[b / 4] |= std::uint32_t(frame[offset + b]) << (8 * (b % 4));
+      copy_to_words(frame.data() + offset, n, words);
       const QData keep = n == 64 ? ~QData{0} : ((QData{1} << n) - 1);
       *s.tkeep = keep;
       *s.tstrb = keep;
@@ -490,9 +546,76 @@ class RtlHarness final : public FpgaModel {
     }
   }
 
+  // TDATA byte b is bits 8b+7..8b: word b/4, bits 8(b%4)+7..8(b%4). On a little-endian host
+  // that is the words' memory order.
+  static void copy_to_words(const std::byte* bytes, std::size_t n, std::uint32_t* words) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(words, bytes, n);
+    } else {
+      for (std::size_t b = 0; b < n; ++b) words[b / 4] |= std::uint32_t(bytes[b]) << (8 * (b % 4));
+    }
+  }
+  static void copy_from_words(const std::uint32_t* words, std::size_t n, std::byte* bytes) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(bytes, words, n);
+    } else {
+      for (std::size_t b = 0; b < n; ++b) bytes[b] = std::byte(words[b / 4] >> (8 * (b % 4)));
+    }
+  }
+
+  // Something the inputs depend on changed (or the clock ran outside cycle()): the fixed point,
+  // if the model was at one, no longer holds.
+  void inputs_changed() {
+    at_fixed_point_ = false;
+    quiet_streak_ = 0;
+    next_probe_ = kFirstProbe;
+  }
+
+  // Whether this cycle's inputs are the idle ones the fixed point is about: no ingress beat to
+  // offer, egress TREADY as set, outside reset, nothing drawn at random.
+  bool quiet_inputs() const {
+    if (in_reset_ || gap_probability_ > 0 || ready_probability_ >= 0) return false;
+    for (const IngressPort& in : ingress_)
+      if (!in.queue.empty()) return false;
+    return true;
+  }
+  bool egress_quiet() const {
+    for (const AxisSignals& s : tx_)
+      if (*s.tvalid) return false;
+    return true;
+  }
+
+  // Cycles at the fixed point: nothing to evaluate, nothing moves.
+  void skip(std::uint64_t n) {
+    cycles_ += n;
+    skipped_ += n;
+  }
+
   void cycle() {
+    if (at_fixed_point_) {
+      skip(1);
+      return;
+    }
+    // Probing (a copy and a compare of the model state, about as long as a cycle) starts once
+    // the inputs and egress have been quiet for kFirstProbe cycles, then every kProbeInterval
+    // cycles while the pipelines drain.
+    bool probe = false;
+    if (!snapshot_.empty()) {
+      if (quiet_inputs() && egress_quiet()) {
+        probe = ++quiet_streak_ >= next_probe_;
+      } else {
+        quiet_streak_ = 0;
+        next_probe_ = kFirstProbe;
+      }
+      if (probe) std::memcpy(snapshot_.data(), state_, snapshot_.size());
+    }
     settle();
     rising_edge();
+    if (probe) {
+      at_fixed_point_ =
+          egress_quiet() && std::memcmp(snapshot_.data(), state_, snapshot_.size()) == 0;
+      next_probe_ = quiet_streak_ + kProbeInterval;
+    }
   }
 
   void protocol_error(unsigned port, const std::string& what) {
@@ -521,13 +644,17 @@ class RtlHarness final : public FpgaModel {
     if (last && n == 0) protocol_error(p, "TLAST with an empty TKEEP");
     Partial& f = egress_partial_[p];
     if (f.bytes.empty()) f.first_beat_cycle = cycles_;
-    const std::uint32_t* words = s.tdata->data();
-    for (unsigned b = 0; b < n; ++b) f.bytes.push_back(std::byte(words[b / 4] >> (8 * (b % 4))));
+    const std::size_t at = f.bytes.size();
+    f.bytes.resize(at + n);
+    copy_from_words(s.tdata->data(), n, f.bytes.data() + at);
     if (last) {
       egress_done_.push_back({p, std::move(f.bytes), f.first_beat_cycle, cycles_});
       f.bytes.clear();
     }
   }
+
+  static constexpr std::uint64_t kFirstProbe = 2;
+  static constexpr std::uint64_t kProbeInterval = 8;
 
   RtlOptions options_;
   std::unique_ptr<VerilatedContext> context_;
@@ -551,6 +678,14 @@ class RtlHarness final : public FpgaModel {
   std::uint64_t last_activity_cycle_ = 0;  // a beat in, TVALID out, a decision
   std::uint64_t protocol_errors_ = 0;
   std::string last_protocol_error_;
+  // The idle fast path: the model state (empty snapshot_: off), its copy at the start of a probe
+  // cycle, and whether the model is at a fixed point of the idle inputs.
+  const std::byte* state_ = nullptr;
+  std::vector<std::byte> snapshot_;
+  bool at_fixed_point_ = false;
+  std::uint64_t quiet_streak_ = 0;  // cycles in a row with idle inputs and no egress TVALID
+  std::uint64_t next_probe_ = kFirstProbe;
+  std::uint64_t skipped_ = 0;
 };
 
 }  // namespace netagg::sim

@@ -61,9 +61,10 @@ constexpr int kMaxWorkers = 32;
 // MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
 constexpr int kFpgaMaxElementsPerPacket = 256;
 constexpr int kFpgaSlots = 64;
-// The Verilated RTL simulates some 10^5 cycles a second: with a window of 64 the frames in
-// flight take longer than the workers' first retransmission timeout (20 ms) and every packet is
-// sent twice. 16 keeps all ports busy without that.
+// The Verilated RTL simulates some 10^5 busy cycles a second: 16 slots per worker keep all
+// ports busy. 64 were measured a little faster for `make demo`'s tensor with the adaptive
+// retransmission timeout (docs/performance.md, "The simulator's speed"), not enough to make
+// them the default.
 constexpr int kFpgaSimWindow = 16;
 
 struct Options : netagg::report::TensorOptions {
