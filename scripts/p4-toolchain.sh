@@ -91,7 +91,7 @@ if [[ $deps == 1 ]]; then
     libboost-system-dev libboost-filesystem-dev libboost-thread-dev bison flex libfl-dev
     libgmp-dev libthrift-dev thrift-compiler libnanomsg-dev libpcap-dev libtool autoconf automake
     python3-thrift libxxhash-dev libjsoncpp-dev iputils-ping)
-  [[ $tofino == 1 ]] && packages+=(python3-dev libboost-graph-dev libboost-iostreams-dev)
+  [[ $tofino == 1 ]] && packages+=(python3-dev libboost-graph-dev libboost-iostreams-dev rapidjson-dev)
   missing=()
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -247,6 +247,9 @@ build_tofino() {
   cmake_dep z3 "$z3_src" "$z3_ref" -DZ3_BUILD_LIBZ3_SHARED=ON -DZ3_BUILD_TEST_EXECUTABLES=OFF \
     -DZ3_BUILD_PYTHON_BINDINGS=OFF -DZ3_BUILD_DOCUMENTATION=OFF -DZ3_ENABLE_EXAMPLE_TARGETS=OFF \
     -DZ3_INCLUDE_GIT_HASH=OFF -DZ3_INCLUDE_GIT_DESCRIBE=OFF
+  # p4c's FindZ3 module makes the z3::z3 target it links; Z3's own CMake package (z3::libz3)
+  # would be taken first, since p4c prefers packages once abseil is a preinstalled one.
+  rm -rf "$deps_prefix/lib/cmake/z3"
 
   local dir=$src/p4c-tofino t0
   checkout "$dir" "$p4c_tofino_src" "$p4c_tofino_ref"
@@ -256,6 +259,7 @@ build_tofino() {
   local bin=$dir/build/backends/tofino/bf-p4c/p4c-barefoot
   if [[ ! -x $bin ]]; then
     t0=$(seconds)
+    rm -f "$dir/build/CMakeCache.txt"  # a failed configuration is not kept
     cmake -S "$dir" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$deps_prefix" -DENABLE_TOFINO=ON -DENABLE_BMV2=OFF -DENABLE_EBPF=OFF \
       -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF -DENABLE_P4FMT=OFF \
