@@ -256,6 +256,10 @@ build_tofino() {
   checkout "$src/p4runtime-tofino" "$p4runtime_src" "$p4runtime_tofino_commit"
   # p4c's Tofino back end takes spdlog from this folder when it is there.
   checkout "$dir/backends/tofino/third_party/spdlog" "$spdlog_src" "$spdlog_ref"
+  # Debian 12's GCC 12 libstdc++ hands std::erase_if's predicate a const element: a lambda
+  # taking a non-const reference does not compile there (newer libstdc++ accepts it).
+  sed -i 's/\[this\](flow_join_points_t::value_type &el)/[this](const flow_join_points_t::value_type \&el)/' \
+    "$dir/ir/visitor.cpp"
   local bin=$dir/build/backends/tofino/bf-p4c/p4c-barefoot
   if [[ ! -x $bin ]]; then
     t0=$(seconds)
