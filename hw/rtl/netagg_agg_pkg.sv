@@ -102,23 +102,6 @@ package netagg_agg_pkg;
     fold16 = once[15:0] + {15'd0, once[16]};
   endfunction
 
-  // A beat with the field at frame byte `offset` (inside the beat) set, big-endian.
-  function automatic logic [BEAT_W-1:0] put_u8(input logic [BEAT_W-1:0] beat,
-                                               input int unsigned offset, input logic [7:0] v);
-    logic [BEAT_W-1:0] b;
-    b = beat;
-    b[offset*8+:8] = v;
-    put_u8 = b;
-  endfunction
-  function automatic logic [BEAT_W-1:0] put_be16(input logic [BEAT_W-1:0] beat,
-                                                 input int unsigned offset, input logic [15:0] v);
-    put_be16 = put_u8(put_u8(beat, offset, v[15:8]), offset + 1, v[7:0]);
-  endfunction
-  function automatic logic [BEAT_W-1:0] put_be32(input logic [BEAT_W-1:0] beat,
-                                                 input int unsigned offset, input logic [31:0] v);
-    put_be32 = put_be16(put_be16(beat, offset, v[31:16]), offset + 2, v[15:0]);
-  endfunction
-
   /* verilator lint_on UNUSEDPARAM */
 
 endpackage

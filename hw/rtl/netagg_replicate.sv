@@ -339,9 +339,18 @@ module netagg_replicate #(
                         netagg_pkg::HEADER_SIZE) + payload_bytes;
   assign udp_total = 16'(netagg_pkg::UDP_HEADER_SIZE + netagg_pkg::HEADER_SIZE) + payload_bytes;
 
+  // The header's fields are written in place at constant byte offsets of the beat (byte k of
+  // TDATA in bits 8k+7:8k, fields big-endian). A function returning the whole beat for each
+  // field had the simulator copy 512 bits per field every cycle; these assignments are the same
+  // logic without the copies.
+`define NETAGG_PUT8(B, O, V) B[(O)*8+:8] = V;
+`define NETAGG_PUT16(B, O, V) begin put16 = V; B[(O)*8+:8] = put16[15:8]; B[((O)+1)*8+:8] = put16[7:0]; end
+`define NETAGG_PUT32(B, O, V) begin put32 = V; `NETAGG_PUT16(B, O, put32[31:16]) `NETAGG_PUT16(B, (O)+2, put32[15:0]) end
   logic [NP*W-1:0] header;
   for (genvar p = 0; p < NP; p++) begin : gen_header
     logic [W-1:0] h;
+    logic [15:0] put16;
+    logic [31:0] put32;
     logic [19:0] sum;
     logic [47:0] dst_mac;
     logic [31:0] dst_ip;
@@ -368,41 +377,43 @@ module netagg_replicate #(
         slot = oc.slot;
       end
       h = '0;
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_DST_ADDR, dst_mac[47:32]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_DST_ADDR + 2, dst_mac[31:0]);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_SRC_ADDR, agg_mac_i[47:32]);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_ETH_SRC_ADDR + 2, agg_mac_i[31:0]);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_ETH_ETHER_TYPE, netagg_pkg::ETHERTYPE_IPV4);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_VERSION, netagg_pkg::IP_VERSION_IHL);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_ECN, {6'd0, oc.ecn});
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_TOTAL_LEN, ip_total);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_FLAGS, {netagg_pkg::IP_FLAGS_DF, 13'd0});
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_TTL, netagg_pkg::IP_TTL);
-      h = netagg_agg_pkg::put_u8(h, netagg_pkg::FRM_IPV4_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_SRC_ADDR, agg_ip_i);
-      h = netagg_agg_pkg::put_be32(h, netagg_pkg::FRM_IPV4_DST_ADDR, dst_ip);
+      `NETAGG_PUT16(h, netagg_pkg::FRM_ETH_DST_ADDR, dst_mac[47:32])
+      `NETAGG_PUT32(h, netagg_pkg::FRM_ETH_DST_ADDR + 2, dst_mac[31:0])
+      `NETAGG_PUT16(h, netagg_pkg::FRM_ETH_SRC_ADDR, agg_mac_i[47:32])
+      `NETAGG_PUT32(h, netagg_pkg::FRM_ETH_SRC_ADDR + 2, agg_mac_i[31:0])
+      `NETAGG_PUT16(h, netagg_pkg::FRM_ETH_ETHER_TYPE, netagg_pkg::ETHERTYPE_IPV4)
+      `NETAGG_PUT8(h, netagg_pkg::FRM_IPV4_VERSION, netagg_pkg::IP_VERSION_IHL)
+      `NETAGG_PUT8(h, netagg_pkg::FRM_IPV4_ECN, {6'd0, oc.ecn})
+      `NETAGG_PUT16(h, netagg_pkg::FRM_IPV4_TOTAL_LEN, ip_total)
+      `NETAGG_PUT16(h, netagg_pkg::FRM_IPV4_FLAGS, {netagg_pkg::IP_FLAGS_DF, 13'd0})
+      `NETAGG_PUT8(h, netagg_pkg::FRM_IPV4_TTL, netagg_pkg::IP_TTL)
+      `NETAGG_PUT8(h, netagg_pkg::FRM_IPV4_PROTOCOL, netagg_pkg::IP_PROTOCOL_UDP)
+      `NETAGG_PUT32(h, netagg_pkg::FRM_IPV4_SRC_ADDR, agg_ip_i)
+      `NETAGG_PUT32(h, netagg_pkg::FRM_IPV4_DST_ADDR, dst_ip)
       sum = '0;
       for (int w = 0; w < 10; w++)
         sum = sum + {4'd0, netagg_pkg::beat_be16(h, netagg_pkg::FRM_IPV4_VERSION + 2 * w)};
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_IPV4_HDR_CHECKSUM,
-                                   ~netagg_agg_pkg::fold16(sum));
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_DST_PORT, dst_udp);
-      h = netagg_agg_pkg::put_be16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total);
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION);
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_TYPE, msg_type);
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_DTYPE, {6'd0, oc.dtype});
-      h = netagg_agg_pkg::put_u8(h, H + netagg_pkg::OFF_FLAGS, flags);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_JOB_ID, job_id);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_RANK, rank);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_SLOT, slot);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_COUNT, oc.count);
-      h = netagg_agg_pkg::put_be16(h, H + netagg_pkg::OFF_EXPONENT, oc.exponent);
-      h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_SEQ, oc.seq);
-      h = netagg_agg_pkg::put_be32(h, H + netagg_pkg::OFF_EPOCH, oc.epoch);
+      `NETAGG_PUT16(h, netagg_pkg::FRM_IPV4_HDR_CHECKSUM, ~netagg_agg_pkg::fold16(sum))
+      `NETAGG_PUT16(h, netagg_pkg::FRM_UDP_SRC_PORT, agg_udp_port_i)
+      `NETAGG_PUT16(h, netagg_pkg::FRM_UDP_DST_PORT, dst_udp)
+      `NETAGG_PUT16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total)
+      `NETAGG_PUT8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION)
+      `NETAGG_PUT8(h, H + netagg_pkg::OFF_TYPE, msg_type)
+      `NETAGG_PUT8(h, H + netagg_pkg::OFF_DTYPE, {6'd0, oc.dtype})
+      `NETAGG_PUT8(h, H + netagg_pkg::OFF_FLAGS, flags)
+      `NETAGG_PUT16(h, H + netagg_pkg::OFF_JOB_ID, job_id)
+      `NETAGG_PUT16(h, H + netagg_pkg::OFF_RANK, rank)
+      `NETAGG_PUT16(h, H + netagg_pkg::OFF_SLOT, slot)
+      `NETAGG_PUT16(h, H + netagg_pkg::OFF_COUNT, oc.count)
+      `NETAGG_PUT16(h, H + netagg_pkg::OFF_EXPONENT, oc.exponent)
+      `NETAGG_PUT32(h, H + netagg_pkg::OFF_SEQ, oc.seq)
+      `NETAGG_PUT32(h, H + netagg_pkg::OFF_EPOCH, oc.epoch)
     end
     assign header[p*W+:W] = h;
   end
+`undef NETAGG_PUT8
+`undef NETAGG_PUT16
+`undef NETAGG_PUT32
 
   // ---- egress FIFOs --------------------------------------------------------------------------
   for (genvar p = 0; p < NP; p++) begin : gen_out
