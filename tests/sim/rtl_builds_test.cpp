@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon.hpp"
+#include "fpga_test_util.hpp"
 #include "harness.hpp"
 #include "netagg/fpga/control.hpp"
 #include "netagg/fpga_csr.hpp"
@@ -22,20 +23,6 @@ namespace {
 
 const fpga::AggregatorAddress kAgg{{0x02, 0x6e, 0x61, 0x67, 0x00, 0x01}, 0x0A0000FE, 20033};
 constexpr std::uint64_t kMaxCycles = 200000;  // a guard against a hung model, not a measure
-
-JobSpec make_job(std::uint16_t id, std::uint16_t base, std::uint16_t window, std::uint16_t workers,
-                 std::uint16_t elements) {
-  JobSpec job;
-  job.job_id = id;
-  job.slot_base = base;
-  job.slot_count = window;
-  job.elements_per_packet = elements;
-  for (std::uint16_t r = 0; r < workers; ++r)
-    job.workers.push_back({r,
-                           Endpoint{0x0A000001u + 16u * id + r, std::uint16_t(31000 + 16 * id + r)},
-                           std::nullopt, std::nullopt});
-  return job;
-}
 
 std::vector<std::byte> frame(const JobSpec& job, std::uint16_t rank, std::uint32_t seq,
                              std::uint16_t count) {
@@ -64,7 +51,7 @@ Trace drive(FpgaModel& m) {
     EXPECT_TRUE(m.run_until_idle(m.default_quiet_cycles(), kMaxCycles));
     note();
   };
-  const JobSpec job = make_job(5, 0, 8, 4, 200);
+  const JobSpec job = fpga::testing::make_job(5, 4, 0, 8, 200);
   fpga::program_job(m, job, 0, kAgg);
   note();
   // Rounds back to back, then a long idle stretch.
@@ -133,7 +120,7 @@ TEST(RtlBuildsTest, FastAndTracedBuildsAgreeCycleForCycle) {
 TEST(RtlBuildsTest, AStalledEgressPortIsNeverSkipped) {
   if (!rtl_model_available()) GTEST_SKIP() << "this build has no RTL model";
   auto m = make_rtl_model("", RtlBuild::kFast);
-  const JobSpec job = make_job(2, 0, 4, 4, 64);
+  const JobSpec job = fpga::testing::make_job(2, 4, 0, 4, 64);
   fpga::program_job(*m, job, 0, kAgg);
   m->set_egress_ready(3, false);
   for (std::uint16_t r = 0; r < 4; ++r) m->push_frame(r, frame(job, r, 0, 64));
