@@ -119,6 +119,17 @@ struct Throughput {
   double cycles_per_second() const { return static_cast<double>(total_cycles) / seconds; }
 };
 
+// The end of a measured run that began at cycle `start` (`skipped_before` cycles skipped by then)
+// and wall time `wall_start`: its time, cycles, results and protocol errors into `t`.
+void finish(Throughput& t, sim::FpgaModel& model, std::uint64_t start, std::uint64_t skipped_before,
+            std::chrono::steady_clock::time_point wall_start, std::uint16_t elements) {
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  t.total_cycles = model.cycles() - start;
+  t.skipped_cycles = model.cycles_skipped() - skipped_before;
+  t.results = check_results(model, elements);
+  t.protocol_errors = model.egress_protocol_errors();
+}
+
 // Latency (one round on an idle device), then `packets` contributions per port queued back to
 // back on every port at once.
 Throughput back_to_back(const std::function<std::unique_ptr<sim::FpgaModel>()>& make,
@@ -156,11 +167,7 @@ Throughput back_to_back(const std::function<std::unique_ptr<sim::FpgaModel>()>& 
   t.ingress_cycles = model.cycles() - start;
   if (!model.run_until_idle(model.default_quiet_cycles(), 100'000'000))
     throw Error(Errc::kTimeout, "the throughput run did not finish");
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  t.total_cycles = model.cycles() - start;
-  t.skipped_cycles = model.cycles_skipped() - skipped_before;
-  t.results = check_results(model, elements);
-  t.protocol_errors = model.egress_protocol_errors();
+  finish(t, model, start, skipped_before, wall_start, elements);
   return t;
 }
 
@@ -181,11 +188,7 @@ Throughput in_rounds(const std::function<std::unique_ptr<sim::FpgaModel>()>& mak
     if (!model.run_until_idle(model.default_quiet_cycles(), 1'000'000))
       throw Error(Errc::kTimeout, "a round did not finish");
   }
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  t.total_cycles = model.cycles() - start;
-  t.skipped_cycles = model.cycles_skipped() - skipped_before;
-  t.results = check_results(model, elements);
-  t.protocol_errors = model.egress_protocol_errors();
+  finish(t, model, start, skipped_before, wall_start, elements);
   return t;
 }
 
