@@ -63,23 +63,38 @@ module netagg_fp32_add #(
   // [2] guard, [1] round, [0] sticky.
   localparam int unsigned SigBits = 27;
 
+  // A special result (a NaN or an infinity operand) is known after the align phase and only
+  // travels with the rest; it has pipeline registers of its own so that every register below is
+  // at most 64 bits wide (a simulator keeps those as machine words, wider ones as arrays).
+  typedef struct packed {
+    logic        special;        // the result is special_value
+    logic [31:0] special_value;
+  } special_t;
+
+  special_t special_d, align_special_q, add_special_q, norm_special_q;
+  // The side registers' valid bits equal the main ones' and are not used.
+  logic     limit_valid_q, align_special_valid_q, add_special_valid_q, norm_special_valid_q;
+
   // ---------------------------------------------------------------------------------------
   // Phase 1: align
   // ---------------------------------------------------------------------------------------
   typedef struct packed {
-    logic               special;        // the result is special_value
-    logic [31:0]        special_value;
     logic               sign;           // sign of the larger magnitude
     logic               zero_sign;      // sign of an exact zero sum: -0 only for -0 + -0
     logic               subtract;       // signs differ
     logic [7:0]         exponent;       // effective exponent of the larger (1 for subnormals)
     logic [23:0]        x_sig;          // larger significand
     logic [SigBits-1:0] y_aligned;      // smaller significand, aligned, with sticky
-    logic [SigBits-1:0] norm_limit;     // one bit at the largest allowed normalize shift
   } align_t;
 
-  align_t align_d, align_q;
-  logic   align_valid_q;
+  align_t             align_d, align_q;
+  logic [SigBits-1:0] limit_d, limit_q;  // one bit at the largest allowed normalize shift
+  logic               align_valid_q;
+
+  // One bit at position 27 - exp of a 27-bit vector (exp in 1..27), none for a larger exp.
+  function automatic logic [SigBits-1:0] norm_limit(input logic [7:0] exp);
+    norm_limit = (exp <= 8'(SigBits)) ? SigBits'(32'd1 << (8'(SigBits) - exp)) : '0;
+  endfunction
 
   always_comb begin
     logic                a_nan, b_nan, a_inf, b_inf, swap, far, sticky;
@@ -94,17 +109,17 @@ module netagg_fp32_add #(
     a_inf = (&a_i[30:23]) && !(|a_i[22:0]);
     b_inf = (&b_i[30:23]) && !(|b_i[22:0]);
 
-    align_d.special = a_nan || b_nan || a_inf || b_inf;
+    special_d.special = a_nan || b_nan || a_inf || b_inf;
     if (a_nan) begin
-      align_d.special_value = a_i | netagg_pkg::FP32_QUIET_BIT;
+      special_d.special_value = a_i | netagg_pkg::FP32_QUIET_BIT;
     end else if (b_nan) begin
-      align_d.special_value = b_i | netagg_pkg::FP32_QUIET_BIT;
+      special_d.special_value = b_i | netagg_pkg::FP32_QUIET_BIT;
     end else if (a_inf && b_inf && (a_i[31] != b_i[31])) begin
-      align_d.special_value = netagg_pkg::FP32_DEFAULT_NAN;
+      special_d.special_value = netagg_pkg::FP32_DEFAULT_NAN;
     end else if (a_inf) begin
-      align_d.special_value = a_i;
+      special_d.special_value = a_i;
     end else begin
-      align_d.special_value = b_i;
+      special_d.special_value = b_i;
     end
 
     // A subnormal has the exponent of the smallest normal and no hidden bit.
@@ -131,12 +146,11 @@ module netagg_fp32_add #(
     shift     = distance[4:0];
 
     // The sticky bit is computed beside the shifter, not after it: y's bits that the shift
-    // moves below bit 0 are those below position shift - 3 (the guard bits start at zero).
+    // moves below bit 0 are those below position shift - 3 (the guard bits start at zero), a
+    // mask of the low shift - 3 bits.
     y_shifted = {y_sig, 3'b000} >> shift;
-    for (int j = 0; j < 24; j++) begin
-      lost[j] = shift > 5'(j + 3);
-    end
-    sticky = |(y_sig & lost);
+    lost      = 24'((32'd1 << ((shift > 5'd3) ? shift - 5'd3 : 5'd0)) - 32'd1);
+    sticky    = |(y_sig & lost);
     align_d.y_aligned = far ? {{(SigBits-1){1'b0}}, |y_sig}
                             : {y_shifted[SigBits-1:1], y_shifted[0] | sticky};
 
@@ -144,23 +158,25 @@ module netagg_fp32_add #(
     // x_exp - s, so s <= x_exp - 1. A one at bit 26 - (x_exp - 1) = 27 - x_exp stops the leading
     // zero count there; for x_exp > 27 the count (at most 27) never reaches the limit. Decoded
     // for both operands beside the comparison, then picked like the exponent.
-    for (int k = 0; k < SigBits; k++) begin
-      limit_a[k] = a_exp == 8'(SigBits - k);
-      limit_b[k] = b_exp == 8'(SigBits - k);
-    end
-    align_d.norm_limit = swap ? limit_b : limit_a;
+    limit_a = norm_limit(a_exp);
+    limit_b = norm_limit(b_exp);
+    limit_d = swap ? limit_b : limit_a;
   end
 
   netagg_stage #(.WIDTH($bits(align_d)), .ENABLE(RegAfterAlign)) u_align (
       .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(valid_i), .data_i(align_d),
       .valid_o(align_valid_q), .data_o(align_q));
+  netagg_stage #(.WIDTH(SigBits), .ENABLE(RegAfterAlign)) u_align_limit (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(valid_i), .data_i(limit_d),
+      .valid_o(limit_valid_q), .data_o(limit_q));
+  netagg_stage #(.WIDTH($bits(special_d)), .ENABLE(RegAfterAlign)) u_align_special (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(valid_i), .data_i(special_d),
+      .valid_o(align_special_valid_q), .data_o(align_special_q));
 
   // ---------------------------------------------------------------------------------------
   // Phase 2: add
   // ---------------------------------------------------------------------------------------
   typedef struct packed {
-    logic               special;
-    logic [31:0]        special_value;
     logic               sign;
     logic               zero_sign;
     logic [7:0]         exponent;
@@ -172,40 +188,51 @@ module netagg_fp32_add #(
   logic add_valid_q;
 
   always_comb begin
-    logic [SigBits:0]   x_ext, y_ext;
-    logic [SigBits-1:0] limited;
+    logic [SigBits:0] x_ext, y_ext;
+    logic [31:0]      v0;
+    logic [15:0]      v1;
+    // The lowest bit of the last windows decides no count (bit 4 of v0 ends every search).
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic [7:0]       v2;
+    logic [3:0]       v3;
+    /* verilator lint_on UNUSEDSIGNAL */
+    logic             z16, z8, z4, z2, z1;
 
-    add_d.special       = align_q.special;
-    add_d.special_value = align_q.special_value;
-    add_d.sign          = align_q.sign;
-    add_d.zero_sign     = align_q.zero_sign;
-    add_d.exponent      = align_q.exponent;
+    add_d.sign      = align_q.sign;
+    add_d.zero_sign = align_q.zero_sign;
+    add_d.exponent  = align_q.exponent;
 
     x_ext = {1'b0, align_q.x_sig, 3'b000};
     y_ext = {1'b0, align_q.y_aligned};
     // |x| >= |y|, so a subtraction never goes negative.
     add_d.sum = align_q.subtract ? x_ext - y_ext : x_ext + y_ext;
 
-    // Leading zero count from bit 26; all zero gives 27.
-    limited = add_d.sum[SigBits-1:0] | align_q.norm_limit;
-    add_d.norm_shift = 5'd27;
-    for (int i = 0; i < SigBits; i++) begin
-      if (limited[i]) begin
-        add_d.norm_shift = 5'(SigBits - 1 - i);
-      end
-    end
+    // Leading zero count from bit 26, stopped at the limit; all zero gives 27. A binary search
+    // over the 27 bits placed at [31:5] of a word whose bit 4 is set (so it ends at 27): each
+    // step keeps the upper half of the window, or the lower half when the upper one is zero.
+    v0  = {add_d.sum[SigBits-1:0] | limit_q, 5'b10000};
+    z16 = v0[31:16] == 16'd0;
+    v1  = z16 ? v0[15:0] : v0[31:16];
+    z8  = v1[15:8] == 8'd0;
+    v2  = z8 ? v1[7:0] : v1[15:8];
+    z4  = v2[7:4] == 4'd0;
+    v3  = z4 ? v2[3:0] : v2[7:4];
+    z2  = v3[3:2] == 2'd0;
+    z1  = !(z2 ? v3[1] : v3[3]);
+    add_d.norm_shift = {z16, z8, z4, z2, z1};
   end
 
   netagg_stage #(.WIDTH($bits(add_d)), .ENABLE(RegAfterAdd)) u_add (
       .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(align_valid_q), .data_i(add_d),
       .valid_o(add_valid_q), .data_o(add_q));
+  netagg_stage #(.WIDTH($bits(special_d)), .ENABLE(RegAfterAdd)) u_add_special (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(align_valid_q), .data_i(align_special_q),
+      .valid_o(add_special_valid_q), .data_o(add_special_q));
 
   // ---------------------------------------------------------------------------------------
   // Phase 3: normalize
   // ---------------------------------------------------------------------------------------
   typedef struct packed {
-    logic               special;
-    logic [31:0]        special_value;
     logic               sign;          // the sign of the result if it is finite
     logic               overflow;      // a carry out of exponent 254: infinity
     logic [7:0]         exponent;      // valid when sig[26] is set; otherwise subnormal
@@ -218,10 +245,8 @@ module netagg_fp32_add #(
   always_comb begin
     logic [8:0] exponent;
 
-    norm_d.special       = add_q.special;
-    norm_d.special_value = add_q.special_value;
     // Only an exact zero sum can have every bit clear (the sticky bit is kept in bit 0).
-    norm_d.sign          = (add_q.sum == '0) ? add_q.zero_sign : add_q.sign;
+    norm_d.sign = (add_q.sum == '0) ? add_q.zero_sign : add_q.sign;
 
     if (add_q.sum[SigBits]) begin
       // Carry out: one bit right, the dropped bit joins the sticky bit.
@@ -238,6 +263,12 @@ module netagg_fp32_add #(
   netagg_stage #(.WIDTH($bits(norm_d)), .ENABLE(RegAfterNormalize)) u_normalize (
       .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(add_valid_q), .data_i(norm_d),
       .valid_o(norm_valid_q), .data_o(norm_q));
+  netagg_stage #(.WIDTH($bits(special_d)), .ENABLE(RegAfterNormalize)) u_normalize_special (
+      .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(add_valid_q), .data_i(add_special_q),
+      .valid_o(norm_special_valid_q), .data_o(norm_special_q));
+
+  logic unused;
+  assign unused = ^{limit_valid_q, align_special_valid_q, add_special_valid_q, norm_special_valid_q};
 
   // ---------------------------------------------------------------------------------------
   // Phase 4: round, and the output register
@@ -257,8 +288,8 @@ module netagg_fp32_add #(
     // largest subnormal to the smallest normal, the largest finite number to infinity.
     magnitude = {exponent_field, norm_q.sig[SigBits-2:3]} + {30'd0, round_up};
 
-    if (norm_q.special) begin
-      round_d = norm_q.special_value;
+    if (norm_special_q.special) begin
+      round_d = norm_special_q.special_value;
     end else if (norm_q.overflow) begin
       round_d = {norm_q.sign, 8'hFF, 23'd0};
     end else begin

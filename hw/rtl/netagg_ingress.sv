@@ -66,7 +66,6 @@ module netagg_ingress #(
   logic [BEATCNT_W-1:0] beats_q;  // beats of the current frame taken so far
 
   logic take, first_beat;
-  logic [BEAT_W-1:0] keep_mask;
   logic [6:0] last_bytes;
   logic [16:0] frame_len;
   logic overlong;
@@ -82,11 +81,20 @@ module netagg_ingress #(
     else next_frame = f + 1'b1;
   endfunction
 
+  // TKEEP as a mask of the beat's bits, built a 32-bit word at a time.
+  function automatic logic [BEAT_W-1:0] keep_mask(input logic [KEEP_W-1:0] keep);
+    logic [BEAT_W-1:0] mask;
+    logic [3:0] k;
+    for (int w = 0; w < KEEP_W / 4; w++) begin
+      k = keep[4*w+:4];
+      mask[32*w+:32] = {{8{k[3]}}, {8{k[2]}}, {8{k[1]}}, {8{k[0]}}};
+    end
+    keep_mask = mask;
+  endfunction
+
   // Bytes of the last beat (TKEEP contiguous from byte 0) and the frame length.
   always_comb begin
-    last_bytes = '0;
-    for (int k = 0; k < KEEP_W; k++) last_bytes = last_bytes + {6'd0, s_tkeep_i[k]};
-    for (int k = 0; k < KEEP_W; k++) keep_mask[8*k+:8] = {8{s_tkeep_i[k]}};
+    last_bytes = 7'($countones(s_tkeep_i));
     frame_len = {beats_q, 6'd0} + {10'd0, last_bytes};
     if (beats_q == '1) frame_len = '1;  // saturated: longer than any IPv4 length allows
     overlong = beats_q > BEATCNT_W'(MAX_BEATS);  // beats_q = index of this last beat
@@ -96,17 +104,17 @@ module netagg_ingress #(
   // frame length; the frame's entry is remembered for step two in the next cycle (the header
   // stays in hdr_q during that cycle even if the next frame's beat 0 arrives in it).
   localparam int unsigned IP = netagg_pkg::FRM_IPV4_VERSION;  // the IPv4 header
-  logic [19:0] ip_sum_now, ip_sum_q;
+  logic [19:0] ip_sum_q;
   logic fin_q, overlong_q;
   logic [16:0] frame_len_q;
   logic [FI_W-1:0] fin_frame_q;
-  always_comb begin
-    ip_sum_now = '0;
+  function automatic logic [19:0] ip_header_sum(input logic [BEAT_W-1:0] beat);
+    ip_header_sum = '0;
     for (int w = 0; w < 10; w++)
-      ip_sum_now = ip_sum_now + {4'd0, netagg_pkg::beat_be16(s_tdata_i, IP + 2 * w)};
-  end
+      ip_header_sum = ip_header_sum + {4'd0, netagg_pkg::beat_be16(beat, IP + 2 * w)};
+  endfunction
   always_ff @(posedge clk_i) begin
-    if (take && first_beat) ip_sum_q <= ip_sum_now;
+    if (take && first_beat) ip_sum_q <= ip_header_sum(s_tdata_i);
     if (take && s_tlast_i) begin
       frame_len_q <= frame_len;
       overlong_q <= overlong;
@@ -251,7 +259,8 @@ module netagg_ingress #(
   assign wr_beat = beats_q - 1'b1;
   always_ff @(posedge clk_i) begin
     if (take && !first_beat && beats_q <= BEATCNT_W'(MAX_BEATS))
-      mem_q[32'(wr_q) * MAX_BEATS + 32'(wr_beat)] <= s_tdata_i & (s_tlast_i ? keep_mask : '1);
+      mem_q[32'(wr_q) * MAX_BEATS + 32'(wr_beat)] <=
+          s_tlast_i ? s_tdata_i & keep_mask(s_tkeep_i) : s_tdata_i;
     if (rd_en_i) rd_data_o <= mem_q[32'(rd_frame_i) * MAX_BEATS + 32'(rd_beat_i)];
   end
 

@@ -267,10 +267,10 @@ package netagg_pkg;
   // Swaps the bytes of every 32-bit lane: big-endian wire lanes <-> host values (self-inverse).
   function automatic logic [BEAT_BITS-1:0] swap_lanes32(input logic [BEAT_BITS-1:0] beat);
     logic [BEAT_BITS-1:0] swapped;
+    logic [31:0] w;
     for (int unsigned lane = 0; lane < LANES; lane++) begin
-      for (int unsigned b = 0; b < 4; b++) begin
-        swapped[lane*32 + b*8 +: 8] = beat[lane*32 + (3-b)*8 +: 8];
-      end
+      w = beat[lane*32+:32];
+      swapped[lane*32+:32] = {w[7:0], w[15:8], w[23:16], w[31:24]};
     end
     swap_lanes32 = swapped;
   endfunction
@@ -278,9 +278,10 @@ package netagg_pkg;
   // Swaps the bytes of every 16-bit lane (bf16 payloads).
   function automatic logic [BEAT_BITS-1:0] swap_lanes16(input logic [BEAT_BITS-1:0] beat);
     logic [BEAT_BITS-1:0] swapped;
-    for (int unsigned lane = 0; lane < BF16_LANES; lane++) begin
-      swapped[lane*16 +: 8]     = beat[lane*16 + 8 +: 8];
-      swapped[lane*16 + 8 +: 8] = beat[lane*16 +: 8];
+    logic [31:0] w;
+    for (int unsigned pair = 0; pair < BF16_LANES / 2; pair++) begin
+      w = beat[pair*32+:32];
+      swapped[pair*32+:32] = {w[23:16], w[31:24], w[7:0], w[15:8]};
     end
     swap_lanes16 = swapped;
   endfunction

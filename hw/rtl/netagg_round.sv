@@ -128,7 +128,7 @@ module netagg_round #(
   logic [NK-1:0] has_round_q;
   logic [31:0] epoch_q[NK];
   logic [31:0] seq_q[NK];
-  logic [31:0] bitmap_q[NK];
+  logic [NK*32-1:0] bitmap_q;  // key k at [32k +: 32]; packed: a loop clears it
   logic [NW-1:0] remaining_q[NK];
   logic [CNT_W-1:0] count_q[NK];
   logic [1:0] dtype_q[NK];
@@ -272,7 +272,7 @@ module netagg_round #(
     for (int p = 0; p < NP; p++) begin
       hd_has[p] = has_round_q[c_key[p]];
       hd_seq[p] = seq_q[c_key[p]];
-      hd_bitmap[p] = bitmap_q[c_key[p]];
+      hd_bitmap[p] = bitmap_q[32*c_key[p]+:32];
       hd_rem[p] = remaining_q[c_key[p]];
       hd_count[p] = count_q[c_key[p]];
       hd_dtype[p] = dtype_q[c_key[p]];
@@ -860,24 +860,24 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     for (int p = 0; p < NP; p++) a_reason_q[p] <= c_reason_q[p];
   end
+  // Each drop adds one to the counter its reason names (a decoder per drop, indexed rather than
+  // compared against every counter).
+  logic [INC_W-1:0] inc_c[NC];
   always_comb begin
-    inc = '0;
-    for (int c = 0; c < NC; c++) begin
-      for (int p = 0; p < NP; p++) begin
-        if (a_drop_q[p] && a_reason_q[p] == REASON_W'(c))
-          inc[c*INC_W+:INC_W] = inc[c*INC_W+:INC_W] + 1'b1;
-        if (r3_drop_q[p] && r3_reason_q[p] == REASON_W'(c))
-          inc[c*INC_W+:INC_W] = inc[c*INC_W+:INC_W] + 1'b1;
-      end
+    for (int c = 0; c < NC; c++) inc_c[c] = '0;
+    for (int p = 0; p < NP; p++) begin
+      if (a_drop_q[p] && 32'(a_reason_q[p]) < NC)
+        inc_c[a_reason_q[p]] = inc_c[a_reason_q[p]] + 1'b1;
+      if (r3_drop_q[p] && 32'(r3_reason_q[p]) < NC)
+        inc_c[r3_reason_q[p]] = inc_c[r3_reason_q[p]] + 1'b1;
     end
-    inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_n_added_q;
-    inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] =
-        INC_W'(r3_valid_q && complete_now && !up_send);
-    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_s_up_q ? '0 : r3_n_resent_q;
-    inc[netagg_csr_pkg::CNT_SENT_TO_PARENT*INC_W+:INC_W] = INC_W'(r3_valid_q && up_send);
-    inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_up_q ? r3_n_resent_q : '0;
-    inc[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT*INC_W+:INC_W] =
-        INC_W'(r3_valid_q && r3_res_take_q);
+    inc_c[netagg_csr_pkg::CNT_AGGREGATED] = r3_n_added_q;
+    inc_c[netagg_csr_pkg::CNT_COMPLETIONS] = INC_W'(r3_valid_q && complete_now && !up_send);
+    inc_c[netagg_csr_pkg::CNT_RESULTS_RESENT] = r3_s_up_q ? '0 : r3_n_resent_q;
+    inc_c[netagg_csr_pkg::CNT_SENT_TO_PARENT] = INC_W'(r3_valid_q && up_send);
+    inc_c[netagg_csr_pkg::CNT_RESENT_TO_PARENT] = r3_s_up_q ? r3_n_resent_q : '0;
+    inc_c[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT] = INC_W'(r3_valid_q && r3_res_take_q);
+    for (int c = 0; c < NC; c++) inc[c*INC_W+:INC_W] = inc_c[c];
   end
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;
@@ -885,30 +885,30 @@ module netagg_round #(
   end
 
   // ---- state update (D4) ---------------------------------------------------------------------
-  logic [NK-1:0] clear_mask;
   logic [KEY_W-1:0] wkey;
   assign wkey = r3_key_q;
-  always_comb begin
-    for (int k = 0; k < NK; k++)
-      clear_mask[k] = clear_all_i ||
-                      (32'(k >> 1) >= 32'(clear_base_i) &&
-                       32'(k >> 1) - 32'(clear_base_i) < 32'(clear_count_i));
-  end
 
-  // has_round and the bitmap are reset and cleared; one always block per (slot, set).
-  for (genvar k = 0; k < NK; k++) begin : gen_state
-    always_ff @(posedge clk_i) begin
-      if (!rst_ni || (clear_i && clear_mask[k])) begin
-        has_round_q[k] <= 1'b0;
-        bitmap_q[k] <= '0;
-        upstream_q[k] <= 1'b0;
-      end else if (r3_valid_q && !clear_i) begin
-        if (wkey == KEY_W'(k)) begin
-          has_round_q[k] <= f_has;
-          bitmap_q[k] <= f_bitmap;
-          upstream_q[k] <= f_up;
+  // Whether a clear covers key k (both sets of its slot).
+  function automatic logic cleared(input int unsigned k);
+    cleared = clear_all_i || (32'(k >> 1) >= 32'(clear_base_i) &&
+                              32'(k >> 1) - 32'(clear_base_i) < 32'(clear_count_i));
+  endfunction
+
+  // has_round and the bitmap are reset and cleared; otherwise D4 writes its key's. No write
+  // happens in a cycle with a clear.
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni || clear_i) begin
+      for (int unsigned k = 0; k < NK; k++) begin
+        if (!rst_ni || cleared(k)) begin
+          has_round_q[k] <= 1'b0;
+          bitmap_q[32*k+:32] <= '0;
+          upstream_q[k] <= 1'b0;
         end
       end
+    end else if (r3_valid_q) begin
+      has_round_q[wkey] <= f_has;
+      bitmap_q[32*wkey+:32] <= f_bitmap;
+      upstream_q[wkey] <= f_up;
     end
   end
 
