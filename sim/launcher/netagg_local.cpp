@@ -61,10 +61,9 @@ constexpr int kMaxWorkers = 32;
 // MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
 constexpr int kFpgaMaxElementsPerPacket = 256;
 constexpr int kFpgaSlots = 64;
-// The Verilated RTL simulates some 10^5 busy cycles a second: 16 slots per worker keep all
-// ports busy. 64 were measured a little faster for `make demo`'s tensor with the adaptive
-// retransmission timeout (docs/performance.md, "The simulator's speed"), not enough to make
-// them the default.
+// The Verilated RTL simulates some 2.5 * 10^5 busy cycles a second: 16 slots per worker keep all
+// ports busy. 32 and 64 were measured no faster for `make demo`'s tensor (docs/performance.md,
+// "The simulator's speed").
 constexpr int kFpgaSimWindow = 16;
 
 struct Options : netagg::report::TensorOptions {
