@@ -292,6 +292,9 @@ build_tofino() {
     took[p4c_tofino]=$(( $(seconds) - t0 ))
     log "p4c's Tofino back end built in ${took[p4c_tofino]} s"
   fi
+  # core.p4 and p4c's other includes into the same p4include (p4c's target of all, not of the
+  # back end's).
+  cmake --build "$dir/build" --target update_includes > /dev/null
   ln -sfn "$bin" "$prefix/bin/p4c-barefoot"
   record "p4c_tofino_commit=$(git -C "$dir" rev-parse HEAD)" \
     ${took[p4c_tofino]:+"p4c_tofino_build_seconds=${took[p4c_tofino]}"}

@@ -33,7 +33,7 @@ case $mode in
     need bin/p4test tna-include/tna.p4
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
-    PATH=/usr/bin:/bin bash "$here/scripts/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
+    bash "$here/scripts/p4-build.sh" "$out" --only tofino --p4test > "$out/log" 2>&1
     rc=$?
     cat "$out/log"
     [[ $rc == 0 ]] && grep -q "checked\|compiled" "$out/log" || exit 1 ;;
