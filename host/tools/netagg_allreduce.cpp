@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -86,9 +87,16 @@ std::int32_t int32_input(std::uint64_t seed, int rank, std::uint64_t index) {
 float fp32_input(std::uint64_t seed, int rank, std::uint64_t index) {
   // Uniform in [-1, 1) times 2^k, k in [-10, 9] changing every 1024 elements: chunks with
   // different magnitudes exercise the block exponents.
-  const int k = static_cast<int>(mix(seed ^ (index >> 10) ^ 0xA5A5A5A5ull) % 20) - 10;
+  // u * 2^k is exact (a power of two, far from overflow and underflow): a multiplication by
+  // a constant, not ldexp, which the verification would call for every element of every rank.
+  static constexpr auto kScale = [] {
+    std::array<double, 20> scale{};
+    for (int k = -10; k < 10; ++k) scale[k + 10] = k < 0 ? 1.0 / double(1 << -k) : double(1 << k);
+    return scale;
+  }();
+  const auto k = mix(seed ^ (index >> 10) ^ 0xA5A5A5A5ull) % 20;  // 2^(k - 10)
   const double u = static_cast<double>(element_bits(seed, rank, index) >> 40) / (1 << 23) - 1.0;
-  return static_cast<float>(std::ldexp(u, k));
+  return static_cast<float>(u * kScale[k]);
 }
 
 // ---- verification ----------------------------------------------------------------------------
@@ -133,7 +141,7 @@ std::optional<Mismatch> verify_fp32(std::span<const float> got, std::uint64_t se
         }
         bound = e == netagg::wire::kExponentNone ? 0.0 : netagg::codec::error_bound(e, world);
       } else {
-        bound = (world - 1) * std::ldexp(magnitude, -24) + std::ldexp(std::fabs(want), -24);
+        bound = ((world - 1) * magnitude + std::fabs(want)) * 0x1p-24;
       }
       if (!(std::fabs(g - want) <= bound)) return Mismatch{base + i, g, want, bound};
     }
