@@ -77,10 +77,14 @@ namespace wire = netagg::wire;
 constexpr int kExitConfig = 2;
 constexpr int kExitRuntime = 1;
 // A batch that keeps the model busy this long is a hung model, not traffic: a full batch (64
-// frames of 17 beats, their results) takes a few thousand cycles; the RTL simulates about 10^5
-// cycles a second.
+// frames of 17 beats, their results) takes a few thousand cycles; the RTL simulates about
+// 2.5 * 10^5 cycles a second.
 constexpr std::uint64_t kMaxCyclesPerBatch = 2'000'000;
-constexpr std::uint64_t kCyclesPerSlice = 256;  // egress is sent after every slice
+// Egress is sent, and the datagrams that arrived are pushed, after every slice. Short slices keep
+// the workers' ports fed: a result reaches its worker, and the worker's next contribution the
+// model, within a slice or two (`make demo`'s tensor: about 300 000 model cycles with slices of
+// 64, 500 000 with 256, 730 000 with 1024; docs/performance.md, "The simulator's speed").
+constexpr std::uint64_t kCyclesPerSlice = 64;
 // How long one batch's processing takes in the datagrams that arrive while the model runs.
 constexpr std::chrono::milliseconds kFeedTime{50};
 
