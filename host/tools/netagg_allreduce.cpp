@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -85,18 +84,13 @@ std::int32_t int32_input(std::uint64_t seed, int rank, std::uint64_t index) {
 }
 
 float fp32_input(std::uint64_t seed, int rank, std::uint64_t index) {
-  // Uniform in [-1, 1) times 2^k, k in [-10, 9] changing every 1024 elements: chunks with
-  // different magnitudes exercise the block exponents.
-  // u * 2^k is exact (a power of two, far from overflow and underflow): a multiplication by
-  // a constant, not ldexp, which the verification would call for every element of every rank.
-  static constexpr auto kScale = [] {
-    std::array<double, 20> scale{};
-    for (int k = -10; k < 10; ++k) scale[k + 10] = k < 0 ? 1.0 / double(1 << -k) : double(1 << k);
-    return scale;
-  }();
-  const auto k = mix(seed ^ (index >> 10) ^ 0xA5A5A5A5ull) % 20;  // 2^(k - 10)
+  // Uniform in [-1, 1) times 2^(k - 10), k in [0, 19] changing every 1024 elements: chunks with
+  // different magnitudes exercise the block exponents. The product is exact (a power of two, far
+  // from overflow and underflow): a multiplication, not ldexp, which the verification would call
+  // for every element of every rank.
+  const auto k = mix(seed ^ (index >> 10) ^ 0xA5A5A5A5ull) % 20;
   const double u = static_cast<double>(element_bits(seed, rank, index) >> 40) / (1 << 23) - 1.0;
-  return static_cast<float>(u * kScale[k]);
+  return static_cast<float>(u * (static_cast<double>(1u << k) * 0x1p-10));
 }
 
 // ---- verification ----------------------------------------------------------------------------
