@@ -42,8 +42,38 @@ run_compiler() {
   local rc=$?
   cat "$log"
   if [[ $rc != 0 ]]; then return 1; fi
-  if grep -q -i "warning" "$log"; then echo "p4: warnings (above) fail the compilation"; return 1; fi
+  # One warning is the Tofino back end's own, for every program (a minimal one too): it unrolls
+  # the parser state it adds to pad a short parse to the minimum parse depth. It says nothing
+  # of the program, so it does not count.
+  if grep -i "warning:" "$log" | grep -v -q "Parser state min_parse_depth_accept_loop will be unrolled"; then
+    echo "p4: warnings (above) fail the compilation"; return 1
+  fi
   return 0
+}
+
+# tofino_assemble BFA: p4c-barefoot stops at the assembly and does not check how many stages it
+# placed tables in. The resources are summarised from the assembly (scripts/p4-resources.py,
+# which fails on more than 12 stages), and the assembler, bfas, when installed, checks the rest
+# (scripts/p4-toolchain.sh --with-tofino builds it).
+tofino_assemble() {
+  local bfa=$1 dir
+  dir=$(dirname "$bfa")
+  if [[ ! -f $bfa ]]; then echo "p4: no assembly at $bfa"; return 1; fi
+  echo "p4: resources (from the assembly; $dir/../resources.json):"
+  if ! /usr/bin/python3 "$root/scripts/p4-resources.py" "$bfa" --json "$dir/../resources.json"; then
+    echo "p4: p4/tofino/netagg.p4 does not fit Tofino 1's stages"; return 1
+  fi
+  local asm
+  asm=$(find_tool bfas)
+  if [[ -z $asm ]]; then
+    echo "p4: bfas not found: the assembler's checks were not run (the stages were counted)"
+    return 0
+  fi
+  mkdir -p "$dir/logs"
+  if ! run_compiler "$dir/../bfas.log" "$asm" --no-warn --target tofino -o "$dir" "$bfa"; then
+    echo "p4: bfas rejected the assembly of p4/tofino/netagg.p4"; return 1
+  fi
+  echo "p4: bfas assembled p4/tofino/netagg.p4 ($dir/tofino.bin)"
 }
 
 if [[ $only != tofino ]]; then
@@ -77,11 +107,15 @@ if [[ $only != bmv2 ]]; then
   if [[ -n $bf ]]; then
     mkdir -p "$out/tofino"
     echo "p4: $(basename "$bf"): p4/tofino/netagg.p4 -> $out/tofino/"
-    if run_compiler "$out/tofino/compile.log" "$bf" --target tofino --arch tna --std p4-16 \
+    bfa=$out/tofino/pipe/netagg.bfa
+    rm -f "$bfa"
+    if ! run_compiler "$out/tofino/compile.log" "$bf" --target tofino --arch tna --std p4-16 \
         -I "$root/p4/common" -o "$out/tofino" "$root/p4/tofino/netagg.p4"; then
-      compiled=$((compiled + 1))
-    else
       echo "p4: $(basename "$bf") failed on p4/tofino/netagg.p4"; status=1
+    elif [[ $(basename "$bf") == p4c-barefoot ]] && ! tofino_assemble "$bfa"; then
+      status=1
+    else
+      compiled=$((compiled + 1))
     fi
   elif [[ -n $p4test && -f $prefix/tna-include/tna.p4 ]]; then
     mkdir -p "$out/tofino"

@@ -45,8 +45,8 @@
 #define NETAGG_BITMAP_BITS       32  /* width of the worker bitmap register: one bit per rank */
 #define NETAGG_MAX_WORKERS       32  /* workers of one job (one bitmap bit each) */
 #define NETAGG_POOL_SLOTS        1024  /* slots of the pool, two sets each */
-#define NETAGG_LANES_PER_PASS    32  /* int32 lanes one pipeline pass adds: one stateful ALU per lane, 4 per stage, 8 egress stages */
-#define NETAGG_TOFINO_MAX_PASSES 2  /* passes the TNA program makes per packet (the payload must fit the PHV): 64 lanes, SwitchML's 256 bytes */
+#define NETAGG_LANES_PER_PASS    32  /* int32 lanes one lane pass adds on Tofino: one stateful ALU per lane, 32 of the ingress pipeline's 48 */
+#define NETAGG_TOFINO_MAX_PASSES 2  /* lane passes the TNA program makes per packet (a pass holds one block of lanes in the PHV): 64 lanes, SwitchML's 256 bytes */
 #define NETAGG_BMV2_MAX_PASSES   8  /* lane blocks the v1model program adds in its one pass: 256 lanes */
 
 /* ---- drop reasons: the index of the `drops` counter ------------------------------------------ */

@@ -23,10 +23,11 @@ inline constexpr unsigned kBitmapBits = 32;
 inline constexpr unsigned kMaxWorkers = 32;
 // slots of the pool, two sets each
 inline constexpr unsigned kPoolSlots = 1024;
-// int32 lanes one pipeline pass adds: one stateful ALU per lane, 4 per stage, 8 egress stages
+// int32 lanes one lane pass adds on Tofino: one stateful ALU per lane, 32 of the ingress pipeline's
+// 48
 inline constexpr unsigned kLanesPerPass = 32;
-// passes the TNA program makes per packet (the payload must fit the PHV): 64 lanes, SwitchML's 256
-// bytes
+// lane passes the TNA program makes per packet (a pass holds one block of lanes in the PHV): 64
+// lanes, SwitchML's 256 bytes
 inline constexpr unsigned kTofinoMaxPasses = 2;
 // lane blocks the v1model program adds in its one pass: 256 lanes
 inline constexpr unsigned kBmv2MaxPasses = 8;

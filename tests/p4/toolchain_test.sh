@@ -4,6 +4,8 @@
 # default /opt/netagg-p4). Exit 77 (skipped, with the reason) when the tool chain is absent.
 #   toolchain_test.sh BUILD bmv2-compile     p4c-bm2-ss compiles p4/bmv2/netagg.p4 with no warning
 #   toolchain_test.sh BUILD tofino-p4test    p4test accepts p4/tofino/netagg.p4 with no warning
+#   toolchain_test.sh BUILD tofino-compile   p4c-barefoot compiles p4/tofino/netagg.p4 with no
+#                                            warning, within 12 stages, and bfas assembles it
 #   toolchain_test.sh BUILD bmv2-vectors     every switch vector passes on simple_switch (root)
 #   toolchain_test.sh BUILD bmv2-allreduce DTYPE   4 workers through simple_switch with 1 % loss
 #                                            each way; every worker verifies its sum (root)
@@ -37,6 +39,22 @@ case $mode in
     rc=$?
     cat "$out/log"
     [[ $rc == 0 ]] && grep -q "checked\|compiled" "$out/log" || exit 1 ;;
+  tofino-compile)
+    need bin/p4c-barefoot bin/bfas
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    bash "$here/scripts/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
+    rc=$?
+    cat "$out/log"
+    [[ $rc == 0 ]] || exit 1
+    grep -q "bfas assembled" "$out/log" || exit 1
+    # The program's tables and registers as the control plane names them, in the assembler's
+    # context (what the SDE's driver loads).
+    for name in Ingress.job_table Ingress.worker_table Ingress.parent_table \
+                Egress.result_destination Ingress.round_epoch Ingress.value_31; do
+      grep -q "\"$name\"" "$out/p4/tofino/pipe/context.json" || {
+        echo "no $name in context.json"; exit 1; }
+    done ;;
   bmv2-vectors)
     need bin/simple_switch bin/simple_switch_CLI bin/p4c-bm2-ss
     exec bash "$here/scripts/bmv2-netns.sh" "$build" vectors ;;
