@@ -187,7 +187,7 @@
 /* bridge.op: what the value registers do */
 #define OP_WRITE 0         /* a new round: overwrite */
 #define OP_ADD 1           /* a join: add */
-#define OP_READ 2          /* a resend: lanes cleared, then add 0 */
+#define OP_READ 2          /* a resend: the stored values read into the lanes */
 
 /* md.agg: what the countdown, exponent and ECN registers do */
 #define AGG_NEW 1
@@ -753,7 +753,11 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
      * would then pair the new round with the old epoch's completed_seq): SEEN, or
      * ROUND_WAITING for a child's round (md.completed_state, a PHV operand) */
     RegisterAction<bit<8>, bit<16>, bit<8>>(round_state) round_state_completed = {
-        void apply(inout bit<8> value) { value = md.completed_state; }
+        void apply(inout bit<8> value) {
+            if (value != NETAGG_ROUND_NONE) {   /* not a set the control plane cleared since */
+                value = md.completed_state;
+            }
+        }
     };
 
     Register<bit<32>, bit<16>>(NETAGG_REGISTER_SIZE, 0) completed_seq;
@@ -960,7 +964,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     table checks {
         key = {
             md.ok_frame : ternary;
+            md.ok_len : ternary;
             md.ok_header : ternary;
+            md.ok_size : ternary;
             hdr.netagg.msg_type : ternary;
             md.from_parent : ternary;
             md.parent_source_hit : ternary;
@@ -976,32 +982,34 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
         actions = { drop_for; checks_decide; checks_translate; }
         const entries = {
             /* wire::decode_frame, then wire::decode */
-            (0, _, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
-            (_, 0, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
+            (0, _, _, _, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
+            (_, 0, _, _, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
+            (_, _, 0, _, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
+            (_, _, _, 0, _, _, _, _, _, _, _, _, _, _, _) : drop_for(NETAGG_DROP_MALFORMED);
             /* a result's first pass: taken only from the parent of one of the jobs, for this
              * switch's rank there (the model's result_from_parent, in its order: the slot and
              * the dtype in its checks pass as the child job's) */
-            (_, _, NETAGG_MSG_RESULT, 0, 0, _, _, _, _, _, _, _, _) :
+            (_, _, _, _, NETAGG_MSG_RESULT, 0, 0, _, _, _, _, _, _, _, _) :
                 drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
-            (_, _, NETAGG_MSG_RESULT, 0, _, 0, _, _, _, _, _, _, _) :
+            (_, _, _, _, NETAGG_MSG_RESULT, 0, _, 0, _, _, _, _, _, _, _) :
                 drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
-            (_, _, NETAGG_MSG_RESULT, 0, _, _, 0, _, _, _, _, _, _) :
+            (_, _, _, _, NETAGG_MSG_RESULT, 0, _, _, 0, _, _, _, _, _, _) :
                 drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
-            (_, _, NETAGG_MSG_RESULT, 0, _, _, _, _, _, _, _, _, _) : checks_translate();
+            (_, _, _, _, NETAGG_MSG_RESULT, 0, _, _, _, _, _, _, _, _, _) : checks_translate();
             /* a parent's result as the child job's */
-            (_, _, _, 1, _, _, _, 0, _, _, _, _, _) : drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
-            (_, _, _, 1, _, _, _, _, _, _, 0, _, _) : drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
-            (_, _, _, 1, _, _, _, _, _, _, _, 0, _) : drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
-            (_, _, _, 1, _, _, _, _, _, _, _, _, _) : checks_decide();
+            (_, _, _, _, _, 1, _, _, _, 0, _, _, _, _, _) : drop_for(NETAGG_DROP_NOT_CONTRIBUTION);
+            (_, _, _, _, _, 1, _, _, _, _, _, _, 0, _, _) : drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+            (_, _, _, _, _, 1, _, _, _, _, _, _, _, 0, _) : drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+            (_, _, _, _, _, 1, _, _, _, _, _, _, _, _, _) : checks_decide();
             /* a contribution */
-            (_, _, _, _, _, _, _, 0, _, _, _, _, _) : drop_for(NETAGG_DROP_UNKNOWN_JOB);
-            (_, _, _, _, _, _, _, _, 0, _, _, _, _) : drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
-            (_, _, _, _, _, _, _, _, _, 0, _, _, _) : drop_for(NETAGG_DROP_FOREIGN_SOURCE);
-            (_, _, _, _, _, _, _, _, _, _, 0, _, _) : drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
-            (_, _, _, _, _, _, _, _, _, _, _, 0, _) : drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
-            (_, _, _, _, _, _, _, _, _, _, _, _, 0) :
+            (_, _, _, _, _, _, _, _, _, 0, _, _, _, _, _) : drop_for(NETAGG_DROP_UNKNOWN_JOB);
+            (_, _, _, _, _, _, _, _, _, _, 0, _, _, _, _) : drop_for(NETAGG_DROP_RANK_OUT_OF_RANGE);
+            (_, _, _, _, _, _, _, _, _, _, _, 0, _, _, _) : drop_for(NETAGG_DROP_FOREIGN_SOURCE);
+            (_, _, _, _, _, _, _, _, _, _, _, _, 0, _, _) : drop_for(NETAGG_DROP_SLOT_OUT_OF_RANGE);
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, 0, _) : drop_for(NETAGG_DROP_UNSUPPORTED_DTYPE);
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, 0) :
                 drop_for(NETAGG_DROP_COUNT_TOO_LARGE_FOR_JOB);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _) : checks_decide();
+            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _) : checks_decide();
         }
         size = 32;
     }
@@ -1332,8 +1340,15 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                  * (parent_table). */
                 originate_ipv4(hdr.bridge.ecn[1:0]);
                 hdr.udp.checksum = 0;
-                if (md.parent_hit == 1 && (hdr.bridge.outcome == OUTCOME_COMPLETED ||
-                                           hdr.bridge.outcome == OUTCOME_TO_PARENT)) {
+                /* "has a parent" as the checks pass saw it, the same that chose the state
+                 * stored above (the control plane may change parent_table meanwhile) */
+                if (hdr.bridge.has_parent == 1 && md.parent_hit == 0 &&
+                    (hdr.bridge.outcome == OUTCOME_COMPLETED ||
+                     hdr.bridge.outcome == OUTCOME_TO_PARENT)) {
+                    ig_dprsr_md.drop_ctl = 1;   /* the parent's entry is gone: nowhere to go */
+                } else if (hdr.bridge.has_parent == 1 &&
+                           (hdr.bridge.outcome == OUTCOME_COMPLETED ||
+                            hdr.bridge.outcome == OUTCOME_TO_PARENT)) {
                     /* trees: the partial sum (the lanes, in place) as this switch's contribution to
                      * the parent: the parent's job id, this switch's rank there, the parent's slot;
                      * set, seq, epoch, count and exponent the round's; fresh as this packet's
