@@ -55,7 +55,8 @@ def summarise(text):
             containers[gress].update(re.findall(r"\b(T?[BHW]\d+)\b", line))
     result = {"pipelines": {}}
     for g in ("ingress", "egress"):
-        used = sorted(s for (gg, s), v in stages.items() if gg == g and (v["stateful"] or v["tables"]))
+        # the stages the assembly has for the pipeline: what bfas counts against the limit
+        used = [s for (gg, s) in stages if gg == g]
         per_stage = {s: {"stateful_alus": v["stateful"], "tables": sorted(set(v["tables"]))}
                      for (gg, s), v in stages.items() if gg == g}
         kinds = collections.Counter(re.match(r"T?[BHW]", c).group(0) for c in containers.get(g, ()))
