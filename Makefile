@@ -86,8 +86,8 @@ bench-plan: $(BUILD)/build.ninja
 	bash scripts/bench-plan.sh $(BUILD)
 
 # BMv2's simple_switch running the P4 program (docs/switch-pipeline.md): 4 workers' all-reduce
-# time against elements per packet; JSON in $(BUILD)/bench/bmv2.json. Root and the P4 tool chain
-# (scripts/p4-toolchain.sh) needed, else it says what is missing.
+# time against elements per packet; JSON in $(BUILD)/bench/bmv2.json. Root and the P4 tools
+# (scripts/p4-tools.sh) needed, else it says what is missing.
 bench-bmv2: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-replay netagg-ctl netagg-allreduce
 	mkdir -p $(BUILD)/bench
@@ -100,9 +100,9 @@ pytorch: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-torch
 	/usr/bin/python3 examples/pytorch/run_digits.py --build $(BUILD)
 
-# The P4 programs: compiled with the tool chain of scripts/p4-toolchain.sh (NETAGG_P4_PREFIX,
-# default /opt/netagg-p4) or compilers on PATH; otherwise says what is missing and where to get
-# it, and exits 0 (scripts/p4-build.sh; the tests of label p4-toolchain use the same tools).
+# The P4 programs: compiled with the P4 tools in NETAGG_P4_PREFIX/bin (default /opt/netagg-p4)
+# or on PATH; otherwise says which are missing and where they were looked for, and exits 0
+# (scripts/p4-build.sh; the tests of label p4-toolchain use the same tools, scripts/p4-tools.sh).
 p4:
 	bash scripts/p4-build.sh $(BUILD)
 

@@ -3,7 +3,8 @@
 # All-reduce time through BMv2's simple_switch against elements per packet (scripts/bmv2-netns.sh,
 # no loss, 4 workers): BMv2 runs every lane's register actions in software, so its packet rate
 # falls with the lanes a packet carries, and the best elements per packet is BMv2's own.
-# Root and the P4 tool chain (scripts/p4-toolchain.sh) needed; exit 77 without them.
+# Root and the P4 tools (simple_switch, simple_switch_CLI, p4c-bm2-ss; scripts/p4-tools.sh)
+# needed; exit 77 without them.
 #   bash scripts/bench-bmv2.sh BUILD_DIR [OUT.json] [--count N] [--dtype int32|fp32] [--loss P]
 set -uo pipefail
 build=${1:?usage: bench-bmv2.sh BUILD_DIR [OUT.json] [--count N] [--dtype D] [--loss P]}; shift

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The v1model program (p4/bmv2/netagg.p4) on BMv2's simple_switch, in network namespaces: the
-# switch in one namespace, its ports veth pairs. Root only. The P4 tool chain comes from
-# NETAGG_P4_PREFIX (default /opt/netagg-p4; scripts/p4-toolchain.sh builds it).
+# switch in one namespace, its ports veth pairs. Root only. The P4 tools are found in
+# NETAGG_P4_PREFIX/bin (default /opt/netagg-p4), then on PATH (scripts/p4-tools.sh).
 #
 #   bash scripts/bmv2-netns.sh BUILD_DIR vectors [--vectors DIR|FILE] [--keep DIR]
 #       Replays the switch conformance vectors (tests/vectors/switch) with netagg-replay over the
@@ -62,12 +62,10 @@ done
 case $dtype in int32|fp32) ;; *) echo "bmv2-netns: --dtype is int32 or fp32" >&2; exit 2 ;; esac
 
 [[ $(id -u) == 0 ]] || { echo "bmv2-netns: skipped: needs root (network namespaces)"; exit 77; }
-prefix=${NETAGG_P4_PREFIX:-/opt/netagg-p4}
-for t in simple_switch simple_switch_CLI p4c-bm2-ss; do
-  [[ -x $prefix/bin/$t ]] || {
-    echo "bmv2-netns: skipped: $prefix/bin/$t is missing (build the P4 tool chain with" \
-      "scripts/p4-toolchain.sh, or set NETAGG_P4_PREFIX)"; exit 77; }
-done
+source "$root/scripts/p4-tools.sh"
+missing=$(p4_missing simple_switch simple_switch_CLI p4c-bm2-ss)
+[[ -z $missing ]] || { echo "bmv2-netns: skipped: $missing $p4_where"; exit 77; }
+simple_switch=$(p4_tool simple_switch) simple_switch_cli=$(p4_tool simple_switch_CLI)
 for t in sim/switch/netagg-replay driver/tools/netagg-ctl host/tools/netagg-allreduce; do
   [[ -x $build/$t ]] || { echo "bmv2-netns: $build/$t is not built" >&2; exit 2; }
 done
@@ -100,7 +98,7 @@ ip netns add "$sw" && quiet_ns "$sw" || { echo "bmv2-netns: cannot create namesp
 start_switch() {
   local args=()
   for p in "$@"; do args+=(-i "$p@s$p"); done
-  ip netns exec "$sw" "$prefix/bin/simple_switch" --thrift-port 9090 \
+  ip netns exec "$sw" "$simple_switch" --thrift-port 9090 \
     --notifications-addr "ipc://$tmp/notifications.ipc" "${args[@]}" "$p4json" \
     > "$tmp/simple_switch.log" 2>&1 &
   ss_pid=$!
@@ -111,7 +109,7 @@ start_switch() {
   done
   echo "bmv2-netns: simple_switch did not start:" >&2; cat "$tmp/simple_switch.log" >&2; exit 2
 }
-cli() { ip netns exec "$sw" "$prefix/bin/simple_switch_CLI" --thrift-port 9090; }
+cli() { ip netns exec "$sw" "$simple_switch_cli" --thrift-port 9090; }
 
 if [[ $mode == vectors ]]; then
   # The hosts' side of every port the vectors use, in one namespace.
@@ -128,7 +126,7 @@ if [[ $mode == vectors ]]; then
   start_switch $ports
   cat > "$tmp/configure.sh" <<EOF
 #!/bin/sh
-ip netns exec $sw $prefix/bin/simple_switch_CLI --thrift-port 9090 < "\$NETAGG_BMV2_FILE" > $tmp/cli.log 2>&1 || exit 1
+ip netns exec $sw $simple_switch_cli --thrift-port 9090 < "\$NETAGG_BMV2_FILE" > $tmp/cli.log 2>&1 || exit 1
 # The CLI says "Error" and goes on: a line the switch refused fails the vector here.
 ! grep -q -i "error\|invalid" $tmp/cli.log || { cat $tmp/cli.log >&2; exit 1; }
 EOF

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `make p4`: compiles the P4 programs with the compilers it finds, in NETAGG_P4_PREFIX/bin
-# (default /opt/netagg-p4, built by scripts/p4-toolchain.sh) first, then on PATH.
+# (default /opt/netagg-p4) first, then on PATH (scripts/p4-tools.sh).
 #   BMv2 (v1model):  p4c-bm2-ss --arch v1model -> BUILD/p4/bmv2/netagg.json (+ netagg.p4info.txtpb)
-#   Tofino (TNA):    bf-p4c (Intel's SDE) or p4c-barefoot (p4c's open-source back end,
-#                    scripts/p4-toolchain.sh --with-tofino) --target tofino --arch tna ->
-#                    BUILD/p4/tofino/ (resource logs there); without either, p4test with the
-#                    TNA includes (NETAGG_P4_PREFIX/tna-include) checks the program's language and
-#                    types, not its fit in the pipeline, and says so.
+#   Tofino (TNA):    bf-p4c (Intel's SDE) or p4c-barefoot (p4c's open-source back end)
+#                    --target tofino --arch tna -> BUILD/p4/tofino/ (resource logs there);
+#                    without either, p4test with the TNA includes (NETAGG_P4_PREFIX/tna-include
+#                    or p4c's own) checks the program's language and types, not its fit in the
+#                    pipeline, and says so.
 # Warnings fail the compilation: the programs compile clean.
-# A compiler that is not installed is reported with where to get it, and its program skipped.
+# A compiler that is not installed is reported with where it was looked for, and its program
+# skipped.
 # Exit status: 0 if every compiler found compiled its program (also when none is installed: the
 # message says so; `make p4` is not a test), 1 if a compilation failed or warned, 2 on bad usage.
 # Usage: scripts/p4-build.sh [BUILD_DIR] [--only bmv2|tofino] [--p4test]  (default: build)
@@ -28,12 +29,8 @@ done
 case $only in ""|bmv2|tofino) ;; *) echo "p4-build: --only takes bmv2 or tofino" >&2; exit 2 ;; esac
 [[ $build == /* ]] || build="$root/$build"
 out="$build/p4"
-prefix=${NETAGG_P4_PREFIX:-/opt/netagg-p4}
+source "$root/scripts/p4-tools.sh"
 status=0 compiled=0 wanted=0
-
-find_tool() {  # the tool in the prefix, else on PATH, else nothing
-  if [[ -x $prefix/bin/$1 ]]; then echo "$prefix/bin/$1"; else command -v "$1" 2>/dev/null; fi
-}
 
 # run_compiler LOG COMMAND...: runs it, shows its output; warnings count as failure.
 run_compiler() {
@@ -53,8 +50,8 @@ run_compiler() {
 
 # tofino_assemble BFA: p4c-barefoot stops at the assembly and does not check how many stages it
 # placed tables in. The resources are summarised from the assembly (scripts/p4-resources.py,
-# which fails on more than 12 stages), and the assembler, bfas, when installed, checks the rest
-# (scripts/p4-toolchain.sh --with-tofino builds it).
+# which fails on more than 12 stages), and the assembler, bfas (the back end's bf-asm), when
+# installed, checks the rest.
 tofino_assemble() {
   local bfa=$1 dir
   dir=$(dirname "$bfa")
@@ -64,7 +61,7 @@ tofino_assemble() {
     echo "p4: p4/tofino/netagg.p4 does not fit Tofino 1's stages"; return 1
   fi
   local asm
-  asm=$(find_tool bfas)
+  asm=$(p4_tool bfas)
   if [[ -z $asm ]]; then
     echo "p4: bfas not found: the assembler's checks were not run (the stages were counted)"
     return 0
@@ -78,7 +75,7 @@ tofino_assemble() {
 
 if [[ $only != tofino ]]; then
   wanted=$((wanted + 1))
-  bm2=$(find_tool p4c-bm2-ss)
+  bm2=$(p4_tool p4c-bm2-ss)
   if [[ -n $bm2 ]]; then
     mkdir -p "$out/bmv2"
     echo "p4: p4c-bm2-ss $($bm2 --version 2>&1 | grep -o 'Version [^ ]*'): p4/bmv2/netagg.p4 -> $out/bmv2/"
@@ -91,19 +88,18 @@ if [[ $only != tofino ]]; then
     fi
   else
     cat <<MSG
-p4: p4c-bm2-ss not found (in $prefix/bin or on PATH): the BMv2 program is not compiled.
-    p4c and BMv2 are not Debian packages: scripts/p4-toolchain.sh builds them from source
-    into $prefix (about an hour on 2 cores), then run \`make p4\` again.
+p4: p4c-bm2-ss (p4c's BMv2 back end) not found: the BMv2 program is not compiled.
+    It is $p4_where.
 MSG
   fi
 fi
 
 if [[ $only != bmv2 ]]; then
   wanted=$((wanted + 1))
-  bf=$(find_tool bf-p4c)
-  [[ -n $bf ]] || bf=$(find_tool p4c-barefoot)  # p4c's open-source Tofino back end
+  bf=$(p4_tool bf-p4c)
+  [[ -n $bf ]] || bf=$(p4_tool p4c-barefoot)  # p4c's open-source Tofino back end
   [[ $force_p4test == 0 ]] || bf=""
-  p4test=$(find_tool p4test)
+  p4test=$(p4_tool p4test)
   if [[ -n $bf ]]; then
     mkdir -p "$out/tofino"
     echo "p4: $(basename "$bf"): p4/tofino/netagg.p4 -> $out/tofino/"
@@ -117,22 +113,22 @@ if [[ $only != bmv2 ]]; then
     else
       compiled=$((compiled + 1))
     fi
-  elif [[ -n $p4test && -f $prefix/tna-include/tna.p4 ]]; then
+  elif [[ -n $p4test ]] && tna=$(p4_tna_include); then
     mkdir -p "$out/tofino"
     echo "p4: p4test checks p4/tofino/netagg.p4's language and types against" \
       "the TNA includes (not its fit in Tofino's stages, PHV or stateful ALUs)"
     if run_compiler "$out/tofino/p4test.log" "$p4test" --std p4-16 -D__TARGET_TOFINO__=1 \
-        -I "$prefix/tna-include" -I "$root/p4/common" "$root/p4/tofino/netagg.p4"; then
+        -I "$tna" -I "$root/p4/common" "$root/p4/tofino/netagg.p4"; then
       echo "p4: p4test: p4/tofino/netagg.p4 checked (not compiled for Tofino)"
     else
       echo "p4: p4test failed on p4/tofino/netagg.p4"; status=1
     fi
   else
     cat <<MSG
-p4: bf-p4c not found: the Tofino program (p4/tofino/netagg.p4) is not compiled.
-    bf-p4c comes with Intel's P4 Studio SDE (source its set_sde.bash so that it is on PATH) or
-    from p4c's open-source Tofino back end (docs/switch-pipeline.md, "Compiling"). With only
-    p4test from scripts/p4-toolchain.sh, \`make p4\` checks the program's language.
+p4: neither bf-p4c nor p4c-barefoot found: the Tofino program (p4/tofino/netagg.p4) is not
+    compiled. bf-p4c comes with Intel's P4 Studio SDE (source its set_sde.bash so that it is on
+    PATH); p4c-barefoot is p4c's open-source Tofino back end. With p4test and the TNA includes
+    (tna.p4), \`make p4\` checks the program's language. They are $p4_where.
 MSG
   fi
 fi

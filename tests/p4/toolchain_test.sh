@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The P4 programs on the open-source tool chain (scripts/p4-toolchain.sh, in NETAGG_P4_PREFIX,
-# default /opt/netagg-p4). Exit 77 (skipped, with the reason) when the tool chain is absent.
+# The P4 programs on the open-source P4 tools, found in NETAGG_P4_PREFIX/bin (default
+# /opt/netagg-p4), then on PATH (scripts/p4-tools.sh). Exit 77 (skipped, with the reason) when a
+# tool is absent.
 #   toolchain_test.sh BUILD bmv2-compile     p4c-bm2-ss compiles p4/bmv2/netagg.p4 with no warning
 #   toolchain_test.sh BUILD tofino-p4test    p4test accepts p4/tofino/netagg.p4 with no warning
 #   toolchain_test.sh BUILD tofino-compile   p4c-barefoot compiles p4/tofino/netagg.p4 with no
@@ -12,17 +13,15 @@
 set -uo pipefail
 build=$1 mode=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
-prefix=${NETAGG_P4_PREFIX:-/opt/netagg-p4}
+source "$here/scripts/p4-tools.sh"
 need() {
-  for t in "$@"; do
-    [[ -e $prefix/$t ]] || {
-      echo "toolchain_test: skipped: $prefix/$t is missing (scripts/p4-toolchain.sh builds the" \
-        "P4 tool chain; NETAGG_P4_PREFIX names another place)"; exit 77; }
-  done
+  local missing
+  missing=$(p4_missing "$@")
+  [[ -z $missing ]] || { echo "toolchain_test: skipped: $missing $p4_where"; exit 77; }
 }
 case $mode in
   bmv2-compile)
-    need bin/p4c-bm2-ss
+    need p4c-bm2-ss
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
     bash "$here/scripts/p4-build.sh" "$out" --only bmv2 || exit 1
@@ -32,7 +31,7 @@ case $mode in
       grep -q "\"$name\"" "$out/p4/bmv2/netagg.json" || { echo "no $name in netagg.json"; exit 1; }
     done ;;
   tofino-p4test)
-    need bin/p4test tna-include/tna.p4
+    need p4test tna.p4
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
     bash "$here/scripts/p4-build.sh" "$out" --only tofino --p4test > "$out/log" 2>&1
@@ -40,7 +39,7 @@ case $mode in
     cat "$out/log"
     [[ $rc == 0 ]] && grep -q "checked\|compiled" "$out/log" || exit 1 ;;
   tofino-compile)
-    need bin/p4c-barefoot bin/bfas
+    need p4c-barefoot bfas
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
     bash "$here/scripts/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
@@ -56,10 +55,10 @@ case $mode in
         echo "no $name in context.json"; exit 1; }
     done ;;
   bmv2-vectors)
-    need bin/simple_switch bin/simple_switch_CLI bin/p4c-bm2-ss
+    need simple_switch simple_switch_CLI p4c-bm2-ss
     exec bash "$here/scripts/bmv2-netns.sh" "$build" vectors ;;
   bmv2-allreduce)
-    need bin/simple_switch bin/simple_switch_CLI bin/p4c-bm2-ss
+    need simple_switch simple_switch_CLI p4c-bm2-ss
     out=$(bash "$here/scripts/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$3" \
       --count 8192 --elements-per-packet 64 --loss 1)
     rc=$?
