@@ -454,11 +454,15 @@ namespace {
 
 Config validated(Config cfg) {
   cfg.validate();
-  if (!cfg.epoch)
+  if (!cfg.epoch) {
+    if (const auto problem = launcher_run_id_problem())
+      throw Error(Errc::kConfig, fmt::format("epoch: not set: {}", *problem));
     throw Error(Errc::kConfig,
                 "epoch: not set. Every worker of a run needs the same epoch, a new one for each "
                 "run: set NETAGG_EPOCH (e.g. to $(od -An -N4 -tu4 /dev/urandom) once for all "
                 "workers), start the workers with mpirun, torchrun or srun, or set Config::epoch");
+  }
+  check_epoch(*cfg.epoch, "epoch");
   return cfg;
 }
 

@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -500,10 +502,22 @@ void apply_run_environment(Config& cfg) {
     cfg.pace_gbps = parse_env_double("NETAGG_PACE_GBPS", *v);
     check_pace(cfg.pace_gbps, "NETAGG_PACE_GBPS");
   }
-  if (auto v = getenv_string("NETAGG_EPOCH"))
+  if (auto v = getenv_string("NETAGG_EPOCH")) {
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
-  else if (!cfg.epoch)
+    check_epoch(*cfg.epoch, "NETAGG_EPOCH");
+  } else if (!cfg.epoch) {
     cfg.epoch = launcher_epoch();
+  }
+}
+
+void check_epoch(std::uint32_t epoch, std::string_view where) {
+  // 0 is what a token that was never set reads as, in a field, a file or a shell variable: it
+  // would be the same in every run that forgot it.
+  if (epoch == 0)
+    config_error(where,
+                 "0 is not a run token (it is what an unset one reads as, the same in every "
+                 "run): set a random one for each run, e.g. $(od -An -N4 -tu4 /dev/urandom), "
+                 "the same on every worker of the run");
 }
 
 std::uint32_t parse_epoch(std::string_view text, std::string_view where) {
@@ -524,30 +538,70 @@ std::uint32_t parse_epoch(std::string_view text, std::string_view where) {
   return static_cast<std::uint32_t>(v);
 }
 
+namespace {
+
+// The launcher's run id: the variable that holds it, and the text to hash (or nothing).
+struct LauncherRunId {
+  std::string variable, value, id;
+};
+
+std::optional<LauncherRunId> launcher_run_id() {
+  if (auto v = getenv_string("TORCHELASTIC_RUN_ID"))
+    return LauncherRunId{"TORCHELASTIC_RUN_ID", *v, "torchelastic:" + *v};
+  if (auto v = getenv_string("OMPI_MCA_ess_base_jobid"))
+    return LauncherRunId{"OMPI_MCA_ess_base_jobid", *v, "ompi:" + *v};
+  if (auto v = getenv_string("PMIX_NAMESPACE"))
+    return LauncherRunId{"PMIX_NAMESPACE", *v, "pmix:" + *v};
+  if (auto v = getenv_string("SLURM_JOB_ID"))
+    return LauncherRunId{"SLURM_JOB_ID", *v,
+                         "slurm:" + *v + "." + getenv_string("SLURM_STEP_ID").value_or("")};
+  return std::nullopt;
+}
+
+// A run id that every launch repeats: empty, torchrun's default "none" (no --rdzv-id), or a
+// placeholder number. Hashing it would give two runs one token.
+bool repeats_across_runs(std::string_view value) {
+  const auto first = value.find_first_not_of(" \t\n");
+  if (first == std::string_view::npos) return true;
+  value = value.substr(first, value.find_last_not_of(" \t\n") - first + 1);
+  std::string lower(value);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower == "none" || lower == "null" || lower == "default" || lower == "0";
+}
+
+}  // namespace
+
+std::optional<std::string> launcher_run_id_problem() {
+  const auto run = launcher_run_id();
+  if (!run || !repeats_across_runs(run->value)) return std::nullopt;
+  std::string text =
+      fmt::format("{}='{}' is the same in every launch, so it cannot tell runs apart",
+                  run->variable, run->value);
+  if (run->variable == "TORCHELASTIC_RUN_ID")
+    text +=
+        " (torchrun's default without --rdzv-id): start torchrun with "
+        "--rdzv-id=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ') or --standalone, use the torch "
+        "backend (it agrees a fresh token through torchrun's store),";
+  return text + " or set NETAGG_EPOCH to a random value for each run, the same on every worker";
+}
+
 std::optional<std::uint32_t> launcher_epoch() {
-  std::string id;
-  if (auto v = getenv_string("TORCHELASTIC_RUN_ID")) {
-    id = "torchelastic:" + *v;
-  } else if (auto v = getenv_string("OMPI_MCA_ess_base_jobid")) {
-    id = "ompi:" + *v;
-  } else if (auto v = getenv_string("PMIX_NAMESPACE")) {
-    id = "pmix:" + *v;
-  } else if (auto v = getenv_string("SLURM_JOB_ID")) {
-    id = "slurm:" + *v + "." + getenv_string("SLURM_STEP_ID").value_or("");
-  } else {
-    return std::nullopt;
-  }
+  const auto run = launcher_run_id();
+  if (!run || repeats_across_runs(run->value)) return std::nullopt;
+  const std::string& id = run->id;
   std::uint32_t h = 2166136261u;  // FNV-1a
   for (const char c : id) {
     h ^= static_cast<unsigned char>(c);
     h *= 16777619u;
   }
-  return h;
+  return h != 0 ? h : 1;  // 0 is refused as a token (check_epoch)
 }
 
 std::uint32_t random_epoch() {
   std::random_device rd;
-  return static_cast<std::uint32_t>(rd());
+  for (;;)
+    if (const auto e = static_cast<std::uint32_t>(rd()); e != 0) return e;
 }
 
 void Config::validate() const {

@@ -227,7 +227,10 @@ netagg::Config worker_config(const Options& o) {
   cfg.loss_seed = o.seed;
   // The run's switches and epoch from the environment apply with --job too; --epoch wins.
   netagg::apply_run_environment(cfg);
-  if (!o.epoch.empty()) cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
+  if (!o.epoch.empty()) {
+    cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
+    netagg::check_epoch(*cfg.epoch, "--epoch");
+  }
   if (o.pace_gbps) cfg.pace_gbps = *o.pace_gbps;
   cfg.validate();
   return cfg;

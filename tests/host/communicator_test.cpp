@@ -1020,6 +1020,31 @@ TEST(CommunicatorTest, ConstructorRejectsBadConfigs) {
   c.epoch.reset();  // without a run token a re-run could take an earlier run's sums
   EXPECT_THAT(testing::error_of([&] { Communicator(c, net.attach(job.workers[0].address)); }),
               HasSubstr("epoch: not set"));
+  c.epoch = 0;  // what an unset token reads as
+  EXPECT_THAT(testing::error_of([&] { Communicator(c, net.attach(job.workers[0].address)); }),
+              HasSubstr("epoch: 0 is not a run token"));
+}
+
+// torchrun without --rdzv-id sets TORCHELASTIC_RUN_ID=none in every launch: the refusal names
+// it and what to set, instead of taking a token that the next launch repeats.
+TEST(CommunicatorTest, ARunIdThatEveryLaunchRepeatsIsRefusedByName) {
+  const JobSpec job = test_job(2);
+  InprocNetwork net(
+      [](const Endpoint&, std::span<const std::byte>, const InprocNetwork::SendFn&) {});
+  Config c = test_config(job, 0);
+  c.epoch.reset();
+  const char* saved = std::getenv("TORCHELASTIC_RUN_ID");
+  const std::string old = saved ? saved : "";
+  ::setenv("TORCHELASTIC_RUN_ID", "none", 1);
+  const std::string error =
+      testing::error_of([&] { Communicator(c, net.attach(job.workers[0].address)); });
+  if (saved)
+    ::setenv("TORCHELASTIC_RUN_ID", old.c_str(), 1);
+  else
+    ::unsetenv("TORCHELASTIC_RUN_ID");
+  EXPECT_THAT(error, HasSubstr("epoch: not set: TORCHELASTIC_RUN_ID='none' is the same in every "
+                               "launch"));
+  EXPECT_THAT(error, HasSubstr("--rdzv-id"));
 }
 
 // A second run of a job against an aggregator that still holds the first run's rounds (same

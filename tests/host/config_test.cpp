@@ -281,6 +281,43 @@ TEST_F(ConfigTest, EpochFromTheEnvironmentOrTheLaunchersRunId) {
   EXPECT_THAT(error_of([] { Config::from_env(); }), ::testing::HasSubstr("NETAGG_EPOCH"));
 }
 
+// A run id that every launch repeats would give two runs one token, and the second run another
+// run's sums: none is taken, and the refusal says what to set. 0 is refused as a token.
+TEST_F(ConfigTest, ARunIdThatEveryLaunchRepeatsGivesNoEpoch) {
+  ::setenv("NETAGG_JOB_FILE", write("job.json", kJob4).c_str(), 1);
+  ::setenv("NETAGG_RANK", "1", 1);
+  EXPECT_FALSE(launcher_run_id_problem());
+  for (const char* id : {"none", "", " ", "0", "None", "default", "null"}) {
+    ::setenv("TORCHELASTIC_RUN_ID", id, 1);
+    EXPECT_FALSE(launcher_epoch()) << "'" << id << "'";
+    EXPECT_FALSE(Config::from_env().epoch) << "'" << id << "'";
+    const auto problem = launcher_run_id_problem();
+    ASSERT_TRUE(problem) << "'" << id << "'";
+    EXPECT_THAT(*problem, ::testing::HasSubstr("is the same in every launch"));
+    EXPECT_THAT(*problem, ::testing::HasSubstr("--rdzv-id"));
+    EXPECT_THAT(*problem, ::testing::HasSubstr("NETAGG_EPOCH"));
+  }
+  ::setenv("TORCHELASTIC_RUN_ID", "none", 1);
+  ::setenv("OMPI_MCA_ess_base_jobid", "2183593985", 1);  // torchrun's id comes first
+  EXPECT_FALSE(launcher_epoch());
+  ::unsetenv("TORCHELASTIC_RUN_ID");
+  EXPECT_TRUE(launcher_epoch());
+  EXPECT_FALSE(launcher_run_id_problem());
+  ::setenv("OMPI_MCA_ess_base_jobid", "", 1);
+  EXPECT_FALSE(launcher_epoch());
+  EXPECT_THAT(*launcher_run_id_problem(), ::testing::HasSubstr("OMPI_MCA_ess_base_jobid=''"));
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  ::setenv("TORCHELASTIC_RUN_ID", "3f2a9c", 1);  // a real run id still gives one
+  EXPECT_TRUE(launcher_epoch());
+  for (const char* zero : {"0", "0x0", " 0\n"}) {
+    ::setenv("NETAGG_EPOCH", zero, 1);
+    EXPECT_THAT(error_of([] { Config::from_env(); }),
+                ::testing::StartsWith("NETAGG_EPOCH: 0 is not a run token"));
+  }
+  EXPECT_THAT(error_of([] { check_epoch(0, "epoch"); }), ::testing::HasSubstr("/dev/urandom"));
+  for (int i = 0; i < 1000; ++i) ASSERT_NE(random_epoch(), 0u);
+}
+
 TEST_F(ConfigTest, EnvironmentOverridesTheConfigFile) {
   write("job.json", kJob4);
   const auto f = write("w.json", R"({"rank": 0, "job_file": "job.json", "loss": 0.2,

@@ -100,16 +100,25 @@ struct Config {
 
 // An epoch as text: decimal or 0x-prefixed hexadecimal, 0..2^32-1; `where` names the source.
 std::uint32_t parse_epoch(std::string_view text, std::string_view where);
+// Throws Error(kConfig) naming `where` if epoch cannot be a run token: 0, what an unset one
+// reads as.
+void check_epoch(std::uint32_t epoch, std::string_view where);
 // An epoch all ranks of the current launch agree on, from the run identifier their launcher
 // sets (TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, SLURM_JOB_ID with
-// SLURM_STEP_ID): a hash of it, or nothing when no launcher says.
+// SLURM_STEP_ID): a hash of it (never 0), or nothing when no launcher says or when its id is
+// one that every launch repeats (empty, torchrun's default "none", "0"; launcher_run_id_problem
+// says which).
 std::optional<std::uint32_t> launcher_epoch();
+// Why the launcher's run id gives no epoch, with what to set instead; nothing when it gives one
+// or there is no launcher.
+std::optional<std::string> launcher_run_id_problem();
 // The environment's switches for one run, for a Config not made by from_env (which applies
 // them): NETAGG_CONGESTION_CONTROL, NETAGG_UDP_OFFLOAD, NETAGG_PACE_GBPS, and the epoch from
 // NETAGG_EPOCH, else, if none is set yet, launcher_epoch(). Throws Error(kConfig) naming a bad
 // variable.
 void apply_run_environment(Config& cfg);
-// A random epoch for a launcher that starts every worker itself (netagg-local, tests).
+// A random epoch, never 0, for a launcher that starts every worker itself (netagg-local, tests)
+// or a rendezvous that shares rank 0's draw.
 std::uint32_t random_epoch();
 
 FloatWire parse_float_wire(std::string_view text);  // "int32-bfp" | "fp32"
