@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <map>
@@ -227,6 +228,7 @@ void add_counts(EngineStats& total, const EngineStats& more) {
   total.rtt_samples += more.rtt_samples;
   total.spurious_retransmissions += more.spurious_retransmissions;
   total.overtaken_retransmissions += more.overtaken_retransmissions;
+  total.host_results += more.host_results;
 }
 
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
@@ -241,8 +243,12 @@ struct Communicator::Impl {
     std::shared_ptr<Handle::State> state;
   };
 
-  Impl(Config c, std::unique_ptr<Transport> t)
+  Impl(Config c, std::unique_ptr<Transport> t, std::shared_ptr<Peers> peers)
       : cfg(std::move(c)), transport(std::move(t)), split(tree_weights(cfg)) {
+    if (peers)
+      fallback = std::make_unique<HostFallback>(
+          std::move(peers),
+          std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_timeout));
     const std::vector<std::uint32_t> weights = tree_weights(cfg);
     double weight_sum = 0;
     for (const std::uint32_t w : weights) weight_sum += w;
@@ -283,7 +289,11 @@ struct Communicator::Impl {
       {
         std::unique_lock lock(mutex);
         queue_cv.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping, and everything queued is done
+        if (queue.empty()) {  // stopping, and everything queued is done
+          lock.unlock();
+          close();
+          return;
+        }
         op = std::move(queue.front());
         queue.pop_front();
       }
@@ -301,9 +311,76 @@ struct Communicator::Impl {
           add_counts(stats_snapshot, engines[k]->stats());
         stats_snapshot.operations = completed;  // all-reduce calls, not engine operations
         counters_snapshot = transport->counters();
+        if (fallback) fallback_snapshot = fallback->stats();
       }
       op.state->finish(error);
     }
+  }
+
+  void report(const std::string& text) const {
+    fmt::print(stderr, "netagg: rank {}: {}\n", cfg.rank, text);
+    std::fflush(stderr);
+  }
+
+  std::vector<Engine*> engine_list() const {
+    std::vector<Engine*> list;
+    for (const auto& e : engines) list.push_back(e.get());
+    return list;
+  }
+
+  std::string aggregators_text() const {
+    std::string text;
+    const std::vector<Endpoint> all = cfg.aggregator_addresses();
+    for (const Endpoint& a : all) text += (text.empty() ? "" : ", ") + a.to_string();
+    return text;
+  }
+
+  // A communicator that goes away joins the others' session once: a rank that lost the last
+  // results of its last all-reduce gets them from the ranks that are done.
+  void close() {
+    if (!fallback || broken || completed == 0) return;
+    try {
+      const std::vector<Engine*> list = engine_list();
+      fallback->run(list, HostFallback::Role::kClosing, false);
+    } catch (const std::exception& e) {
+      report(
+          fmt::format("closing: the other workers did not all close with this one ({})", e.what()));
+    }
+  }
+
+  // Runs a session of the host fallback for the operation the engines hold; returns true when
+  // the operation is complete, false when the workers gave it back to the network.
+  bool host_session(bool probe) {
+    const std::vector<Engine*> list = engine_list();
+    for (Engine* e : list)
+      if (e->state() == Engine::State::kRunning) e->take_over();
+    const FallbackStats before = fallback->stats();
+    const HostFallback::Outcome outcome = fallback->run(list, HostFallback::Role::kStuck, probe);
+    const FallbackStats& after = fallback->stats();
+    if (outcome == HostFallback::Outcome::kResume) {
+      const auto now = Clock::now();
+      for (Engine* e : list)
+        if (e->state() == Engine::State::kHost) e->resume(now);
+      report(probe ? fmt::format("trying aggregator {} again", aggregators_text())
+                   : "the workers give the all-reduce back to the aggregator (it answered "
+                     "another worker: a worker was late)");
+      return false;
+    }
+    if (after.host_packets > before.host_packets || after.shared_results > before.shared_results)
+      report(fmt::format(
+          "all-reduce finished by the workers (fallback {} over {}): {} packets "
+          "computed on the hosts, {} results copied from other workers{}",
+          to_string(cfg.fallback), fallback->peers().name(),
+          after.host_packets - before.host_packets, after.shared_results - before.shared_results,
+          after.to_hosts > before.to_hosts
+              ? fmt::format(
+                    "; later all-reduces run on the hosts, and aggregator "
+                    "{} is tried again every {} ms",
+                    aggregators_text(),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_probe)
+                        .count())
+              : ""));
+    return true;
   }
 
   void execute(Op& op) {
@@ -381,6 +458,18 @@ struct Communicator::Impl {
     const auto start = Clock::now();
     for (std::size_t k = 0; k < engines.size(); ++k)
       if (sources[k]) engines[k]->start(*sources[k], start);
+    const bool was_host_mode = fallback && fallback->host_mode();
+    if (fallback) {
+      const std::vector<Engine*> list = engine_list();
+      fallback->begin_operation(list);
+      // The others wait for this operation in a session, or the hosts run every operation now
+      // (a probe of the aggregator now and then): it starts there.
+      if (fallback->join_next() || fallback->host_mode()) {
+        const bool probe = fallback->host_mode() && start - last_probe >= cfg.fallback_probe;
+        if (probe) last_probe = start;
+        if (host_session(probe)) return;
+      }
+    }
     const auto running = [&](std::size_t k) {
       return sources[k] && engines[k]->state() == Engine::State::kRunning;
     };
@@ -410,6 +499,23 @@ struct Communicator::Impl {
       for (std::size_t k = 0; k < engines.size(); ++k)
         failed = failed || (sources[k] && engines[k]->state() == Engine::State::kFailed);
       if (failed) break;
+      if (fallback) {
+        // No result on any tree for fallback_after: the aggregator may be gone.
+        TimePoint progress{};
+        for (std::size_t k = 0; k < engines.size(); ++k)
+          if (running(k)) progress = std::max(progress, engines[k]->last_progress());
+        if (const auto now = Clock::now(); now - progress >= cfg.fallback_after) {
+          report(fmt::format(
+              "no result from aggregator {} for {} ms: finishing the all-reduce with the other "
+              "workers (fallback {})",
+              aggregators_text(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - progress).count(),
+              to_string(cfg.fallback)));
+          if (host_session(false)) return;
+          continue;
+        }
+        if (deadline) deadline = std::min(*deadline, progress + cfg.fallback_after);
+      }
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);
@@ -425,6 +531,11 @@ struct Communicator::Impl {
         throw Error(Errc::kTimeout, engines.size() == 1
                                         ? engines[k]->failure()
                                         : fmt::format("tree {}: {}", k, engines[k]->failure()));
+    if (was_host_mode) {
+      fallback->back_to_network();
+      report(fmt::format("aggregator {} answers again: all-reduces run in the network again",
+                         aggregators_text()));
+    }
   }
 
   static std::vector<std::uint32_t> tree_weights(const Config& c) {
@@ -438,7 +549,9 @@ struct Communicator::Impl {
   ChunkSplit split;                                    // the trees' shares of a tensor's chunks
   std::vector<std::unique_ptr<Engine>> engines;        // one per tree
   std::map<std::uint16_t, std::size_t> engine_of_job;  // a tree's job_id -> its engine
-  std::optional<Error> broken;  // the first failure; only the worker thread touches it
+  std::optional<Error> broken;             // the first failure; only the worker thread touches it
+  std::unique_ptr<HostFallback> fallback;  // null: no host fallback
+  TimePoint last_probe{};                  // host mode: when the aggregator was last tried
 
   mutable std::mutex mutex;
   std::condition_variable queue_cv;
@@ -447,6 +560,7 @@ struct Communicator::Impl {
   std::uint64_t completed = 0;  // all-reduce calls that succeeded (worker thread only)
   EngineStats stats_snapshot;
   TransportCounters counters_snapshot;
+  FallbackStats fallback_snapshot;
   std::thread worker;  // last: starts after everything above is built
 };
 
@@ -494,15 +608,56 @@ std::unique_ptr<Transport> make_transport(const Config& cfg) {
   throw Error(Errc::kConfig, fmt::format("transport: '{}' is not one of udp, dpdk", cfg.transport));
 }
 
+namespace {
+
+// The host fallback's peer group the configuration asks for: Gloo through cfg.store (keys of
+// this run kept apart by job and epoch), or none, with a warning when the fallback is wanted
+// but has no store.
+std::shared_ptr<Peers> peers_for(const Config& cfg) {
+  if (cfg.fallback == Fallback::kOff) return nullptr;
+  if (cfg.store.empty()) {
+    fmt::print(stderr,
+               "netagg: rank {}: warning: no host fallback: no rendezvous store is set "
+               "(NETAGG_STORE=file:DIR, a directory every worker sees). If the aggregator stops "
+               "answering, all-reduces fail after the job timeout. Set NETAGG_FALLBACK=off to "
+               "say that this is intended.\n",
+               cfg.rank);
+    return nullptr;
+  }
+  Endpoint local = cfg.local_address();
+  const std::string address = Endpoint{local.ip, 0}.to_string();
+  return make_gloo_peers(
+      cfg.store, fmt::format("netagg/job{}/epoch{}", cfg.job.job_id, *cfg.epoch),
+      address.substr(0, address.rfind(':')), cfg.rank, static_cast<int>(cfg.job.world_size()),
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_timeout));
+}
+
+}  // namespace
+
 Communicator::Communicator(Config cfg) {
   cfg = validated(std::move(cfg));
   auto transport = make_transport(cfg);
-  impl_ = std::make_unique<Impl>(std::move(cfg), std::move(transport));
+  auto peers = peers_for(cfg);
+  impl_ = std::make_unique<Impl>(std::move(cfg), std::move(transport), std::move(peers));
 }
 
 Communicator::Communicator(Config cfg, std::unique_ptr<Transport> transport) {
   if (!transport) throw Error(Errc::kInvalidArgument, "Communicator: no transport given");
-  impl_ = std::make_unique<Impl>(validated(std::move(cfg)), std::move(transport));
+  cfg = validated(std::move(cfg));
+  auto peers = peers_for(cfg);
+  impl_ = std::make_unique<Impl>(std::move(cfg), std::move(transport), std::move(peers));
+}
+
+Communicator::Communicator(Config cfg, std::unique_ptr<Transport> transport,
+                           std::shared_ptr<Peers> peers) {
+  if (!transport) throw Error(Errc::kInvalidArgument, "Communicator: no transport given");
+  if (peers &&
+      (peers->rank() != cfg.rank || peers->size() != static_cast<int>(cfg.job.world_size())))
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("Communicator: the peer group is rank {} of {}, the configuration "
+                            "rank {} of {}",
+                            peers->rank(), peers->size(), cfg.rank, cfg.job.world_size()));
+  impl_ = std::make_unique<Impl>(validated(std::move(cfg)), std::move(transport), std::move(peers));
 }
 
 Communicator::~Communicator() = default;
@@ -535,5 +690,12 @@ TransportCounters Communicator::transport_counters() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->counters_snapshot;
 }
+
+FallbackStats Communicator::fallback_stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->fallback_snapshot;
+}
+
+bool Communicator::has_fallback() const { return impl_->fallback != nullptr; }
 
 }  // namespace netagg

@@ -34,7 +34,8 @@ constexpr std::string_view kFileKeys[] = {
     "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
     "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
     "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload",
-    "congestion_control", "pace_gbps", "dpdk"};
+    "congestion_control", "pace_gbps", "dpdk", "fallback", "fallback_after_ms",
+    "fallback_timeout_ms", "fallback_probe_ms", "store"};
 constexpr std::string_view kDpdkKeys[] = {
     "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
     "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
@@ -361,6 +362,21 @@ FileConfig parse_file(const std::filesystem::path& file) {
   timeout("max_retransmit_timeout_ms", cfg.max_retransmit_timeout);
   timeout("min_retransmit_timeout_ms", cfg.min_retransmit_timeout);
   timeout("job_timeout_ms", cfg.job_timeout);
+  timeout("fallback_after_ms", cfg.fallback_after);
+  timeout("fallback_timeout_ms", cfg.fallback_timeout);
+  timeout("fallback_probe_ms", cfg.fallback_probe);
+  if (j.contains("fallback")) {
+    if (!j["fallback"].is_string()) config_error(field("fallback"), "must be \"gloo\" or \"off\"");
+    try {
+      cfg.fallback = parse_fallback(j["fallback"].get<std::string>());
+    } catch (const Error& e) {
+      config_error(where, e.what());
+    }
+  }
+  if (j.contains("store")) {
+    if (!j["store"].is_string()) config_error(field("store"), "must be a string \"file:DIR\"");
+    cfg.store = j["store"].get<std::string>();
+  }
   if (j.contains("congestion_control")) {
     if (!j["congestion_control"].is_boolean())
       config_error(field("congestion_control"), "must be true or false");
@@ -403,6 +419,14 @@ bool dpdk_built() {
   return false;
 #endif
 }
+
+Fallback parse_fallback(std::string_view text) {
+  if (text == "gloo") return Fallback::kGloo;
+  if (text == "off") return Fallback::kOff;
+  throw Error(Errc::kConfig, fmt::format("fallback: '{}' is not one of gloo, off", text));
+}
+
+std::string_view to_string(Fallback f) { return f == Fallback::kGloo ? "gloo" : "off"; }
 
 std::string_view to_string(FloatWire w) {
   return w == FloatWire::kBlockInt32 ? "int32-bfp" : "fp32";
@@ -502,6 +526,20 @@ void apply_run_environment(Config& cfg) {
     cfg.pace_gbps = parse_env_double("NETAGG_PACE_GBPS", *v);
     check_pace(cfg.pace_gbps, "NETAGG_PACE_GBPS");
   }
+  if (auto v = getenv_string("NETAGG_FALLBACK")) {
+    try {
+      cfg.fallback = parse_fallback(*v);
+    } catch (const Error&) {
+      config_error("NETAGG_FALLBACK", fmt::format("'{}' is not one of gloo, off", *v));
+    }
+  }
+  const auto timeout = [](const char* name, Duration& d) {
+    if (auto v = getenv_string(name)) d = timeout_from_ms(parse_env_double(name, *v), name);
+  };
+  timeout("NETAGG_FALLBACK_AFTER_MS", cfg.fallback_after);
+  timeout("NETAGG_FALLBACK_TIMEOUT_MS", cfg.fallback_timeout);
+  timeout("NETAGG_FALLBACK_PROBE_MS", cfg.fallback_probe);
+  if (auto v = getenv_string("NETAGG_STORE")) cfg.store = *v;
   if (auto v = getenv_string("NETAGG_EPOCH")) {
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
     check_epoch(*cfg.epoch, "NETAGG_EPOCH");
@@ -661,6 +699,19 @@ void Config::validate() const {
   in_range("max_retransmit_timeout", max_retransmit_timeout);
   in_range("min_retransmit_timeout", min_retransmit_timeout);
   in_range("job_timeout", job_timeout);
+  in_range("fallback_after", fallback_after);
+  in_range("fallback_timeout", fallback_timeout);
+  in_range("fallback_probe", fallback_probe);
+  if (fallback == Fallback::kGloo && !store.empty()) {
+    if (fallback_after >= job_timeout)
+      config_error("fallback_after",
+                   fmt::format("{} ms is not below job_timeout {} ms: the job timeout would end "
+                               "the all-reduce before the fallback starts",
+                               to_ms(fallback_after), to_ms(job_timeout)));
+    if (!store.starts_with("file:") || store.size() == 5)
+      config_error("store",
+                   fmt::format("'{}' is not file:DIR (a directory every worker sees)", store));
+  }
   if (max_retransmit_timeout < retransmit_timeout)
     config_error("max_retransmit_timeout",
                  fmt::format("{} ms is below retransmit_timeout {} ms",

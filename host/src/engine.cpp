@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -78,6 +79,7 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   stats_.cwnd = cwnd_;
   buffers_.resize(2 * std::size_t{params.window} * wire::kMaxPacketSize);
   buffer_info_.resize(2 * std::size_t{params.window});
+  kept_.resize(std::size_t{params.window} * wire::kMaxPacketSize);
   // A send, a retransmission of every slot with its predecessor, and their replacements fit
   // without reallocating.
   transmits_.reserve(std::size_t{params.window} * 3);
@@ -131,7 +133,26 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
     buffer_info_[b].queued_epoch = 0;
   }
   buffer_info_[b].global = UINT64_MAX;
+  const wire::Header h = fill_packet(global, buf);
 
+  slot.busy = true;
+  slot.retransmissions = 0;
+  slot.first_sent = now;
+  slot.p = p;
+  slot.global = global;
+  slot.dtype = h.dtype;
+  slot.count = h.count;
+  slot.size = static_cast<std::uint32_t>(h.packet_size());
+  buffer_info_[b] = {global, slot.size, 0};
+  arm(idx, 0, now);
+  queue_transmit(b);
+  ++stats_.packets_sent;
+  ++in_flight_;
+}
+
+wire::Header Engine::fill_packet(std::uint64_t global, std::span<std::byte> buf) {
+  const auto idx = static_cast<std::uint32_t>(global % params_.window);
+  const std::uint64_t p = global - op_first_global_;
   wire::Header h;
   h.type = wire::MsgType::kContribution;
   h.job_id = params_.job_id;
@@ -150,6 +171,7 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   h.seq = static_cast<std::uint32_t>(global);
   h.epoch = params_.epoch;
   h.fresh = global < 2 * std::uint64_t{params_.window} ? 1 : 0;  // first use of (slot, set)
+  h.recovery = 0;
   if (static_cast<std::uint8_t>(h.dtype) > static_cast<std::uint8_t>(wire::DataType::kBf16) ||
       !wire::encode_header(h, buf)) {
     // The operation cannot go on; fail it so the engine can start the next one.
@@ -161,20 +183,7 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
     src_ = nullptr;
     throw Error(Errc::kInvalidArgument, failure_);
   }
-
-  slot.busy = true;
-  slot.retransmissions = 0;
-  slot.first_sent = now;
-  slot.p = p;
-  slot.global = global;
-  slot.dtype = h.dtype;
-  slot.count = h.count;
-  slot.size = static_cast<std::uint32_t>(h.packet_size());
-  buffer_info_[b] = {global, slot.size, 0};
-  arm(idx, 0, now);
-  queue_transmit(b);
-  ++stats_.packets_sent;
-  ++in_flight_;
+  return h;
 }
 
 void Engine::pump(TimePoint now) {
@@ -359,6 +368,21 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
     return;
   }
 
+  accept_result(idx, h, d.payload, packet, now);
+  if (params_.congestion_control) on_congestion_feedback(ecn == 3, now);
+  if (slot.p + params_.window < count_) ready_.push(slot.p + params_.window);
+  pump(now);
+  if (delivered_ == count_) {
+    state_ = State::kDone;
+    ++stats_.operations;
+    src_ = nullptr;
+  }
+}
+
+void Engine::accept_result(std::uint32_t idx, const wire::Header& h,
+                           std::span<const std::byte> payload, std::span<const std::byte> packet,
+                           TimePoint now) {
+  InFlight& slot = slots_[idx];
   disarm(idx);
   slot.busy = false;
   // Copies of it queued but not sent yet are obsolete now.
@@ -380,21 +404,116 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
   slot.answered_seq = h.seq;
   slot.answered_retransmissions = slot.retransmissions;
   slot.answered_rtt = slot.retransmissions == 0 ? Duration::zero() : now - slot.first_sent;
+  slot.answered_global = slot.global;
+  slot.kept_size = static_cast<std::uint32_t>(packet.size());
+  std::copy(packet.begin(), packet.end(),
+            kept_.begin() + static_cast<std::ptrdiff_t>(std::size_t{idx} * wire::kMaxPacketSize));
   ++delivered_;
   ++stats_.results;
   last_progress_ = now;
-  const std::uint64_t p = slot.p;
   --in_flight_;
-  src_->deliver(p, h, d.payload);
+  src_->deliver(slot.p, h, payload);
+}
 
-  if (params_.congestion_control) on_congestion_feedback(ecn == 3, now);
-  if (p + params_.window < count_) ready_.push(p + params_.window);
+std::uint64_t Engine::on_slot_from(std::uint32_t idx, std::uint64_t global) const {
+  const std::uint64_t w = params_.window;
+  const std::uint64_t first = global - global % w + idx;  // slot idx's packet of global's round
+  return first >= global ? first : first + w;
+}
+
+std::uint64_t Engine::frontier(std::uint32_t idx) const {
+  const InFlight& slot = slots_[idx];
+  const std::uint64_t next =
+      slot.answered_global == UINT64_MAX ? idx : slot.answered_global + params_.window;
+  return std::max(next, on_slot_from(idx, op_first_global_));
+}
+
+std::span<const std::byte> Engine::kept_result(std::uint32_t idx) const {
+  const InFlight& slot = slots_[idx];
+  if (slot.answered_global == UINT64_MAX) return {};
+  return {kept_.data() + std::size_t{idx} * wire::kMaxPacketSize, slot.kept_size};
+}
+
+void Engine::take_over() {
+  if (state_ != State::kRunning)
+    throw Error(Errc::kInvalidArgument, "engine: take_over() without a running operation");
+  for (std::uint32_t idx = 0; idx < slots_.size(); ++idx) {
+    if (slots_[idx].busy) {
+      disarm(idx);
+      slots_[idx].busy = false;
+    }
+  }
+  in_flight_ = 0;
+  ready_ = {};
+  resends_.clear();
+  clear_transmits();
+  state_ = State::kHost;
+}
+
+void Engine::resume(TimePoint now) {
+  if (state_ != State::kHost)
+    throw Error(Errc::kInvalidArgument, "engine: resume() without an operation taken over");
+  state_ = State::kRunning;
+  last_progress_ = now;
+  for (std::uint32_t idx = 0; idx < slots_.size(); ++idx) {
+    const std::uint64_t g = frontier(idx);
+    if (g < op_end_global()) ready_.push(g - op_first_global_);
+  }
   pump(now);
+}
+
+wire::Header Engine::contribution(std::uint64_t global, std::span<std::byte> payload) {
+  if (state_ != State::kHost || global < op_first_global_ || global >= op_end_global() ||
+      frontier(static_cast<std::uint32_t>(global % params_.window)) != global)
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("engine: packet {} is not the next of its slot in an operation taken "
+                            "over",
+                            global));
+  std::array<std::byte, wire::kMaxPacketSize> buf;
+  const wire::Header h = fill_packet(global, buf);
+  std::copy_n(buf.begin() + wire::kHeaderSize, h.payload_size(), payload.begin());
+  return h;
+}
+
+bool Engine::deliver_external(std::uint64_t global, const wire::Header& h,
+                              std::span<const std::byte> payload) {
+  const auto idx = static_cast<std::uint32_t>(global % params_.window);
+  if (state_ != State::kHost || global < op_first_global_ || global >= op_end_global() ||
+      frontier(idx) != global || payload.size() != h.payload_size())
+    return false;
+  // The result as this worker would have received it: its own job, rank, slot, set and seq.
+  wire::Header r = h;
+  r.version = wire::kVersion;
+  r.type = wire::MsgType::kResult;
+  r.job_id = params_.job_id;
+  r.rank = params_.rank;
+  r.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
+  r.set = static_cast<std::uint8_t>((global / params_.window) % 2);
+  r.seq = static_cast<std::uint32_t>(global);
+  r.epoch = params_.epoch;
+  r.fresh = r.recovery = 0;
+  std::array<std::byte, wire::kMaxPacketSize> packet;
+  if (!wire::encode_header(r, packet)) return false;
+  std::copy(payload.begin(), payload.end(), packet.begin() + wire::kHeaderSize);
+  InFlight& slot = slots_[idx];
+  // The slot's bookkeeping as if the packet had been in flight and answered.
+  slot.busy = false;
+  slot.p = global - op_first_global_;
+  slot.global = global;
+  slot.prev = slot.next = kNone;
+  slot.answered_global = global;
+  slot.kept_size = static_cast<std::uint32_t>(r.packet_size());
+  std::copy_n(packet.begin(), r.packet_size(),
+              kept_.begin() + static_cast<std::ptrdiff_t>(std::size_t{idx} * wire::kMaxPacketSize));
+  ++delivered_;
+  ++stats_.host_results;
+  src_->deliver(slot.p, r, payload);
   if (delivered_ == count_) {
     state_ = State::kDone;
     ++stats_.operations;
     src_ = nullptr;
   }
+  return true;
 }
 
 void Engine::sample_rtt(Duration rtt) {

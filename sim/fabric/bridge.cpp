@@ -355,6 +355,7 @@ WorkerCore::State WorkerCore::state() const {
       case Engine::State::kFailed:
         return State::kFailed;
       case Engine::State::kRunning:
+      case Engine::State::kHost:  // the fabric's workers have no host fallback: never taken over
         running = true;
         break;
       case Engine::State::kIdle:

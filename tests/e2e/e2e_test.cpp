@@ -193,8 +193,9 @@ TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
     ASSERT_EQ(run.exit_code, 0) << what << "\n" << run.out << run.err;
     EXPECT_EQ(s["verification"], "ok") << what;
     EXPECT_EQ(s["root_target"], c.root) << what;
-    if (c.dtype == "fp32")
+    if (c.dtype == "fp32") {
       EXPECT_EQ(s["float_wire"], c.root == "fpga-sim" ? "fp32" : "int32-bfp") << what;
+    }
     EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u) << what;
     const json& tree = s["tree_counters"];
     ASSERT_TRUE(tree.contains("root")) << s.dump(2);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "fpga_test_util.hpp"
+#include "netagg/error.hpp"
+#include "netagg/reduce.hpp"
 
 namespace netagg::fpga {
 namespace {
@@ -348,6 +350,62 @@ TEST_F(HlsAggregator, SpecialFloatValuesFollowTheNanRules) {
       model_.process_frame(1, contribution_frame(job, 1, 0, b, wire::DataType::kFp32));
   EXPECT_EQ(results,
             expected_multicast(job, contribution_header(job, 0, 0, 7, wire::DataType::kFp32), sum));
+}
+
+// The host fallback's reduce_round (host/src/reduce.cpp) is this aggregator taking a round's
+// contributions in rank order, bit for bit: int32 with its exponent max, fp32 with specials in
+// both operand positions, bf16 through fp32.
+TEST_F(HlsAggregator, HostReduceIsTheAggregatorInRankOrder) {
+  const JobSpec job = make_job(1, 3, 0, 4, 64);
+  install(0, job);
+  const std::vector<std::uint32_t> specials{0x7F800000u, 0xFF800000u, 0x7FA00001u, 0xFFB00002u,
+                                            0x80000000u, 0x00000001u, 0x7F7FFFFFu, 0x3F800000u};
+  std::uint32_t packet = 0;
+  for (const wire::DataType dtype :
+       {wire::DataType::kInt32, wire::DataType::kFp32, wire::DataType::kBf16}) {
+    for (int trial = 0; trial < 3; ++trial, ++packet) {
+      std::vector<Bytes> packets;
+      std::vector<TxFrame> results;
+      for (std::uint16_t r = 0; r < 3; ++r) {
+        std::vector<std::uint32_t> v = dtype == wire::DataType::kInt32
+                                           ? random_words(rng_, 64)
+                                           : float_bits(random_floats(rng_, 64));
+        // Specials in every operand position over the ranks and trials.
+        for (std::size_t i = 0; i < specials.size(); ++i)
+          if ((i + r + static_cast<std::size_t>(trial)) % 3 == 0) v[i] = specials[i];
+        if (dtype == wire::DataType::kBf16)
+          for (auto& x : v) x >>= 16;
+        const auto exponent =
+            static_cast<std::int16_t>(dtype == wire::DataType::kInt32 ? 3 * r - 2 : -32768);
+        wire::Header h = contribution_header(job, r, packet, 64, dtype);
+        h.exponent = exponent;
+        packets.push_back(encode_packet(h, v));
+        results = model_.process_frame(r, contribution_frame(job, r, packet, v, dtype, exponent));
+      }
+      ASSERT_FALSE(results.empty());
+      const Result got = decode_result(results.at(0));
+      std::vector<wire::Decoded> contributions;
+      for (const Bytes& p : packets) contributions.push_back(wire::decode(p));
+      wire::Header reduced;
+      Bytes payload(64 * 4);
+      reduce_round(contributions, reduced, payload);
+      EXPECT_EQ(reduced.exponent, got.header.exponent);
+      EXPECT_EQ(reduced.count, got.header.count);
+      const Bytes want(got.bytes.end() - static_cast<std::ptrdiff_t>(reduced.payload_size()),
+                       got.bytes.end());
+      EXPECT_EQ(Bytes(payload.begin(),
+                      payload.begin() + static_cast<std::ptrdiff_t>(reduced.payload_size())),
+                want)
+          << "dtype " << static_cast<int>(dtype) << " trial " << trial;
+    }
+  }
+  // Contributions of different shapes are no round: refused, naming the rank.
+  std::vector<Bytes> odd{encode_packet(contribution_header(job, 0, 0, 4), random_words(rng_, 4)),
+                         encode_packet(contribution_header(job, 1, 0, 5), random_words(rng_, 5))};
+  const std::vector<wire::Decoded> mixed{wire::decode(odd[0]), wire::decode(odd[1])};
+  wire::Header h;
+  Bytes out(64);
+  EXPECT_THROW(reduce_round(mixed, h, out), Error);
 }
 
 TEST_F(HlsAggregator, ExponentIsTheMaxAndEcnTheOr) {

@@ -54,6 +54,7 @@ Config test_config(const JobSpec& job, int rank) {
   c.max_retransmit_timeout = std::chrono::milliseconds(20);
   c.job_timeout = std::chrono::seconds(5);  // generous: only the dead-worker test needs it
   c.epoch = 0x5eed0001;
+  c.fallback = Fallback::kOff;  // these tests are about the network path (fallback_test.cpp)
   return c;
 }
 

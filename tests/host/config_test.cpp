@@ -58,6 +58,11 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "OMPI_MCA_ess_base_jobid",
                                       "PMIX_NAMESPACE",
                                       "SLURM_JOB_ID",
+                                      "NETAGG_FALLBACK",
+                                      "NETAGG_FALLBACK_AFTER_MS",
+                                      "NETAGG_FALLBACK_TIMEOUT_MS",
+                                      "NETAGG_FALLBACK_PROBE_MS",
+                                      "NETAGG_STORE",
                                       "SLURM_STEP_ID"};
 
 class ConfigTest : public ::testing::Test {

@@ -15,6 +15,8 @@
 
 #include "netagg/config.hpp"
 #include "netagg/error.hpp"
+#include "netagg/fallback.hpp"
+#include "netagg/peers.hpp"
 #include "netagg/transport.hpp"
 
 namespace netagg {
@@ -58,6 +60,9 @@ class Communicator {
   explicit Communicator(Config cfg);
   // With a transport made by the caller (tests: in-process network).
   Communicator(Config cfg, std::unique_ptr<Transport> transport);
+  // And the peer group of the host fallback made by the caller (the torch backend's store, an
+  // in-process group in tests); null: none, whatever cfg.store says.
+  Communicator(Config cfg, std::unique_ptr<Transport> transport, std::shared_ptr<Peers> peers);
   ~Communicator();  // finishes queued operations first
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -67,10 +72,12 @@ class Communicator {
   const Config& config() const;
 
   // In-place sum over all workers. Every worker must call with the same sizes in the same order.
-  // Throws Error(kTimeout) naming the missing slots when the aggregator or a worker stops
-  // answering. After a failed operation the workers' packet numbering has diverged, so every
-  // later operation on this communicator fails at once with the first failure's code.
-  // bf16 travels as bf16 and needs an aggregator that adds floats (the FPGA aggregator, which
+  // When the aggregator stops answering and the host fallback is on (Config::fallback, a peer
+  // group), the workers finish the all-reduce among themselves and say so on stderr
+  // (docs/fallback.md); otherwise, and when a worker stops answering, throws Error(kTimeout)
+  // naming the missing slots. After a failed operation the workers' packet numbering has diverged,
+  // so every later operation on this communicator fails at once with the first failure's code. bf16
+  // travels as bf16 and needs an aggregator that adds floats (the FPGA aggregator, which
   // accumulates in fp32 and rounds the sum to bf16): with float_wire kBlockInt32 (an integer
   // aggregator, the switch) it throws Error(kUnsupported).
   void allreduce(std::span<float> data);
@@ -87,6 +94,10 @@ class Communicator {
   // all-reduce calls that succeeded (a small fp32 call takes two engine operations).
   EngineStats stats() const;
   TransportCounters transport_counters() const;
+  // The host fallback's counts, as of the last finished call (zeros without a fallback).
+  FallbackStats fallback_stats() const;
+  // Whether this communicator has a host fallback (a peer group), and on what.
+  bool has_fallback() const;
 
  private:
   struct Impl;

@@ -18,6 +18,10 @@ namespace netagg {
 // or fp32 as is (the FPGA aggregator).
 enum class FloatWire { kBlockInt32, kFp32 };
 
+// What a worker does when its aggregator stops answering (docs/fallback.md): finish the
+// all-reduce with the other workers over Gloo, or fail with a timeout error.
+enum class Fallback { kGloo, kOff };
+
 // The DPDK transport (transport "dpdk"; docs/configuration.md, "The DPDK transport"). The EAL
 // options are given to rte_eal_init once per process; the rest configure one port.
 struct DpdkConfig {
@@ -68,6 +72,17 @@ struct Config {
   // run's sums. A Communicator refuses to start without one. Not read from a file: a file
   // outlives a run.
   std::optional<std::uint32_t> epoch;
+  // The host fallback (docs/fallback.md). With kGloo and a rendezvous store, a worker whose
+  // aggregator gave no result for fallback_after finishes the all-reduce with the other workers;
+  // later all-reduces stay on the hosts until a probe (every fallback_probe) finds the
+  // aggregator answering again. Without a store there is no fallback (the communicator warns).
+  Fallback fallback = Fallback::kGloo;
+  Duration fallback_after = std::chrono::seconds(1);
+  Duration fallback_timeout = std::chrono::seconds(60);  // how long workers wait for each other
+  Duration fallback_probe = std::chrono::seconds(10);
+  // Where the workers meet for Gloo's rendezvous: "file:DIR", a directory every worker sees
+  // (keys of a run are kept apart by its job and epoch). Empty: none.
+  std::string store;
 
   // JSON file (docs/configuration.md). Relative job_file paths resolve against the file's folder.
   static Config from_file(const std::filesystem::path& file);
@@ -117,6 +132,9 @@ std::optional<std::string> launcher_run_id_problem();
 // NETAGG_EPOCH, else, if none is set yet, launcher_epoch(). Throws Error(kConfig) naming a bad
 // variable.
 void apply_run_environment(Config& cfg);
+Fallback parse_fallback(std::string_view text);  // "gloo" | "off"
+std::string_view to_string(Fallback f);
+
 // A random epoch, never 0, for a launcher that starts every worker itself (netagg-local, tests)
 // or a rendezvous that shares rank 0's draw.
 std::uint32_t random_epoch();

@@ -99,6 +99,9 @@ struct EngineStats {
   // Adaptive only: retransmissions of packets overtaken by a later one's result (taken as lost
   // without waiting for the RTO); the others were timeouts.
   std::uint64_t overtaken_retransmissions = 0;
+  // Results this engine did not take from the network: given by the host fallback
+  // (deliver_external), computed by the workers or copied from one that had it.
+  std::uint64_t host_results = 0;
   // The retransmission timeout now and the round-trip estimate behind it (zero before the
   // first sample, and always without adaptive_retransmit).
   Duration rto{0}, srtt{0}, rttvar{0};
@@ -130,7 +133,10 @@ struct EngineStats {
 // the transmits are sent: the views stay valid until clear_transmits().
 class Engine {
  public:
-  enum class State { kIdle, kRunning, kDone, kFailed };
+  // kHost: the operation was taken over by the host fallback (take_over): the engine sends
+  // nothing and takes no result from the network; deliver_external() finishes it, resume()
+  // gives it back to the network.
+  enum class State { kIdle, kRunning, kDone, kFailed, kHost };
 
   // Throws Error(kInvalidArgument) if window is 0, slot_base + window exceeds the 16-bit slot
   // space, or a timeout is not positive / the backoff cap is below the first timeout.
@@ -170,6 +176,36 @@ class Engine {
   std::uint64_t packet_count() const { return count_; }
   // The retransmission timeout now (fixed unless adaptive_retransmit) and its estimate.
   const RtoEstimator& rto() const { return rto_; }
+  // When the running operation last got a new result (or started).
+  TimePoint last_progress() const { return last_progress_; }
+
+  // ---- The host fallback's view (netagg/fallback.hpp) ----
+  // Packets of a slot are answered in order (packet g + W is sent only after g's result), so what
+  // this worker holds of a slot is one number: the global index of the slot's first packet
+  // without a result here, at or after the current (or last) operation's first packet.
+  std::uint64_t frontier(std::uint32_t idx) const;
+  // The slot's last result as it arrived (or as deliver_external gave it), and its packet's
+  // global index (UINT64_MAX and empty: none yet). Another worker that lost that result gets it
+  // from here.
+  std::uint64_t kept_global(std::uint32_t idx) const { return slots_[idx].answered_global; }
+  std::span<const std::byte> kept_result(std::uint32_t idx) const;
+  // The current (or last) operation's packets: global indices [first, end).
+  std::uint64_t op_first_global() const { return op_first_global_; }
+  std::uint64_t op_end_global() const { return op_first_global_ + count_; }
+  // kRunning -> kHost: timers stop, nothing queued or in flight is sent again, results from the
+  // network are ignored (counted as duplicates). Transmits not yet sent are dropped.
+  void take_over();
+  // kHost -> kRunning: every unanswered packet is sent (again) from its slot's frontier.
+  void resume(TimePoint now);
+  // kHost: the contribution of packet `global` as it would be sent (header, and payload into
+  // `payload`, capacity wire::kMaxPayloadSize). `global` must be its slot's frontier within the
+  // operation (its predecessor answered, so the source can fill it); else Error(kInvalidArgument).
+  wire::Header contribution(std::uint64_t global, std::span<std::byte> payload);
+  // kHost: the result of packet `global`, made elsewhere. Taken (true) only when `global` is its
+  // slot's frontier within the operation and the shape matches what was sent; the operation is
+  // kDone once every packet has its result. Throws what the source's deliver() throws.
+  bool deliver_external(std::uint64_t global, const wire::Header& h,
+                        std::span<const std::byte> payload);
 
  private:
   // From this retransmission of a packet on, each retransmission also sends the slot's previous
@@ -198,6 +234,8 @@ class Engine {
     // bring a result of their own (each such result is a spurious retransmission), and the
     // round trip of its first copy if the first result answered that copy.
     std::uint32_t answered_seq = 0;
+    std::uint64_t answered_global = UINT64_MAX;  // the slot's last packet answered (kept_result)
+    std::uint32_t kept_size = 0;                 // its result's bytes in kept_
     std::uint32_t answered_retransmissions = 0;
     Duration answered_rtt{0};
     std::uint32_t prev = kNone, next = kNone;  // timer list links (slot indices)
@@ -220,6 +258,14 @@ class Engine {
   };
 
   void send_packet(std::uint64_t p, TimePoint now);
+  // The header of global packet `global` (operation packet p), payload filled by the source.
+  // Throws Error(kInvalidArgument) (the operation failed) when the source makes it unencodable.
+  wire::Header fill_packet(std::uint64_t global, std::span<std::byte> buf);
+  // A result accepted for slot idx: kept, delivered, counted.
+  void accept_result(std::uint32_t idx, const wire::Header& h, std::span<const std::byte> payload,
+                     std::span<const std::byte> packet, TimePoint now);
+  // The first global index on slot idx at or after `global`.
+  std::uint64_t on_slot_from(std::uint32_t idx, std::uint64_t global) const;
   // Sends ready packets (their slot's previous packet answered), oldest first, while the
   // congestion window has room; paced: queued copies first, and only what the pace allows now.
   void pump(TimePoint now);
@@ -275,6 +321,7 @@ class Engine {
   std::vector<std::byte>
       buffers_;  // 2W * kMaxPacketSize: the packets in flight, their predecessors
   std::vector<Buffer> buffer_info_;  // 2W
+  std::vector<std::byte> kept_;      // W * kMaxPacketSize: each slot's last result
   RtoEstimator rto_;
   TimePoint rack_sent_{};          // latest first transmission of a packet answered
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host fallback: when an aggregator stops answering, the workers finish the all-reduce among
+// themselves (docs/fallback.md) over a peer group (netagg/peers.hpp).
+//
+// A worker whose engines made no progress for `fallback_after` takes its operation over from the
+// network (Engine::take_over) and joins a session with the other workers. A session is rounds of
+// the same collective calls on every rank, each decided from what every rank holds:
+//   1. every rank tells the others, per tree and slot, the first packet it holds no result for;
+//   2. a result that some rank holds and another lacks is copied to it from the lowest such rank
+//      (bit-identical everywhere: the one result the aggregator gave);
+//   3. then, if every rank is in the same operation, what nobody holds is computed on the hosts
+//      from the ranks' contributions, as the aggregator would have (netagg/reduce.hpp), in waves
+//      of one packet per slot; unless some rank got results from the network since the last
+//      session of this operation (the aggregator answers: a rank was merely late) or a probe is
+//      due: then every rank gives the operation back to the network (Engine::resume).
+// A communicator being destroyed joins as `closing`, so a rank that lost the last results of its
+// last all-reduce gets them from ranks that are done.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "netagg/engine.hpp"
+#include "netagg/peers.hpp"
+
+namespace netagg {
+
+struct FallbackStats {
+  std::uint64_t sessions = 0;        // sessions joined
+  std::uint64_t shared_results = 0;  // results this rank got from another rank's copy
+  std::uint64_t host_packets = 0;    // packets whose results the workers computed (all ranks)
+  std::uint64_t resumed = 0;         // sessions that gave the operation back to the network
+  std::uint64_t to_hosts = 0;        // transitions to host mode (later operations start there)
+  std::uint64_t to_network = 0;      // transitions back (a probe that the aggregator answered)
+  double seconds = 0;                // time spent in sessions
+};
+
+class HostFallback {
+ public:
+  enum class Role { kStuck, kClosing };
+  enum class Outcome {
+    kComplete,  // every engine's operation is done
+    kResume,    // the workers gave the operation back to the network: resume() the engines
+    kLeft,      // closing: nobody needed more from this rank
+  };
+
+  // `timeout`: how long a round waits for the other ranks to join.
+  HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout);
+
+  // Call at the start of each engine operation (all trees): counts resumes and the results
+  // taken from the network per operation.
+  void begin_operation(std::span<Engine* const> engines);
+  // Runs the session's rounds until this rank's part ends. Every engine with an operation is in
+  // kHost or kDone (kStuck), or has none running (kClosing). `probe_due`: this rank's probe
+  // timer says to try the network again (host mode). Throws Error(kTimeout) when the others do not
+  // join in time, Error(kInvalidArgument) when the ranks' calls differ (other sizes, trees or
+  // windows, a rank closed while others wait).
+  Outcome run(std::span<Engine* const> engines, Role role, bool probe_due);
+
+  // The hosts computed results in the last session: later operations should start in a session
+  // (until a probe gives them back to the network).
+  bool host_mode() const { return host_mode_; }
+  // Other ranks wait in a session for this rank's next operation: start it there.
+  bool join_next() const { return join_next_; }
+  // A probe the aggregator answered: later operations go to the network again.
+  void back_to_network();
+  const FallbackStats& stats() const { return stats_; }
+  const Peers& peers() const { return *peers_; }
+
+ private:
+  struct Status;
+  std::shared_ptr<Peers> peers_;
+  std::chrono::milliseconds timeout_;
+  FallbackStats stats_;
+  bool host_mode_ = false;
+  bool join_next_ = false;
+  std::uint32_t resumes_in_operation_ = 0;
+  std::vector<std::uint64_t> results_at_last_session_;  // per engine: stats().results
+  std::vector<int> closed_;  // ranks that closed their communicator in a session
+};
+
+}  // namespace netagg

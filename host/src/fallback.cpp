@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host fallback's session (netagg/fallback.hpp, docs/fallback.md). Every decision is a
+// function of what all ranks said in the round, so every rank makes the same collective calls.
+#include "netagg/fallback.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "netagg/error.hpp"
+#include "netagg/reduce.hpp"
+
+namespace netagg {
+namespace {
+
+using Bytes = Peers::Bytes;
+
+// An operation may go back to the network this often before the hosts finish it: once for a
+// rank that was late or an aggregator that answered again, once more for a probe.
+constexpr std::uint32_t kMaxResumes = 2;
+
+// Little-endian fields in a byte buffer (the ranks may run on hosts of any byte order).
+class Writer {
+ public:
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::byte>(v >> (8 * i)));
+  }
+  void bytes(std::span<const std::byte> b) {
+    u64(b.size());
+    out.insert(out.end(), b.begin(), b.end());
+  }
+  Bytes out;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> in) : in_(in) {}
+  std::uint64_t u64() {
+    need(8);
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+      v |= std::uint64_t{std::to_integer<std::uint8_t>(in_[at_ + i])} << (8 * i);
+    at_ += 8;
+    return v;
+  }
+  bool done() const { return at_ == in_.size(); }
+  std::span<const std::byte> bytes() {
+    const std::uint64_t n = u64();
+    need(n);
+    const auto b = in_.subspan(at_, n);
+    at_ += n;
+    return b;
+  }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (at_ + n > in_.size())
+      throw Error(Errc::kTransport, "fallback: a peer's message is truncated");
+  }
+  std::span<const std::byte> in_;
+  std::size_t at_ = 0;
+};
+
+// The slot's first packet of the operation (or beyond its end: the slot has none).
+template <class Tree>
+std::uint64_t first_on_slot(const Tree& t, std::uint64_t s) {
+  const std::uint64_t round = t.first - t.first % t.window;
+  return round + s >= t.first ? round + s : round + s + t.window;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (const int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+struct HostFallback::Status {
+  std::uint64_t role = 0;             // Role
+  std::uint64_t probe_due = 0;        // host mode and this rank's probe timer expired
+  std::uint64_t network_results = 0;  // results from the network since the last session
+  std::uint64_t joined = 0;           // this operation began in a session others waited in
+  struct Tree {
+    std::uint64_t window = 0, first = 0, end = 0;
+    std::vector<std::uint64_t> frontier;
+  };
+  std::vector<Tree> trees;
+
+  Bytes encode() const {
+    Writer w;
+    w.u64(role);
+    w.u64(probe_due);
+    w.u64(network_results);
+    w.u64(joined);
+    w.u64(trees.size());
+    for (const Tree& t : trees) {
+      w.u64(t.window);
+      w.u64(t.first);
+      w.u64(t.end);
+      for (const std::uint64_t f : t.frontier) w.u64(f);
+    }
+    return w.out;
+  }
+  static Status decode(std::span<const std::byte> in) {
+    Reader r(in);
+    Status s;
+    s.role = r.u64();
+    s.probe_due = r.u64();
+    s.network_results = r.u64();
+    s.joined = r.u64();
+    s.trees.resize(r.u64());
+    for (Tree& t : s.trees) {
+      t.window = r.u64();
+      t.first = r.u64();
+      t.end = r.u64();
+      if (t.window == 0 || t.window > 65536)
+        throw Error(Errc::kTransport, "fallback: a peer's status is malformed");
+      t.frontier.resize(t.window);
+      for (std::uint64_t& f : t.frontier) f = r.u64();
+    }
+    return s;
+  }
+};
+
+HostFallback::HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout)
+    : peers_(std::move(peers)), timeout_(timeout) {
+  if (!peers_) throw Error(Errc::kInvalidArgument, "fallback: no peer group");
+}
+
+void HostFallback::begin_operation(std::span<Engine* const> engines) {
+  resumes_in_operation_ = 0;
+  results_at_last_session_.clear();
+  for (const Engine* e : engines) results_at_last_session_.push_back(e->stats().results);
+}
+
+void HostFallback::back_to_network() {
+  if (host_mode_) ++stats_.to_network;
+  host_mode_ = false;
+}
+
+HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role role,
+                                        bool probe_due) {
+  const auto started = Clock::now();
+  struct Timer {
+    FallbackStats& stats;
+    TimePoint start;
+    ~Timer() { stats.seconds += std::chrono::duration<double>(Clock::now() - start).count(); }
+  } timer{stats_, started};
+  // Ranks that closed left the group for good: no collective call can include them again.
+  if (!closed_.empty()) {
+    if (role == Role::kClosing) return Outcome::kLeft;
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("fallback: rank(s) {} closed their communicator while this rank waits "
+                            "in an all-reduce: every rank must make the same all-reduce calls",
+                            rank_list(closed_)));
+  }
+  ++stats_.sessions;
+  const bool joined = join_next_;
+  join_next_ = false;
+  if (results_at_last_session_.size() != engines.size()) begin_operation(engines);
+  const int n = peers_->size();
+  const int me = peers_->rank();
+
+  for (;;) {
+    // ---- 1. what every rank holds ----
+    Status mine;
+    mine.role = static_cast<std::uint64_t>(role);
+    mine.probe_due = probe_due ? 1 : 0;
+    mine.joined = joined ? 1 : 0;
+    for (std::size_t t = 0; t < engines.size(); ++t) {
+      const Engine& e = *engines[t];
+      mine.network_results += e.stats().results - results_at_last_session_[t];
+      Status::Tree tree;
+      tree.window = e.params().window;
+      tree.first = e.op_first_global();
+      tree.end = e.op_end_global();
+      for (std::uint32_t s = 0; s < e.params().window; ++s) tree.frontier.push_back(e.frontier(s));
+      mine.trees.push_back(std::move(tree));
+    }
+    for (std::size_t t = 0; t < engines.size(); ++t)
+      results_at_last_session_[t] = engines[t]->stats().results;
+    const std::vector<Bytes> gathered = peers_->allgather(mine.encode(), timeout_);
+    std::vector<Status> all;
+    for (const Bytes& b : gathered) all.push_back(Status::decode(b));
+    for (int r = 0; r < n; ++r) {
+      bool same = all[r].trees.size() == mine.trees.size();
+      for (std::size_t t = 0; same && t < mine.trees.size(); ++t)
+        same = all[r].trees[t].window == mine.trees[t].window;
+      if (!same)
+        throw Error(Errc::kConfig,
+                    fmt::format("fallback: rank {} runs the job on other trees or windows than "
+                                "rank {}: every rank must use the same job",
+                                r, me));
+    }
+
+    // ---- 2. a result one rank lacks, from the lowest rank that has it ----
+    // The most any rank holds of each slot; a rank behind is exactly one packet behind (the
+    // packet after needs its contribution, which it sends only after that result).
+    std::vector<std::vector<std::uint64_t>> most(engines.size());
+    std::vector<Bytes> to(static_cast<std::size_t>(n));
+    std::vector<Writer> writers(static_cast<std::size_t>(n));
+    bool sharing = false;
+    for (std::size_t t = 0; t < engines.size(); ++t) {
+      const std::uint64_t w = mine.trees[t].window;
+      for (std::uint64_t s = 0; s < w; ++s) {
+        std::uint64_t m = 0;
+        int provider = -1;
+        for (int r = 0; r < n; ++r) {
+          const std::uint64_t f = all[r].trees[t].frontier[s];
+          if (provider < 0 || f > m) {
+            m = f;
+            provider = r;
+          }
+        }
+        most[t].push_back(m);
+        for (int r = 0; r < n; ++r) {
+          const std::uint64_t f = all[r].trees[t].frontier[s];
+          if (f == m) continue;
+          if (f + w != m)
+            throw Error(
+                Errc::kInvalidArgument,
+                fmt::format("fallback: rank {} holds slot {} of tree {} up to packet {} and "
+                            "rank {} up to {}: more than one packet apart, which the "
+                            "protocol cannot produce (different calls on the ranks?)",
+                            r, s, t, f, provider, m));
+          sharing = true;
+          if (provider != me) continue;
+          const auto idx = static_cast<std::uint32_t>(s);
+          if (engines[t]->kept_global(idx) != f)
+            throw Error(Errc::kInvalidArgument,
+                        fmt::format("fallback: rank {} should hold the result of packet {} of tree "
+                                    "{} but holds {}",
+                                    me, f, t, engines[t]->kept_global(idx)));
+          Writer& out = writers[static_cast<std::size_t>(r)];
+          out.u64(t);
+          out.u64(f);
+          out.bytes(engines[t]->kept_result(idx));
+        }
+      }
+    }
+    if (sharing) {
+      for (int r = 0; r < n; ++r)
+        to[static_cast<std::size_t>(r)] = std::move(writers[static_cast<std::size_t>(r)].out);
+      const std::vector<Bytes> from = peers_->alltoall(to, timeout_);
+      for (const Bytes& b : from) {
+        Reader in(b);
+        while (!in.done()) {
+          const std::uint64_t t = in.u64();
+          const std::uint64_t g = in.u64();
+          const auto packet = in.bytes();
+          const wire::Decoded d = wire::decode(packet);
+          if (t >= engines.size() || !d || !engines[t]->deliver_external(g, d.header, d.payload))
+            throw Error(Errc::kTransport,
+                        fmt::format("fallback: a copy of the result of packet {} of tree {} does "
+                                    "not fit this rank's operation",
+                                    g, t));
+          ++stats_.shared_results;
+        }
+      }
+    }
+
+    // ---- 3. who still lacks results of its operation ----
+    std::vector<int> incomplete, closing;
+    for (int r = 0; r < n; ++r) {
+      if (all[r].role == static_cast<std::uint64_t>(Role::kClosing)) {
+        closing.push_back(r);
+        if (r != me) closed_.push_back(r);
+        continue;
+      }
+      bool done = true;
+      for (std::size_t t = 0; done && t < engines.size(); ++t)
+        for (std::uint64_t s = 0; done && s < mine.trees[t].window; ++s)
+          done = most[t][s] >= all[r].trees[t].end;
+      if (!done) incomplete.push_back(r);
+    }
+    const bool me_incomplete =
+        std::find(incomplete.begin(), incomplete.end(), me) != incomplete.end();
+    if (incomplete.empty()) return role == Role::kClosing ? Outcome::kLeft : Outcome::kComplete;
+
+    bool same_operation = closing.empty();
+    for (int r = 0; same_operation && r < n; ++r)
+      for (std::size_t t = 0; same_operation && t < engines.size(); ++t)
+        same_operation = all[r].trees[t].first == mine.trees[t].first &&
+                         all[r].trees[t].end == mine.trees[t].end;
+    if (same_operation) {
+      // ---- 4a. the network again, or the hosts ----
+      bool untouched = true, probe = false, network = false, late = false;
+      for (std::size_t t = 0; t < engines.size(); ++t)
+        for (std::uint64_t s = 0; s < mine.trees[t].window; ++s)
+          untouched = untouched && most[t][s] == first_on_slot(mine.trees[t], s);
+      for (const Status& st : all) {
+        probe = probe || st.probe_due != 0;
+        network = network || st.network_results != 0;
+        late = late || st.joined != 0;
+      }
+      if (resumes_in_operation_ < kMaxResumes && ((untouched && probe) || network || late)) {
+        ++resumes_in_operation_;
+        ++stats_.resumed;
+        return Outcome::kResume;
+      }
+      // Waves: the next packet of every slot, filled by every rank (its predecessor answered),
+      // sent to the rank that reduces it, reduced in rank order, and the results to everyone.
+      for (;;) {
+        struct Item {
+          std::size_t tree;
+          std::uint64_t global;
+        };
+        std::vector<Item> wave;
+        for (std::size_t t = 0; t < engines.size(); ++t)
+          for (std::uint32_t s = 0; s < mine.trees[t].window; ++s)
+            if (const std::uint64_t g = engines[t]->frontier(s); g < mine.trees[t].end)
+              wave.push_back({t, g});
+        if (wave.empty()) break;
+        std::vector<Writer> contributions(static_cast<std::size_t>(n));
+        std::array<std::byte, wire::kMaxPacketSize> packet{};
+        for (std::size_t k = 0; k < wave.size(); ++k) {
+          wire::Header h = engines[wave[k].tree]->contribution(
+              wave[k].global, std::span(packet).subspan(wire::kHeaderSize));
+          if (!wire::encode_header(h, packet))
+            throw Error(Errc::kInvalidArgument, "fallback: a contribution is not encodable");
+          contributions[k % static_cast<std::size_t>(n)].bytes(
+              std::span(packet).first(h.packet_size()));
+        }
+        std::vector<Bytes> give(static_cast<std::size_t>(n));
+        for (int r = 0; r < n; ++r)
+          give[static_cast<std::size_t>(r)] =
+              std::move(contributions[static_cast<std::size_t>(r)].out);
+        const std::vector<Bytes> got = peers_->alltoall(give, timeout_);
+        std::vector<Reader> from;
+        for (const Bytes& b : got) from.emplace_back(b);
+        Writer results;
+        std::vector<wire::Decoded> round(static_cast<std::size_t>(n));
+        for (std::size_t k = static_cast<std::size_t>(me); k < wave.size();
+             k += static_cast<std::size_t>(n)) {
+          for (int r = 0; r < n; ++r) {
+            round[static_cast<std::size_t>(r)] =
+                wire::decode(from[static_cast<std::size_t>(r)].bytes());
+            if (!round[static_cast<std::size_t>(r)])
+              throw Error(Errc::kTransport,
+                          fmt::format("fallback: rank {}'s contribution does not decode", r));
+          }
+          wire::Header h = round[0].header;
+          h.type = wire::MsgType::kResult;
+          reduce_round(round, h, std::span(packet).subspan(wire::kHeaderSize));
+          if (!wire::encode_header(h, packet))
+            throw Error(Errc::kInvalidArgument, "fallback: a result is not encodable");
+          results.bytes(std::span(packet).first(h.packet_size()));
+        }
+        const std::vector<Bytes> reduced = peers_->allgather(results.out, timeout_);
+        std::vector<Reader> by_owner;
+        for (const Bytes& b : reduced) by_owner.emplace_back(b);
+        for (std::size_t k = 0; k < wave.size(); ++k) {
+          const wire::Decoded d = wire::decode(by_owner[k % static_cast<std::size_t>(n)].bytes());
+          if (!d || !engines[wave[k].tree]->deliver_external(wave[k].global, d.header, d.payload))
+            throw Error(Errc::kTransport,
+                        fmt::format("fallback: the hosts' result of packet {} of tree {} does not "
+                                    "fit this rank's operation",
+                                    wave[k].global, wave[k].tree));
+        }
+        stats_.host_packets += wave.size();
+      }
+      if (!host_mode_) ++stats_.to_hosts;
+      host_mode_ = true;
+      return Outcome::kComplete;
+    }
+
+    if (!closing.empty()) {
+      // ---- 4b. a rank closed while others wait: their operation can never complete ----
+      if (role == Role::kClosing) return Outcome::kLeft;
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("fallback: rank(s) {} closed their communicator while rank(s) {} "
+                              "wait in an all-reduce: every rank must make the same all-reduce "
+                              "calls",
+                              rank_list(closing), rank_list(incomplete)));
+    }
+    // ---- 4c. ranks that were behind finished with copies; the others wait for their next
+    // operation, which starts in this session ----
+    if (!me_incomplete) {
+      join_next_ = true;
+      return Outcome::kComplete;
+    }
+  }
+}
+
+}  // namespace netagg
