@@ -368,9 +368,9 @@ struct Communicator::Impl {
     }
     if (after.host_packets > before.host_packets || after.shared_results > before.shared_results)
       report(fmt::format(
-          "all-reduce finished by the workers (fallback {} over {}): {} packets "
+          "all-reduce finished by the workers over {}: {} packets "
           "computed on the hosts, {} results copied from other workers{}",
-          to_string(cfg.fallback), fallback->peers().name(),
+          fallback->peers().name(),
           after.host_packets - before.host_packets, after.shared_results - before.shared_results,
           after.to_hosts > before.to_hosts
               ? fmt::format(

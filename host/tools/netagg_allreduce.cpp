@@ -56,6 +56,9 @@ struct Options : netagg::report::TensorOptions {
   std::string transport;            // empty: the config's (NETAGG_TRANSPORT, else udp)
   std::string epoch;                // empty: NETAGG_EPOCH, else the launcher's run id
   std::optional<double> pace_gbps;  // unset: NETAGG_PACE_GBPS (or the config file's), else off
+  std::string fallback;             // empty: NETAGG_FALLBACK (or the config file's), else gloo
+  std::string store;                // empty: NETAGG_STORE (or the config file's)
+  std::optional<double> fallback_after_ms;
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker
   bool wrong_input = false;             // hidden: an input the others' references do not expect
@@ -232,6 +235,15 @@ netagg::Config worker_config(const Options& o) {
     netagg::check_epoch(*cfg.epoch, "--epoch");
   }
   if (o.pace_gbps) cfg.pace_gbps = *o.pace_gbps;
+  if (!o.fallback.empty()) cfg.fallback = netagg::parse_fallback(o.fallback);
+  if (!o.store.empty()) cfg.store = o.store;
+  if (o.fallback_after_ms)
+    cfg.fallback_after = std::chrono::duration_cast<netagg::Duration>(
+        std::chrono::duration<double, std::milli>(*o.fallback_after_ms));
+  else if (cfg.fallback_after >= cfg.job_timeout)
+    cfg.fallback_after = cfg.job_timeout / 2;  // a short --timeout: the fallback still comes first
+  // --timeout is how long this tool waits for anything, the other workers in a fallback too.
+  cfg.fallback_timeout = std::min(cfg.fallback_timeout, cfg.job_timeout);
   cfg.validate();
   return cfg;
 }
@@ -358,6 +370,17 @@ int run_worker(const Options& o) {
     out["rejected"] = s.rejected;
     out["injected_drops"] = t.injected_drops;
     out["dropped_foreign"] = t.dropped_foreign;
+    // The host fallback (docs/fallback.md): how much of the run the workers finished themselves.
+    const auto f = comm->fallback_stats();
+    out["fallback"] = comm->has_fallback() ? std::string(netagg::to_string(cfg.fallback)) : "none";
+    out["fallback_sessions"] = f.sessions;
+    out["fallback_chunks"] = f.host_packets;
+    out["fallback_copied_results"] = f.shared_results;
+    out["fallback_resumed"] = f.resumed;
+    out["fallback_seconds"] = f.seconds;
+    out["fallback_to_hosts"] = f.to_hosts;
+    out["fallback_to_network"] = f.to_network;
+    out["host_results"] = s.host_results;
   }
   // CPU time of the whole process (set-up, verification and all), for packets per CPU second.
   rusage usage{};
@@ -410,6 +433,16 @@ int main(int argc, char** argv) {
                  "NETAGG_PACE_GBPS, else unpaced")
       ->check(CLI::Range(0.0, 1e4));
   netagg::report::add_tensor_options(app, o);
+  app.add_option("--fallback", o.fallback,
+                 "when the aggregator stops answering: gloo (finish on the hosts, "
+                 "docs/fallback.md) or off (fail); default NETAGG_FALLBACK, else gloo")
+      ->check(CLI::IsMember({"gloo", "off"}));
+  app.add_option("--store", o.store,
+                 "the host fallback's rendezvous, file:DIR (a directory every worker sees); "
+                 "default NETAGG_STORE");
+  app.add_option("--fallback-after-ms", o.fallback_after_ms,
+                 "the fallback starts after this long without a result (default 1000)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--json", o.json, "the report as one JSON line on stdout");
   // Test hooks, hidden from --help.
   app.add_option("--die-after-packets", o.die_after_packets)->group("");

@@ -6,9 +6,12 @@
 #include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
+
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include <csignal>
+#include <cstdio>
 
 #include <algorithm>
 #include <cerrno>
@@ -93,6 +96,7 @@ DatagramServer::DatagramServer(const Endpoint& listen, const ServerOptions& opti
       send_counts_(kSendBatch),
       send_control_(kSendBatch * kControlSize) {
   block_daemon_signals();
+  die_at_ = options.die_at_datagram;
   const auto fail = [this](const std::string& what) {
     const int err = errno;
     if (fd_ >= 0) close(fd_);
@@ -342,6 +346,14 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
       at += segment;
     } while (segment > 0 && at < length);
   }
+  if (die_at_ > 0 && received_ + batch_.size() >= die_at_) {
+    batch_.resize(static_cast<std::size_t>(die_at_ - received_ - 1));
+    handler(batch_);
+    flush();
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  }
+  received_ += batch_.size();
   handler(batch_);
   flush();
   return batch_.size();

@@ -79,6 +79,10 @@ struct ServerOptions {
   // Read the daemon signals from a signalfd in serve(). One server per process does; the others
   // stop through request_stop().
   bool signals = true;
+  // Fault injection (tests): when the datagram of this number (1-based, counted by this server)
+  // arrives, the ones before it in its batch are served and the process kills itself with
+  // SIGKILL, as `kill -9` would at that moment: every round it held is lost. 0: never.
+  std::uint64_t die_at_datagram = 0;
 };
 
 class DatagramServer {
@@ -156,6 +160,8 @@ class DatagramServer {
   int signal_fd_ = -1;  // -1 without options.signals
   int stop_fd_ = -1;    // an eventfd: request_stop()
   Endpoint bound_;
+  std::uint64_t die_at_ = 0;    // ServerOptions::die_at_datagram
+  std::uint64_t received_ = 0;  // datagrams handed to the batch handler
   ServerCounters counters_;
 
   std::vector<std::byte> recv_buffers_;

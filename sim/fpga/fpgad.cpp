@@ -101,6 +101,7 @@ struct Options {
   double stats_interval = 0;
   bool quiet = false;
   bool no_udp_offload = false;
+  std::uint64_t die_at_datagram = 0;  // fault injection: SIGKILL at this datagram; 0: never
 };
 
 // What the daemon itself counts; the device's counters come from its CSRs.
@@ -527,7 +528,10 @@ int run(const Options& opt) {
   // Configuration first: every error here exits 2 before the "listening" line.
   Daemon daemon(opt, make_model(opt));
   daemon.load_jobs();
-  sim::DatagramServer server(sim::parse_listen_address(opt.listen), !opt.no_udp_offload);
+  sim::ServerOptions server_options;
+  server_options.offload = !opt.no_udp_offload;
+  server_options.die_at_datagram = opt.die_at_datagram;
+  sim::DatagramServer server(sim::parse_listen_address(opt.listen), server_options);
   std::unique_ptr<ControlSocket> control;
   if (!opt.control.empty()) control = std::make_unique<ControlSocket>(opt.control);
   daemon.program(server.address());
@@ -607,6 +611,10 @@ int main(int argc, char** argv) {
                  "model's)");
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--die-at-datagram", opt.die_at_datagram,
+                 "fault injection for tests: kill this process with SIGKILL (as kill -9 would) "
+                 "when its N-th datagram arrives, before serving it")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
   app.add_flag("--no-udp-offload", opt.no_udp_offload,
                "send and receive one datagram per system call's message (no UDP GSO/GRO)");

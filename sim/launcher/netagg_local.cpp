@@ -83,7 +83,11 @@ struct Options : netagg::report::TensorOptions {
   std::string root_target;  // with leaves: the roots' daemon (switch-sim, fpga-sim); "": target
   bool json = false;
   bool verbose = false;
-  int kill_rank = -1;  // hidden: this rank dies after kill_after_packets
+  std::string fallback = "gloo";  // the workers' host fallback (docs/fallback.md)
+  std::optional<double> fallback_after_ms;
+  std::uint64_t kill_aggregator_at = 0;  // the (root) aggregator dies at this datagram; 0: never
+  bool restart_aggregator = false;       // and is started again on its port when it has died
+  int kill_rank = -1;                    // hidden: this rank dies after kill_after_packets
   std::int64_t kill_after_packets = -1;
   int wrong_input_rank = -1;  // hidden: this rank's input is not what the others expect
 };
@@ -211,6 +215,11 @@ std::vector<std::string> worker_args(const Program& worker, const Options& o, in
   const auto tensor = netagg::report::tensor_args(o);
   a.insert(a.end(), tensor.begin(), tensor.end());
   if (rank == o.wrong_input_rank) a.push_back("--wrong-input");
+  // The host fallback's rendezvous: a folder of the run's own (docs/fallback.md).
+  a.insert(a.end(),
+           {"--store", "file:" + (job.parent_path() / "store").string(), "--fallback", o.fallback});
+  if (o.fallback_after_ms)
+    a.insert(a.end(), {"--fallback-after-ms", fmt::format("{}", *o.fallback_after_ms)});
   if (rank == o.kill_rank && o.kill_after_packets >= 0)
     a.insert(a.end(), {"--die-after-packets", std::to_string(o.kill_after_packets)});
   return a;
@@ -278,6 +287,9 @@ struct DaemonRun {
   std::string program;  // netagg-switchd, netagg-fpgad
   std::optional<ChildProcess> process;
   fs::path counters_path;
+  Program restart_program;  // how to start it again (--restart-aggregator)
+  std::vector<std::string> restart_args;
+  std::string killed;  // --kill-aggregator-at: how it ended, once it has
 };
 std::optional<ChildProcess> g_no_daemon;  // the daemon of a run against --target IP:PORT
 
@@ -371,11 +383,20 @@ int run(const Options& o) {
       // The roots first: their daemon may be another (--root-target).
       const bool root = o.leaves > 0 && i < o.trees;
       const std::string& target = root && !o.root_target.empty() ? o.root_target : o.target;
-      const auto [program, args] = daemon_command(o, target, job_path, daemons[i].counters_path,
-                                                  daemon_ports[i], daemon_names[i]);
+      auto [program, args] = daemon_command(o, target, job_path, daemons[i].counters_path,
+                                            daemon_ports[i], daemon_names[i]);
+      daemons[i].restart_program = program;
+      daemons[i].restart_args = args;
+      if (i == 0 && o.kill_aggregator_at > 0)
+        args.insert(args.end(), {"--die-at-datagram", std::to_string(o.kill_aggregator_at)});
       daemon_name = program.name;
       daemons[i].program = program.name;
       const Endpoint at = start_daemon(daemons[i].process, program, args);
+      // Started again (--restart-aggregator) on the port it got, which the workers send to.
+      auto& again = daemons[i].restart_args;
+      if (const auto listen = std::find(again.begin(), again.end(), "--listen");
+          listen != again.end() && listen + 1 != again.end())
+        *(listen + 1) = at.to_string();
       if (i == 0) aggregator = at;
     }
   } else {
@@ -423,8 +444,19 @@ int run(const Options& o) {
       break;
     }
     for (auto& d : daemons) {
+      if (d.process->exited() || !d.process->poll_exit()) {
+        live.push_back(&*d.process);
+        continue;
+      }
+      // --kill-aggregator-at: the aggregator killed itself at its datagram, as planned.
+      if (&d == &daemons.front() && o.kill_aggregator_at > 0 && d.killed.empty()) {
+        d.killed = d.process->describe_exit();
+        std::fprintf(stderr, "netagg-local: %s %s at datagram %llu%s\n", d.program.c_str(),
+                     d.killed.c_str(), static_cast<unsigned long long>(o.kill_aggregator_at),
+                     o.restart_aggregator ? ": starting it again" : "");
+        if (o.restart_aggregator) start_daemon(d.process, d.restart_program, d.restart_args);
+      }
       live.push_back(&*d.process);
-      d.process->poll_exit();
     }
     netagg::sim::wait_for_output(live, std::chrono::milliseconds(100));
   }
@@ -434,7 +466,9 @@ int run(const Options& o) {
   for (auto& d : daemons) {
     ChildProcess& p = *d.process;
     const std::string who = d.name.empty() ? d.program : d.program + " " + d.name;
-    if (!p.exited()) {
+    if (!d.killed.empty() && p.exited()) {
+      // Killed on purpose and not started again: no counters, and no problem.
+    } else if (!p.exited()) {
       p.signal(SIGTERM);
       if (!p.wait_exit(Clock::now() + std::chrono::seconds(5))) {
         p.signal(SIGKILL);
@@ -534,13 +568,26 @@ int run(const Options& o) {
   const double best =
       per_iteration.empty() ? 0 : *std::min_element(per_iteration.begin(), per_iteration.end());
   std::uint64_t retransmissions = 0, spurious = 0, packets_sent = 0, injected_drops = 0;
+  std::uint64_t fallback_chunks = 0, fallback_sessions = 0, fallback_copied = 0;
+  double fallback_seconds = 0;
   for (const auto& res : results)
     if (res.is_object()) {
       retransmissions += res.value("retransmissions", 0ull);
       spurious += res.value("spurious_retransmissions", 0ull);
       packets_sent += res.value("packets_sent", 0ull);
       injected_drops += res.value("injected_drops", 0ull);
+      fallback_chunks =
+          std::max<std::uint64_t>(fallback_chunks, res.value("fallback_chunks", 0ull));
+      fallback_sessions =
+          std::max<std::uint64_t>(fallback_sessions, res.value("fallback_sessions", 0ull));
+      fallback_copied += res.value("fallback_copied_results", 0ull);
+      fallback_seconds = std::max(fallback_seconds, res.value("fallback_seconds", 0.0));
     }
+  std::string aggregator_killed;
+  if (!daemons.empty() && !daemons.front().killed.empty())
+    aggregator_killed =
+        fmt::format("{} at datagram {}{}", daemons.front().killed, o.kill_aggregator_at,
+                    o.restart_aggregator ? ", started again" : "");
   const std::string verification = all_ok ? "ok" : any_mismatch ? "mismatch" : "error";
   const std::uint64_t bytes = o.count * 4;
 
@@ -571,6 +618,12 @@ int run(const Options& o) {
         {"ranks", ranks},
         {"problems", problems},
         {"waiting_for_ranks", waiting_for},
+        {"fallback", o.fallback},
+        {"fallback_sessions", fallback_sessions},
+        {"fallback_chunks", fallback_chunks},
+        {"fallback_copied_results", fallback_copied},
+        {"fallback_seconds", fallback_seconds},
+        {"aggregator_killed", aggregator_killed},
         {(o.root_target.empty() ? o.target : o.root_target) == "fpga-sim" ? "fpga_counters"
                                                                           : "switch_counters",
          aggregator_counters}};
@@ -668,6 +721,20 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "machine-readable summary on stdout");
   app.add_flag("--verbose", o.verbose, "show the daemon's output (job summary, counters)");
   // Test hooks, hidden from --help.
+  app.add_option("--fallback", o.fallback,
+                 "the workers' host fallback when the aggregator stops answering: gloo or off "
+                 "(docs/fallback.md)")
+      ->check(CLI::IsMember({"gloo", "off"}));
+  app.add_option("--fallback-after-ms", o.fallback_after_ms,
+                 "the fallback starts after this long without a result (the workers' default: "
+                 "1000)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kill-aggregator-at", o.kill_aggregator_at,
+                 "fault injection: the aggregator (the root of trees) kills itself with SIGKILL "
+                 "when its N-th datagram arrives")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--restart-aggregator", o.restart_aggregator,
+               "with --kill-aggregator-at: start it again on its port once it has died");
   app.add_option("--kill-rank", o.kill_rank)->group("");
   app.add_option("--kill-after-packets", o.kill_after_packets)->group("");
   app.add_option("--wrong-input-rank", o.wrong_input_rank)->group("");

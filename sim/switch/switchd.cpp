@@ -75,6 +75,7 @@ struct Options {
   double stats_interval = 0;
   bool quiet = false;
   bool no_udp_offload = false;
+  std::uint64_t die_at_datagram = 0;  // fault injection: SIGKILL at this datagram; 0: never
   std::string counters_json;
   double max_gbps = 0;  // 0: contributions processed as they come
   std::size_t rate_queue = 2048;
@@ -368,6 +369,7 @@ int run(const Options& opt) {
     options.offload = !opt.no_udp_offload;
     options.reuse_port = opt.threads > 1;
     options.signals = shard->index == 0;
+    options.die_at_datagram = opt.die_at_datagram;
     shard->server = std::make_unique<sim::DatagramServer>(listen, options);
     listen = shard->server->address();
   }
@@ -514,6 +516,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval, "print the counters every S seconds")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--die-at-datagram", opt.die_at_datagram,
+                 "fault injection for tests: kill this process with SIGKILL (as kill -9 would) "
+                 "when its N-th datagram arrives, before serving it (counted per thread)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
   app.add_flag("--no-udp-offload", opt.no_udp_offload,
                "send and receive one datagram per system call's message (no UDP GSO/GRO)");
