@@ -370,8 +370,8 @@ struct Communicator::Impl {
       report(fmt::format(
           "all-reduce finished by the workers over {}: {} packets "
           "computed on the hosts, {} results copied from other workers{}",
-          fallback->peers().name(),
-          after.host_packets - before.host_packets, after.shared_results - before.shared_results,
+          fallback->peers().name(), after.host_packets - before.host_packets,
+          after.shared_results - before.shared_results,
           after.to_hosts > before.to_hosts
               ? fmt::format(
                     "; later all-reduces run on the hosts, and aggregator "
