@@ -103,6 +103,7 @@ class RawSource final : public PacketSource {
   explicit RawSource(std::span<T> data, Chunking chunks) : data_(data), chunks_(chunks) {}
 
   std::uint64_t packet_count() const override { return chunks_.chunks(); }
+  bool independent() const override { return true; }
 
   void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
     h.dtype = kDtype;
@@ -195,6 +196,7 @@ class SubrangeSource final : public PacketSource {
   SubrangeSource(PacketSource& inner, std::uint64_t begin, std::uint64_t end)
       : inner_(inner), begin_(begin), end_(end) {}
   std::uint64_t packet_count() const override { return end_ - begin_; }
+  bool independent() const override { return inner_.independent(); }
   void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
     inner_.fill(begin_ + p, h, payload);
   }

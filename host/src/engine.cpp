@@ -463,8 +463,9 @@ void Engine::resume(TimePoint now) {
 }
 
 wire::Header Engine::contribution(std::uint64_t global, std::span<std::byte> payload) {
+  const std::uint64_t f = frontier(static_cast<std::uint32_t>(global % params_.window));
   if (state_ != State::kHost || global < op_first_global_ || global >= op_end_global() ||
-      frontier(static_cast<std::uint32_t>(global % params_.window)) != global)
+      global < f || (global != f && !src_->independent()))
     throw Error(Errc::kInvalidArgument,
                 fmt::format("engine: packet {} is not the next of its slot in an operation taken "
                             "over",

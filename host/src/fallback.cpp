@@ -20,6 +20,9 @@ using Bytes = Peers::Bytes;
 // An operation may go back to the network this often before the hosts finish it: once for a
 // rank that was late or an aggregator that answered again, once more for a probe.
 constexpr std::uint32_t kMaxResumes = 2;
+// Packets a wave of the hosts' reduction takes at most (about 4 MiB of contributions at 1024
+// 4-byte elements a packet): fewer waves, fewer collective calls, bounded memory.
+constexpr std::uint64_t kWavePackets = 1024;
 
 // Little-endian fields in a byte buffer (the ranks may run on hosts of any byte order).
 class Writer {
@@ -308,11 +311,19 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
           std::size_t tree;
           std::uint64_t global;
         };
+        // Sources that fill packets from the caller's data alone go in waves of many packets a
+        // slot (in order on each slot, as results must be given); block floating point needs
+        // each packet's predecessor on its slot answered first.
         std::vector<Item> wave;
-        for (std::size_t t = 0; t < engines.size(); ++t)
-          for (std::uint32_t s = 0; s < mine.trees[t].window; ++s)
-            if (const std::uint64_t g = engines[t]->frontier(s); g < mine.trees[t].end)
-              wave.push_back({t, g});
+        for (std::size_t t = 0; t < engines.size(); ++t) {
+          const std::uint64_t w = mine.trees[t].window;
+          const std::uint64_t depth =
+              engines[t]->source_independent() ? std::max<std::uint64_t>(1, kWavePackets / w) : 1;
+          for (std::uint64_t k = 0; k < depth; ++k)
+            for (std::uint32_t s = 0; s < w; ++s)
+              if (const std::uint64_t g = engines[t]->frontier(s) + k * w; g < mine.trees[t].end)
+                wave.push_back({t, g});
+        }
         if (wave.empty()) break;
         std::vector<Writer> contributions(static_cast<std::size_t>(n));
         std::array<std::byte, wire::kMaxPacketSize> packet{};

@@ -71,6 +71,9 @@ class PacketSource {
   // The result of packet p arrived; called exactly once per p, in any order.
   virtual void deliver(std::uint64_t p, const wire::Header& h,
                        std::span<const std::byte> payload) = 0;
+  // Whether fill(p) needs nothing but the caller's data (no earlier packet's result, as block
+  // floating point needs its exponents): then the host fallback fills packets in any order.
+  virtual bool independent() const { return false; }
 };
 
 struct EngineStats {
@@ -198,9 +201,12 @@ class Engine {
   // kHost -> kRunning: every unanswered packet is sent (again) from its slot's frontier.
   void resume(TimePoint now);
   // kHost: the contribution of packet `global` as it would be sent (header, and payload into
-  // `payload`, capacity wire::kMaxPayloadSize). `global` must be its slot's frontier within the
-  // operation (its predecessor answered, so the source can fill it); else Error(kInvalidArgument).
+  // `payload`, capacity wire::kMaxPayloadSize). `global` must be within the operation, at or
+  // after its slot's frontier, and the frontier itself unless the source is independent() (its
+  // predecessor answered, so the source can fill it); else Error(kInvalidArgument).
   wire::Header contribution(std::uint64_t global, std::span<std::byte> payload);
+  // The running (or taken over) operation's source fills packets in any order.
+  bool source_independent() const { return src_ != nullptr && src_->independent(); }
   // kHost: the result of packet `global`, made elsewhere. Taken (true) only when `global` is its
   // slot's frontier within the operation and the shape matches what was sent; the operation is
   // kDone once every packet has its result. Throws what the source's deliver() throws.
