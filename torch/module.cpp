@@ -29,6 +29,14 @@ py::dict stats_of(const ProcessGroupNetagg& pg) {
   d["rejected"] = s.rejected;
   d["injected_drops"] = t.injected_drops;
   d["dropped_foreign"] = t.dropped_foreign;
+  // The host fallback (docs/fallback.md).
+  const netagg::FallbackStats f = pg.fallback_stats();
+  d["fallback_sessions"] = f.sessions;
+  d["fallback_chunks"] = f.host_packets;
+  d["fallback_copied_results"] = f.shared_results;
+  d["fallback_seconds"] = f.seconds;
+  d["fallback_to_hosts"] = f.to_hosts;
+  d["fallback_to_network"] = f.to_network;
   return d;
 }
 

@@ -153,6 +153,38 @@ Config load_config(int rank, int size) {
   return cfg;
 }
 
+// The process group's c10d store as the host fallback's rendezvous (netagg/peers.hpp).
+class C10dPeerStore final : public PeerStore {
+ public:
+  explicit C10dPeerStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::vector<char>& value) override {
+    store_->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::vector<std::uint8_t> v = store_->get(key);
+    return {v.begin(), v.end()};
+  }
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    store_->wait(keys, timeout);
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+// The host fallback's peer group through the process group's store (docs/fallback.md): made
+// unless the configuration turns the fallback off.
+std::shared_ptr<Peers> make_peers(const c10::intrusive_ptr<c10d::Store>& store,
+                                  const std::string& prefix, const Config& cfg) {
+  if (cfg.fallback == Fallback::kOff) return nullptr;
+  const std::string local = cfg.local_address().to_string();
+  return make_gloo_peers(
+      std::make_shared<C10dPeerStore>(c10::make_intrusive<c10d::PrefixStore>(prefix, store)),
+      "fallback", local.substr(0, local.rfind(':')), cfg.rank,
+      static_cast<int>(cfg.job.world_size()),
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_timeout));
+}
+
 c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
                                                      int rank, int size,
                                                      std::chrono::milliseconds timeout) {
@@ -200,7 +232,9 @@ ProcessGroupNetagg::ProcessGroupNetagg(const c10::intrusive_ptr<c10d::Store>& st
   if (!epoch_from_env) cfg.epoch = static_cast<std::uint32_t>(std::stoul(shared));
 
   try {
-    comm_ = std::make_unique<Communicator>(cfg);
+    // The fallback's rendezvous is the process group's store, whatever NETAGG_STORE says.
+    comm_ = std::make_unique<Communicator>(cfg, make_transport(cfg),
+                                           make_peers(store, prefix + "/fallback", cfg));
   } catch (const std::exception& e) {
     error = fmt::format("netagg: {}", e.what());
   }

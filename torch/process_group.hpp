@@ -105,6 +105,7 @@ class ProcessGroupNetagg final : public c10d::ProcessGroup {
   const Config& config() const { return comm_->config(); }
   std::uint32_t epoch() const { return *comm_->config().epoch; }
   EngineStats stats() const { return comm_->stats(); }
+  FallbackStats fallback_stats() const { return comm_->fallback_stats(); }
   TransportCounters transport_counters() const { return comm_->transport_counters(); }
   const c10::intrusive_ptr<c10d::ProcessGroupGloo>& gloo() const { return gloo_; }
 

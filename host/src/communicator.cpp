@@ -659,7 +659,15 @@ Communicator::Communicator(Config cfg, std::unique_ptr<Transport> transport,
                 fmt::format("Communicator: the peer group is rank {} of {}, the configuration "
                             "rank {} of {}",
                             peers->rank(), peers->size(), cfg.rank, cfg.job.world_size()));
-  impl_ = std::make_unique<Impl>(validated(std::move(cfg)), std::move(transport), std::move(peers));
+  cfg = validated(std::move(cfg));
+  if (cfg.fallback == Fallback::kOff) peers.reset();
+  if (peers && cfg.fallback_after >= cfg.job_timeout)
+    throw Error(Errc::kConfig,
+                fmt::format("fallback_after: {} ms is not below job_timeout {} ms: the job timeout "
+                            "would end the all-reduce before the fallback starts",
+                            std::chrono::duration<double, std::milli>(cfg.fallback_after).count(),
+                            std::chrono::duration<double, std::milli>(cfg.job_timeout).count()));
+  impl_ = std::make_unique<Impl>(std::move(cfg), std::move(transport), std::move(peers));
 }
 
 Communicator::~Communicator() = default;

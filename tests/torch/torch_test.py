@@ -248,6 +248,7 @@ def scenario_failure(rank, world):
     import torch.distributed as dist
     import netagg_torch
     os.environ["NETAGG_TIMEOUT_MS"] = "1000"
+    os.environ["NETAGG_FALLBACK"] = "off"  # the failure itself; scenario_fallback has the rest
     dist.init_process_group("netagg")
     t = torch.ones(5000)
     dist.all_reduce(t)
@@ -265,6 +266,39 @@ def scenario_failure(rank, world):
     # Every later all-reduce fails at once: the workers' packet numbering has diverged.
     expect_error(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32)),
                  "an earlier all-reduce on this communicator failed")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def scenario_fallback(rank, world):
+    import torch
+    import torch.distributed as dist
+    import netagg_torch
+    os.environ["NETAGG_FALLBACK_AFTER_MS"] = "300"
+    dist.init_process_group("netagg")
+    pg = dist.distributed_c10d._get_default_group()
+    ints = [torch.randint(-2**31, 2**31 - 1, (20000,), dtype=torch.int32,
+                          generator=torch.Generator().manual_seed(10 + r)) for r in range(world)]
+    t = ints[rank].clone()
+    dist.all_reduce(t)
+    check(torch.equal(t, wrapping_sum(ints)), "int32: the all-reduce before the failure")
+    dist.barrier()
+    if rank == 0:
+        netagg_torch.local._started[0].process.kill()  # the aggregator dies
+        netagg_torch.local._started[0].process.wait()
+    dist.barrier()  # through Gloo: it does not need the aggregator
+    # Every later all-reduce is finished by the ranks over Gloo through the group's store.
+    for k in range(3):
+        t = ints[rank].clone()
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        check(torch.equal(t, wrapping_sum(ints)), f"int32 after the failure, call {k}")
+    x = torch.full((3000,), float(rank + 1))
+    dist.all_reduce(x)
+    check(torch.all(x == world * (world + 1) / 2).item(), "float32 after the failure")
+    stats = pg.stats()
+    check(stats["fallback_chunks"] > 0, f"no chunk finished on the hosts: {stats}")
+    check(stats["fallback_to_hosts"] == 1, f"not in host mode: {stats}")
     dist.barrier()
     dist.destroy_process_group()
 
@@ -411,7 +445,7 @@ def run_ddp():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=("switch", "fpga", "errors", "failure", "ddp"))
+    p.add_argument("scenario", choices=("switch", "fpga", "errors", "failure", "fallback", "ddp"))
     p.add_argument("--world", type=int, default=3)
     p.add_argument("--worker", action="store_true")
     args = p.parse_args()
@@ -428,7 +462,7 @@ def main():
         return run_ddp()
     env = {}
     with tempfile.TemporaryDirectory() as folder:
-        if args.scenario in ("switch", "fpga", "failure"):
+        if args.scenario in ("switch", "fpga", "failure", "fallback"):
             env["NETAGG_LOCAL_AGGREGATOR"] = "fpga-hls" if args.scenario == "fpga" else "switch"
         if args.scenario == "errors":
             env["TEST_FOLDER"] = folder

@@ -20,6 +20,9 @@ killed.
                               holds)
     NETAGG_SWITCHD, NETAGG_FPGAD       the daemons' paths; default: this build's
     NETAGG_LOCAL_VERBOSE=1    the daemon's output on stderr
+    NETAGG_LOCAL_DIE_AT_DATAGRAM=N   fault injection: the daemon kills itself (SIGKILL) when
+                              its N-th datagram arrives; the workers finish on the hosts
+                              (docs/fallback.md)
 
 For the FPGA's models it sets NETAGG_FLOAT_WIRE=fp32 unless set (they add floats). Every rank
 must run on this machine (LOCAL_WORLD_SIZE, where torchrun sets it, must be WORLD_SIZE).
@@ -104,6 +107,9 @@ class _Daemon:
         with open(job_path, "w") as f:
             json.dump(job, f)
         command = [_program(program), "--listen", "127.0.0.1:0", "--job", job_path] + args
+        die_at = os.environ.get("NETAGG_LOCAL_DIE_AT_DATAGRAM")
+        if die_at:
+            command += ["--die-at-datagram", die_at]
         self.verbose = os.environ.get("NETAGG_LOCAL_VERBOSE") == "1"
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
