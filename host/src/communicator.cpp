@@ -359,6 +359,7 @@ struct Communicator::Impl {
     const FallbackStats before = fallback->stats();
     const HostFallback::Outcome outcome = fallback->run(list, HostFallback::Role::kStuck, probe);
     const FallbackStats& after = fallback->stats();
+    if (after.to_hosts > before.to_hosts) last_probe = Clock::now();  // the next probe: later
     if (outcome == HostFallback::Outcome::kResume) {
       const auto now = Clock::now();
       for (Engine* e : list)

@@ -410,7 +410,7 @@ void Engine::accept_result(std::uint32_t idx, const wire::Header& h,
             kept_.begin() + static_cast<std::ptrdiff_t>(std::size_t{idx} * wire::kMaxPacketSize));
   ++delivered_;
   ++stats_.results;
-  last_progress_ = now;
+  last_progress_ = last_result_ = now;
   --in_flight_;
   src_->deliver(slot.p, h, payload);
 }

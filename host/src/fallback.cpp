@@ -23,6 +23,9 @@ constexpr std::uint32_t kMaxResumes = 2;
 // Packets a wave of the hosts' reduction takes at most (about 4 MiB of contributions at 1024
 // 4-byte elements a packet): fewer waves, fewer collective calls, bounded memory.
 constexpr std::uint64_t kWavePackets = 1024;
+constexpr std::uint64_t kNever = UINT64_MAX;
+// Results on their way when an aggregator dies arrive within this of each other.
+constexpr std::chrono::microseconds kAnsweredMargin{10000};
 
 // Little-endian fields in a byte buffer (the ranks may run on hosts of any byte order).
 class Writer {
@@ -82,10 +85,14 @@ std::string rank_list(const std::vector<int>& ranks) {
 }  // namespace
 
 struct HostFallback::Status {
-  std::uint64_t role = 0;             // Role
-  std::uint64_t probe_due = 0;        // host mode and this rank's probe timer expired
-  std::uint64_t network_results = 0;  // results from the network since the last session
-  std::uint64_t joined = 0;           // this operation began in a session others waited in
+  std::uint64_t role = 0;       // Role
+  std::uint64_t probe_due = 0;  // host mode and this rank's probe timer expired
+  // Microseconds since this rank's last result from the network (kNever: none) and since it
+  // took its operation over, at the round's start: a rank that got a result after another had
+  // stalled shows the aggregator answering.
+  std::uint64_t result_age_us = 0;
+  std::uint64_t stalled_age_us = 0;
+  std::uint64_t joined = 0;  // this operation began in a session others waited in
   struct Tree {
     std::uint64_t window = 0, first = 0, end = 0;
     std::vector<std::uint64_t> frontier;
@@ -96,7 +103,8 @@ struct HostFallback::Status {
     Writer w;
     w.u64(role);
     w.u64(probe_due);
-    w.u64(network_results);
+    w.u64(result_age_us);
+    w.u64(stalled_age_us);
     w.u64(joined);
     w.u64(trees.size());
     for (const Tree& t : trees) {
@@ -112,7 +120,8 @@ struct HostFallback::Status {
     Status s;
     s.role = r.u64();
     s.probe_due = r.u64();
-    s.network_results = r.u64();
+    s.result_age_us = r.u64();
+    s.stalled_age_us = r.u64();
     s.joined = r.u64();
     s.trees.resize(r.u64());
     for (Tree& t : s.trees) {
@@ -135,8 +144,7 @@ HostFallback::HostFallback(std::shared_ptr<Peers> peers, std::chrono::millisecon
 
 void HostFallback::begin_operation(std::span<Engine* const> engines) {
   resumes_in_operation_ = 0;
-  results_at_last_session_.clear();
-  for (const Engine* e : engines) results_at_last_session_.push_back(e->stats().results);
+  (void)engines;
 }
 
 void HostFallback::back_to_network() {
@@ -163,7 +171,6 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
   ++stats_.sessions;
   const bool joined = join_next_;
   join_next_ = false;
-  if (results_at_last_session_.size() != engines.size()) begin_operation(engines);
   const int n = peers_->size();
   const int me = peers_->rank();
 
@@ -173,9 +180,18 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
     mine.role = static_cast<std::uint64_t>(role);
     mine.probe_due = probe_due ? 1 : 0;
     mine.joined = joined ? 1 : 0;
+    const auto now = Clock::now();
+    const auto micros = [](Duration d) {
+      return static_cast<std::uint64_t>(std::max<std::int64_t>(
+          0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+    };
+    mine.stalled_age_us = micros(now - started);
+    mine.result_age_us = kNever;
+    for (const Engine* e : engines)
+      if (e->last_result() != TimePoint{})
+        mine.result_age_us = std::min(mine.result_age_us, micros(now - e->last_result()));
     for (std::size_t t = 0; t < engines.size(); ++t) {
       const Engine& e = *engines[t];
-      mine.network_results += e.stats().results - results_at_last_session_[t];
       Status::Tree tree;
       tree.window = e.params().window;
       tree.first = e.op_first_global();
@@ -183,8 +199,6 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
       for (std::uint32_t s = 0; s < e.params().window; ++s) tree.frontier.push_back(e.frontier(s));
       mine.trees.push_back(std::move(tree));
     }
-    for (std::size_t t = 0; t < engines.size(); ++t)
-      results_at_last_session_[t] = engines[t]->stats().results;
     const std::vector<Bytes> gathered = peers_->allgather(mine.encode(), timeout_);
     std::vector<Status> all;
     for (const Bytes& b : gathered) all.push_back(Status::decode(b));
@@ -290,16 +304,24 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
                          all[r].trees[t].end == mine.trees[t].end;
     if (same_operation) {
       // ---- 4a. the network again, or the hosts ----
-      bool untouched = true, probe = false, network = false, late = false;
+      // A rank got a result from the network after another rank had stalled: the aggregator
+      // answers, and that rank was late (its contributions were what the others waited for).
+      bool untouched = true, probe = false, answered_after_stall = false, late = false;
+      for (const Status& a : all)
+        for (const Status& b : all)
+          if (a.result_age_us != kNever &&
+              a.result_age_us + kAnsweredMargin.count() < b.stalled_age_us)
+            answered_after_stall = true;
       for (std::size_t t = 0; t < engines.size(); ++t)
         for (std::uint64_t s = 0; s < mine.trees[t].window; ++s)
           untouched = untouched && most[t][s] == first_on_slot(mine.trees[t], s);
       for (const Status& st : all) {
         probe = probe || st.probe_due != 0;
-        network = network || st.network_results != 0;
+
         late = late || st.joined != 0;
       }
-      if (resumes_in_operation_ < kMaxResumes && ((untouched && probe) || network || late)) {
+      if (resumes_in_operation_ < kMaxResumes &&
+          ((untouched && probe) || answered_after_stall || late)) {
         ++resumes_in_operation_;
         ++stats_.resumed;
         return Outcome::kResume;

@@ -9,10 +9,10 @@
 //   2. a result that some rank holds and another lacks is copied to it from the lowest such rank
 //      (bit-identical everywhere: the one result the aggregator gave);
 //   3. then, if every rank is in the same operation, what nobody holds is computed on the hosts
-//      from the ranks' contributions, as the aggregator would have (netagg/reduce.hpp), in waves
-//      of one packet per slot; unless some rank got results from the network since the last
-//      session of this operation (the aggregator answers: a rank was merely late) or a probe is
-//      due: then every rank gives the operation back to the network (Engine::resume).
+//      from the ranks' contributions, as the aggregator would have (netagg/reduce.hpp), in waves;
+//      unless some rank got a result from the network after another had stalled (the aggregator
+//      answers: a rank was merely late) or a probe is due: then every rank gives the operation
+//      back to the network (Engine::resume).
 // A communicator being destroyed joins as `closing`, so a rank that lost the last results of its
 // last all-reduce gets them from ranks that are done.
 #pragma once
@@ -51,8 +51,7 @@ class HostFallback {
   // `timeout`: how long a round waits for the other ranks to join.
   HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout);
 
-  // Call at the start of each engine operation (all trees): counts resumes and the results
-  // taken from the network per operation.
+  // Call at the start of each engine operation (all trees): resumes are counted per operation.
   void begin_operation(std::span<Engine* const> engines);
   // Runs the session's rounds until this rank's part ends. Every engine with an operation is in
   // kHost or kDone (kStuck), or has none running (kClosing). `probe_due`: this rank's probe
@@ -79,7 +78,6 @@ class HostFallback {
   bool host_mode_ = false;
   bool join_next_ = false;
   std::uint32_t resumes_in_operation_ = 0;
-  std::vector<std::uint64_t> results_at_last_session_;  // per engine: stats().results
   std::vector<int> closed_;  // ranks that closed their communicator in a session
 };
 
