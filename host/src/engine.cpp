@@ -172,6 +172,7 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   slot.size = static_cast<std::uint32_t>(h.packet_size());
   buffer_info_[b] = {global, slot.size, 0};
   arm(idx, 0, now);
+  slot.first_order = slot.last_order;
   queue_transmit(b);
   ++stats_.packets_sent;
   ++in_flight_;
@@ -296,6 +297,7 @@ void Engine::arm(std::uint32_t idx, std::uint8_t level, TimePoint now) {
   TimerList& list = timers_[level];
   slot.level = level;
   slot.last_sent = now;
+  slot.last_order = next_order_++;
   slot.deadline = now + rto_.backoff(level);  // used by the fixed timeout only
   slot.prev = list.tail;
   slot.next = kNone;
@@ -372,11 +374,13 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
   // may give it later, if the result comes twice).
   if (slot.retransmissions == 0) {
     sample_rtt(now - slot.first_sent);
-    if (slot.first_sent >= rack_sent_) rack_rtt_ = now - slot.first_sent;
+    if (slot.first_order > rack_order_) rack_rtt_ = now - slot.first_sent;
   }
-  // Some copy sent no earlier than the first was answered: packets sent before it that are
-  // still unanswered were overtaken.
-  rack_sent_ = std::max(rack_sent_, slot.first_sent);
+  // Its round is complete, and rounds complete in the order the workers sent to them: what this
+  // worker sent before the latest copy and is still unanswered was overtaken. (Had the result
+  // answered an earlier copy, the packets sent in between still get their round trip and the
+  // reordering window from their own sending before they are taken as lost.)
+  rack_order_ = std::max(rack_order_, slot.last_order);
   slot.answered_seq = h.seq;
   slot.answered_retransmissions = slot.retransmissions;
   slot.answered_rtt = slot.retransmissions == 0 ? Duration::zero() : now - slot.first_sent;
@@ -444,7 +448,7 @@ Duration Engine::reordering_window() const { return std::max(rto_.srtt() / 4, rt
 
 Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
   const InFlight& slot = slots_[idx];
-  if (slot.last_sent < rack_sent_) {
+  if (slot.last_order < rack_order_) {
     // Overtaken: lost unless its result is merely late, by up to the reordering window.
     const Duration rtt = rack_rtt_ > Duration::zero() ? rack_rtt_ : rto_.rto();
     return {slot.last_sent + rtt + reordering_window(), true};
@@ -457,14 +461,14 @@ Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
 
 std::uint32_t Engine::first_not_overtaken() const {
   std::uint32_t idx = timers_[0].head;
-  while (idx != kNone && slots_[idx].last_sent < rack_sent_) idx = slots_[idx].next;
+  while (idx != kNone && slots_[idx].last_order < rack_order_) idx = slots_[idx].next;
   return idx;
 }
 
 void Engine::on_adaptive_timer(TimePoint now) {
-  // The list is in order of last transmission: the overtaken slots first (sent before
-  // rack_sent_), each group in order of deadline. A retransmitted slot goes to the tail, not
-  // overtaken, with a deadline after now: each loop ends.
+  // The list is in order of last transmission: the overtaken slots first (sent before the
+  // latest one answered), each group in order of deadline. A retransmitted slot goes to the
+  // tail, not overtaken, with a deadline after now: each loop ends.
   while (timers_[0].head != kNone) {
     const std::uint32_t idx = timers_[0].head;
     const AdaptiveDeadline d = adaptive_deadline(idx);

@@ -855,6 +855,23 @@ TEST(EngineTest, ResultsThatKeepComingHoldOffTheTimeout) {
   EXPECT_EQ(engine.stats().retransmissions, 0u);
 }
 
+TEST(EngineTest, ALaterResultOfTheSameBurstShowsALoss) {
+  // Packets sent in one call leave in order: a result for packet 3 before one for packet 0
+  // means packet 0 (or its result) was lost, though all four were sent at the same instant.
+  Engine engine(adaptive_params(4));
+  Int32Source src(0, 4 * 256, 4);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.clear_transmits();
+  for (std::uint64_t p = 1; p < 4; ++p) engine.on_packet(result_packet(p, 4, 256, 1), t0 + 2ms);
+  // The round trip (2 ms) and the reordering window (1 ms) after its sending; not the RTO.
+  EXPECT_EQ(*engine.next_deadline(), t0 + 3ms);
+  engine.on_timer(t0 + 3ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{0});
+  EXPECT_EQ(engine.stats().overtaken_retransmissions, 1u);
+  EXPECT_EQ(engine.stats().rto, 4250us) << "a loss seen is no timeout: no backoff";
+}
+
 TEST(EngineTest, DuplicateStaleAndForeignResultsAreCountedNotDelivered) {
   constexpr std::uint16_t kWindow = 2;
   Engine engine(sim_params(0, kWindow));
