@@ -476,12 +476,18 @@ void Engine::on_adaptive_timer(TimePoint now) {
     ++stats_.overtaken_retransmissions;
     retransmit(idx, 0, now);
   }
-  for (std::uint32_t idx = first_not_overtaken(); idx != kNone; idx = first_not_overtaken()) {
-    if (adaptive_deadline(idx).at > now) break;
-    rto_.on_timeout(now);  // a timeout, not a loss seen: back off
-    stats_.rto = rto_.rto();
-    retransmit(idx, 0, now);
+  // Every timeout due now is counted against the RTO they were armed with before it backs off:
+  // backing off first would push the rest a doubled RTO out, and a burst's lost tail would be
+  // repaired one packet per ever longer timeout.
+  std::uint32_t due = 0;
+  for (std::uint32_t idx = first_not_overtaken(); idx != kNone && adaptive_deadline(idx).at <= now;
+       idx = slots_[idx].next) {
+    ++due;
   }
+  if (due == 0) return;
+  rto_.on_timeout(now);  // a timeout, not a loss seen: back off
+  stats_.rto = rto_.rto();
+  for (; due > 0; --due) retransmit(first_not_overtaken(), 0, now);
 }
 
 std::optional<TimePoint> Engine::next_deadline() const {

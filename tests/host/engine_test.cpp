@@ -872,6 +872,23 @@ TEST(EngineTest, ALaterResultOfTheSameBurstShowsALoss) {
   EXPECT_EQ(engine.stats().rto, 4250us) << "a loss seen is no timeout: no backoff";
 }
 
+TEST(EngineTest, TimeoutsDueTogetherAreRetransmittedTogether) {
+  // Packets 1 and 2 lost, the last of their burst: nothing overtakes them, so both time out,
+  // at the same instant. Both go again then, and the RTO doubles once; the second must not
+  // wait a further (doubled) RTO because the first was retransmitted.
+  Engine engine(adaptive_params(3));
+  Int32Source src(0, 3 * 256, 3);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.clear_transmits();
+  engine.on_packet(result_packet(0, 3, 256, 1), t0 + 2ms);  // RTO 6 ms
+  EXPECT_EQ(*engine.next_deadline(), t0 + 8ms);
+  engine.on_timer(t0 + 8ms);
+  EXPECT_EQ(transmitted_seqs(engine), (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(engine.stats().rto, 12ms);
+  EXPECT_EQ(engine.stats().overtaken_retransmissions, 0u);
+}
+
 TEST(EngineTest, DuplicateStaleAndForeignResultsAreCountedNotDelivered) {
   constexpr std::uint16_t kWindow = 2;
   Engine engine(sim_params(0, kWindow));
