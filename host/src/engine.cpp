@@ -371,10 +371,14 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
     buffer_info_[b].queued_epoch = 0;
   }
   // Karn's rule: only a packet sent once gives an unambiguous round trip (a retransmitted one
-  // may give it later, if the result comes twice).
-  if (slot.retransmissions == 0) {
+  // may give it later, if the result comes twice). And only a result in order: one that comes
+  // after the result of a packet sent later waited for a loss to be repaired, this worker's or
+  // another's whose contribution its round needed, so its delay is that repair's (a timeout),
+  // not a round trip. Taking it would let every repair lengthen the timeout of the next.
+  const bool in_order = slot.first_order > rack_order_;
+  if (slot.retransmissions == 0 && in_order) {
     sample_rtt(now - slot.first_sent);
-    if (slot.first_order > rack_order_) rack_rtt_ = now - slot.first_sent;
+    rack_rtt_ = now - slot.first_sent;
   }
   // Its round is complete, and rounds complete in the order the workers sent to them: what this
   // worker sent before the latest copy and is still unanswered was overtaken. (Had the result
@@ -383,7 +387,8 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
   rack_order_ = std::max(rack_order_, slot.last_order);
   slot.answered_seq = h.seq;
   slot.answered_retransmissions = slot.retransmissions;
-  slot.answered_rtt = slot.retransmissions == 0 ? Duration::zero() : now - slot.first_sent;
+  slot.answered_rtt =
+      slot.retransmissions == 0 || !in_order ? Duration::zero() : now - slot.first_sent;
   ++delivered_;
   ++stats_.results;
   last_progress_ = now;

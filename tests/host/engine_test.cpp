@@ -889,6 +889,22 @@ TEST(EngineTest, TimeoutsDueTogetherAreRetransmittedTogether) {
   EXPECT_EQ(engine.stats().overtaken_retransmissions, 0u);
 }
 
+TEST(EngineTest, AResultThatCameOutOfOrderGivesNoRoundTrip) {
+  // Packet 0's result comes after packet 1's: its round waited for a loss (this worker's or
+  // another's), and its delay measures that recovery, not the way to the aggregator and back.
+  Engine engine(adaptive_params(2));
+  Int32Source src(0, 2 * 256, 2);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_packet(result_packet(1, 2, 256, 1), t0 + 1ms);
+  EXPECT_EQ(engine.stats().rtt_samples, 1u);
+  engine.on_packet(result_packet(0, 2, 256, 1), t0 + 1500us);
+  EXPECT_EQ(engine.state(), Engine::State::kDone);
+  EXPECT_EQ(engine.stats().rtt_samples, 1u);
+  EXPECT_EQ(engine.stats().srtt, 1ms);
+  EXPECT_EQ(engine.stats().rto, 3ms);
+}
+
 TEST(EngineTest, DuplicateStaleAndForeignResultsAreCountedNotDelivered) {
   constexpr std::uint16_t kWindow = 2;
   Engine engine(sim_params(0, kWindow));
