@@ -380,11 +380,11 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
     sample_rtt(now - slot.first_sent);
     rack_rtt_ = now - slot.first_sent;
   }
-  // Its round is complete, and rounds complete in the order the workers sent to them: what this
-  // worker sent before the latest copy and is still unanswered was overtaken. (Had the result
-  // answered an earlier copy, the packets sent in between still get their round trip and the
-  // reordering window from their own sending before they are taken as lost.)
-  rack_order_ = std::max(rack_order_, slot.last_order);
+  // Some copy sent no earlier than the first was answered: packets sent before the first that
+  // are still unanswered were overtaken. Not those sent before the latest copy: the result may
+  // answer the first, and behind a deep queue every packet sent between the two would then be
+  // taken as lost, their copies deepening the queue further.
+  rack_order_ = std::max(rack_order_, slot.first_order);
   slot.answered_seq = h.seq;
   slot.answered_retransmissions = slot.retransmissions;
   slot.answered_rtt =

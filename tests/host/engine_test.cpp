@@ -873,6 +873,24 @@ TEST(EngineTest, ALaterResultOfTheSameBurstShowsALoss) {
   EXPECT_EQ(engine.stats().rto, 4250us) << "a loss seen is no timeout: no backoff";
 }
 
+TEST(EngineTest, ARetransmittedPacketOvertakesOnlyWhatWasSentBeforeItsFirstCopy) {
+  Engine engine(adaptive_params(3));
+  Int32Source src(0, 3 * 256, 3);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);  // packets 0, 1, 2
+  engine.clear_transmits();
+  engine.on_packet(result_packet(1, 3, 256, 1), t0 + 2ms);  // RTO 6 ms; packet 0 overtaken
+  engine.on_timer(t0 + 3ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{0});
+  engine.clear_transmits();
+  // This result may answer the first copy of packet 0, sent with packet 2: packet 2 is not
+  // overtaken by it, only queued behind it, and waits the RTO from this result.
+  engine.on_packet(result_packet(0, 3, 256, 1), t0 + 4ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 10ms);
+  engine.on_timer(t0 + 4ms);
+  EXPECT_TRUE(engine.transmits().empty());
+}
+
 TEST(EngineTest, TimeoutsDueTogetherAreRetransmittedTogether) {
   // Packets 1 and 2 lost, the last of their burst: nothing overtakes them, so both time out,
   // at the same instant. Both go again then, and the RTO doubles once; the second must not

@@ -283,7 +283,7 @@ class Engine {
   std::vector<Buffer> buffer_info_;  // 2W
   RtoEstimator rto_;
   std::uint64_t next_order_ = 1;   // the next transmission's place in the order
-  std::uint64_t rack_order_ = 0;   // latest transmission of a packet answered (0: none)
+  std::uint64_t rack_order_ = 0;   // latest first transmission of a packet answered (0: none)
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend
   std::vector<TimerList> timers_;  // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;
