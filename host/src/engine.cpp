@@ -459,9 +459,9 @@ Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
     return {slot.last_sent + rtt + reordering_window(), true};
   }
   // Nothing sent after it was answered yet: it waits in the same queue as they do, so while
-  // results keep coming it is not late; the RTO counts from the later of its sending and the
-  // last result.
-  return {std::max(slot.last_sent, last_progress_) + rto_.rto(), false};
+  // results keep coming it is not late; the RTO counts from the latest of its sending, the last
+  // result and the last probe (which restarts the timer, as a retransmission does in TCP).
+  return {std::max({slot.last_sent, last_progress_, last_probe_}) + rto_.rto(), false};
 }
 
 std::uint32_t Engine::first_not_overtaken() const {
@@ -481,18 +481,25 @@ void Engine::on_adaptive_timer(TimePoint now) {
     ++stats_.overtaken_retransmissions;
     retransmit(idx, 0, now);
   }
-  // Every timeout due now is counted against the RTO they were armed with before it backs off:
-  // backing off first would push the rest a doubled RTO out, and a burst's lost tail would be
-  // repaired one packet per ever longer timeout.
-  std::uint32_t due = 0;
+  // A timeout sends one packet, and the others wait an RTO from it, as after TCP's tail loss
+  // probe. The first timeout after a result sends the newest of the packets due: they may only
+  // be queued behind each other in an aggregator slower than the RTO, and its result comes after
+  // all of theirs; sending them all would deepen the queue by a window. If they were lost, its
+  // result overtakes them all at once, instead of one timeout each, every one twice as long as
+  // the last. Timeouts with no result since the last one send the oldest due, so that each
+  // packet goes in turn (a retransmitted packet moves to the end of the list).
+  const bool probed = last_probe_ > last_progress_;
+  std::uint32_t probe = kNone;
   for (std::uint32_t idx = first_not_overtaken(); idx != kNone && adaptive_deadline(idx).at <= now;
        idx = slots_[idx].next) {
-    ++due;
+    probe = idx;
+    if (probed) break;
   }
-  if (due == 0) return;
+  if (probe == kNone) return;
   rto_.on_timeout(now);  // a timeout, not a loss seen: back off
   stats_.rto = rto_.rto();
-  for (; due > 0; --due) retransmit(first_not_overtaken(), 0, now);
+  last_probe_ = now;
+  retransmit(probe, 0, now);
 }
 
 std::optional<TimePoint> Engine::next_deadline() const {

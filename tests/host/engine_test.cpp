@@ -891,10 +891,9 @@ TEST(EngineTest, ARetransmittedPacketOvertakesOnlyWhatWasSentBeforeItsFirstCopy)
   EXPECT_TRUE(engine.transmits().empty());
 }
 
-TEST(EngineTest, TimeoutsDueTogetherAreRetransmittedTogether) {
-  // Packets 1 and 2 lost, the last of their burst: nothing overtakes them, so both time out,
-  // at the same instant. Both go again then, and the RTO doubles once; the second must not
-  // wait a further (doubled) RTO because the first was retransmitted.
+TEST(EngineTest, ATimeoutProbesWithTheNewestPacketDueThenTheOldest) {
+  // Packets 1 and 2 unanswered, nothing sent after them answered: both are due at once. Only
+  // packet 2 goes, the RTO doubles and counts from then.
   Engine engine(adaptive_params(3));
   Int32Source src(0, 3 * 256, 3);
   const TimePoint t0 = TimePoint{};
@@ -903,9 +902,52 @@ TEST(EngineTest, TimeoutsDueTogetherAreRetransmittedTogether) {
   engine.on_packet(result_packet(0, 3, 256, 1), t0 + 2ms);  // RTO 6 ms
   EXPECT_EQ(*engine.next_deadline(), t0 + 8ms);
   engine.on_timer(t0 + 8ms);
-  EXPECT_EQ(transmitted_seqs(engine), (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{2});
+  engine.clear_transmits();
   EXPECT_EQ(engine.stats().rto, 12ms);
-  EXPECT_EQ(engine.stats().overtaken_retransmissions, 0u);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 20ms);
+  // No result: from now on the oldest due goes, each in turn.
+  engine.on_timer(t0 + 20ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{1});
+  engine.clear_transmits();
+  EXPECT_EQ(*engine.next_deadline(), t0 + 44ms);
+  engine.on_timer(t0 + 44ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(engine.stats().retransmissions, 3u);
+}
+
+TEST(EngineTest, TheProbesResultOvertakesThePacketsDueWithIt) {
+  Engine engine(adaptive_params(3));
+  Int32Source src(0, 3 * 256, 3);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_packet(result_packet(0, 3, 256, 1), t0 + 2ms);  // RTO 6 ms
+  engine.on_timer(t0 + 8ms);                                // packet 2 again
+  engine.clear_transmits();
+  // Packet 1 goes at once, not after another (doubled) timeout.
+  engine.on_packet(result_packet(2, 3, 256, 1), t0 + 9ms);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 3ms);
+  engine.on_timer(t0 + 9ms);
+  EXPECT_EQ(transmitted_seqs(engine), std::vector<std::uint32_t>{1});
+  EXPECT_EQ(engine.stats().overtaken_retransmissions, 1u);
+}
+
+TEST(EngineTest, AProbeBehindADeepQueueIsItsOnlyRetransmission) {
+  // The same timeout, but the packets were only queued: their results come in order, the
+  // probe's original last, and nothing else is sent again.
+  Engine engine(adaptive_params(3));
+  Int32Source src(0, 3 * 256, 3);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  engine.on_packet(result_packet(0, 3, 256, 1), t0 + 2ms);
+  engine.on_timer(t0 + 8ms);
+  engine.clear_transmits();
+  engine.on_packet(result_packet(1, 3, 256, 1), t0 + 9ms);
+  engine.on_timer(t0 + 9ms);
+  EXPECT_TRUE(engine.transmits().empty()) << "packet 1 was not overtaken by the probe";
+  engine.on_packet(result_packet(2, 3, 256, 1), t0 + 10ms);
+  EXPECT_EQ(engine.state(), Engine::State::kDone);
+  EXPECT_EQ(engine.stats().retransmissions, 1u);
 }
 
 TEST(EngineTest, AResultThatCameOutOfOrderGivesNoRoundTrip) {
@@ -964,6 +1006,26 @@ TEST(EngineTest, UnderLossTheSlowestAllReducesStayNearTheMedian) {
   EXPECT_LE(p99, 3 * median) << "median " << ms(median) << " ms, p99 " << ms(p99) << " ms, max "
                              << ms(times.back()) << " ms; " << timeouts << " timeouts, "
                              << overtaken << " losses seen by overtaking";
+}
+
+TEST(EngineTest, AdaptiveAllReducesUnderHeavyLossAllComplete) {
+  // Every packet a timeout leaves behind must go again in its turn, whatever the others do.
+  for (const Impairments& imp : {kLoss10, kEverything}) {
+    Cluster cluster(4, 128, imp, /*seed=*/5, /*pace_gbps=*/0, [](EngineParams& p) {
+      p.adaptive_retransmit = true;
+      p.retransmit_timeout = 20ms;
+      p.min_retransmit_timeout = 1ms;
+      p.max_retransmit_timeout = 500ms;
+      p.job_timeout = 10s;
+    });
+    for (std::size_t n : {64u * 256u, 1u, 64u * 256u, 1u, 100u * 256u, 7u}) {
+      for (int rep = 0; rep < 20; ++rep) {
+        cluster.run(n);
+        cluster.expect_all_correct(n);
+        if (HasFailure()) return;
+      }
+    }
+  }
 }
 
 TEST(EngineTest, DuplicateStaleAndForeignResultsAreCountedNotDelivered) {

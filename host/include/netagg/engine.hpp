@@ -245,8 +245,8 @@ class Engine {
   // overtaken when a packet sent after it (later in the order of transmission, even at the same
   // instant) has been answered: results come back in the order packets left, the aggregator
   // being one queue. Then it is taken as lost once its round trip plus a reordering window has
-  // passed. A packet not overtaken waits the RTO from the later of its sending and the last
-  // result: it is behind the ones that keep being answered.
+  // passed. A packet not overtaken waits the RTO from the latest of its sending, the last result
+  // and the last timeout: it is behind the ones that keep being answered.
   struct AdaptiveDeadline {
     TimePoint at;
     bool overtaken;
@@ -285,6 +285,7 @@ class Engine {
   std::uint64_t next_order_ = 1;   // the next transmission's place in the order
   std::uint64_t rack_order_ = 0;   // latest first transmission of a packet answered (0: none)
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend
+  TimePoint last_probe_{};         // the latest retransmission on timeout
   std::vector<TimerList> timers_;  // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;
   std::uint64_t transmits_epoch_ = 1;
