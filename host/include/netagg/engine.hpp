@@ -218,8 +218,9 @@ class Engine {
   // Busy slots in timer lists. Fixed timeout: one list per backoff level, in order of deadline
   // (each level's timeout is constant, so appending at `now + timeout` keeps it sorted).
   // Adaptive: one list in order of last transmission; a slot's deadline is computed from it
-  // (adaptive_deadline). Sending, answering and expiring are O(1); next_deadline() is
-  // O(backoff levels), or O(overtaken slots) when adaptive.
+  // (adaptive_deadline). Sending and answering are O(1), and so is expiring, but for the
+  // adaptive timeout's probe (O(slots due)); next_deadline() is O(backoff levels), or
+  // O(overtaken slots) when adaptive.
   struct TimerList {
     std::uint32_t head = kNone, tail = kNone;
   };
