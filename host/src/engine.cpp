@@ -145,6 +145,7 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   slot.size = static_cast<std::uint32_t>(h.packet_size());
   buffer_info_[b] = {global, slot.size, 0};
   arm(idx, 0, now);
+  slot.first_order = slot.last_order;
   queue_transmit(b);
   ++stats_.packets_sent;
   ++in_flight_;
@@ -305,6 +306,7 @@ void Engine::arm(std::uint32_t idx, std::uint8_t level, TimePoint now) {
   TimerList& list = timers_[level];
   slot.level = level;
   slot.last_sent = now;
+  slot.last_order = next_order_++;
   slot.deadline = now + rto_.backoff(level);  // used by the fixed timeout only
   slot.prev = list.tail;
   slot.next = kNone;
@@ -393,17 +395,24 @@ void Engine::accept_result(std::uint32_t idx, const wire::Header& h,
     buffer_info_[b].queued_epoch = 0;
   }
   // Karn's rule: only a packet sent once gives an unambiguous round trip (a retransmitted one
-  // may give it later, if the result comes twice).
-  if (slot.retransmissions == 0) {
+  // may give it later, if the result comes twice). And only a result in order: one that comes
+  // after the result of a packet sent later waited for a loss to be repaired, this worker's or
+  // another's whose contribution its round needed, so its delay is that repair's (a timeout),
+  // not a round trip. Taking it would let every repair lengthen the timeout of the next.
+  const bool in_order = slot.first_order > rack_order_;
+  if (slot.retransmissions == 0 && in_order) {
     sample_rtt(now - slot.first_sent);
-    if (slot.first_sent >= rack_sent_) rack_rtt_ = now - slot.first_sent;
+    rack_rtt_ = now - slot.first_sent;
   }
-  // Some copy sent no earlier than the first was answered: packets sent before it that are
-  // still unanswered were overtaken.
-  rack_sent_ = std::max(rack_sent_, slot.first_sent);
+  // Some copy sent no earlier than the first was answered: packets sent before the first that
+  // are still unanswered were overtaken. Not those sent before the latest copy: the result may
+  // answer the first, and behind a deep queue every packet sent between the two would then be
+  // taken as lost, their copies deepening the queue further.
+  rack_order_ = std::max(rack_order_, slot.first_order);
   slot.answered_seq = h.seq;
   slot.answered_retransmissions = slot.retransmissions;
-  slot.answered_rtt = slot.retransmissions == 0 ? Duration::zero() : now - slot.first_sent;
+  slot.answered_rtt =
+      slot.retransmissions == 0 || !in_order ? Duration::zero() : now - slot.first_sent;
   slot.answered_global = slot.global;
   slot.kept_size = static_cast<std::uint32_t>(packet.size());
   std::copy(packet.begin(), packet.end(),
@@ -564,27 +573,27 @@ Duration Engine::reordering_window() const { return std::max(rto_.srtt() / 4, rt
 
 Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
   const InFlight& slot = slots_[idx];
-  if (slot.last_sent < rack_sent_) {
+  if (slot.last_order < rack_order_) {
     // Overtaken: lost unless its result is merely late, by up to the reordering window.
     const Duration rtt = rack_rtt_ > Duration::zero() ? rack_rtt_ : rto_.rto();
     return {slot.last_sent + rtt + reordering_window(), true};
   }
   // Nothing sent after it was answered yet: it waits in the same queue as they do, so while
-  // results keep coming it is not late; the RTO counts from the later of its sending and the
-  // last result.
-  return {std::max(slot.last_sent, last_progress_) + rto_.rto(), false};
+  // results keep coming it is not late; the RTO counts from the latest of its sending, the last
+  // result and the last probe (which restarts the timer, as a retransmission does in TCP).
+  return {std::max({slot.last_sent, last_progress_, last_probe_}) + rto_.rto(), false};
 }
 
 std::uint32_t Engine::first_not_overtaken() const {
   std::uint32_t idx = timers_[0].head;
-  while (idx != kNone && slots_[idx].last_sent < rack_sent_) idx = slots_[idx].next;
+  while (idx != kNone && slots_[idx].last_order < rack_order_) idx = slots_[idx].next;
   return idx;
 }
 
 void Engine::on_adaptive_timer(TimePoint now) {
-  // The list is in order of last transmission: the overtaken slots first (sent before
-  // rack_sent_), each group in order of deadline. A retransmitted slot goes to the tail, not
-  // overtaken, with a deadline after now: each loop ends.
+  // The list is in order of last transmission: the overtaken slots first (sent before the
+  // latest one answered), each group in order of deadline. A retransmitted slot goes to the
+  // tail, not overtaken, with a deadline after now: each loop ends.
   while (timers_[0].head != kNone) {
     const std::uint32_t idx = timers_[0].head;
     const AdaptiveDeadline d = adaptive_deadline(idx);
@@ -592,12 +601,25 @@ void Engine::on_adaptive_timer(TimePoint now) {
     ++stats_.overtaken_retransmissions;
     retransmit(idx, 0, now);
   }
-  for (std::uint32_t idx = first_not_overtaken(); idx != kNone; idx = first_not_overtaken()) {
-    if (adaptive_deadline(idx).at > now) break;
-    rto_.on_timeout(now);  // a timeout, not a loss seen: back off
-    stats_.rto = rto_.rto();
-    retransmit(idx, 0, now);
+  // A timeout sends one packet, and the others wait an RTO from it, as after TCP's tail loss
+  // probe. The first timeout after a result sends the newest of the packets due: they may only
+  // be queued behind each other in an aggregator slower than the RTO, and its result comes after
+  // all of theirs; sending them all would deepen the queue by a window. If they were lost, its
+  // result overtakes them all at once, instead of one timeout each, every one twice as long as
+  // the last. Timeouts with no result since the last one send the oldest due, so that each
+  // packet goes in turn (a retransmitted packet moves to the end of the list).
+  const bool probed = last_probe_ > last_progress_;
+  std::uint32_t probe = kNone;
+  for (std::uint32_t idx = first_not_overtaken(); idx != kNone && adaptive_deadline(idx).at <= now;
+       idx = slots_[idx].next) {
+    probe = idx;
+    if (probed) break;
   }
+  if (probe == kNone) return;
+  rto_.on_timeout(now);  // a timeout, not a loss seen: back off
+  stats_.rto = rto_.rto();
+  last_probe_ = now;
+  retransmit(probe, 0, now);
 }
 
 std::optional<TimePoint> Engine::next_deadline() const {

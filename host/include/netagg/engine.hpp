@@ -237,6 +237,11 @@ class Engine {
     std::uint64_t global = 0;  // global packet index
     TimePoint first_sent{};
     TimePoint last_sent{};
+    // Places in the engine's order of transmission, of the first and the latest copy: packets
+    // sent in one call leave in that order at the same instant, so times alone cannot tell
+    // which of them was sent after another.
+    std::uint64_t first_order = 0;
+    std::uint64_t last_order = 0;
     TimePoint deadline{};  // fixed timeout only
     // The slot's previous packet, answered: its seq, how many of its retransmissions may still
     // bring a result of their own (each such result is a spurious retransmission), and the
@@ -259,8 +264,9 @@ class Engine {
   // Busy slots in timer lists. Fixed timeout: one list per backoff level, in order of deadline
   // (each level's timeout is constant, so appending at `now + timeout` keeps it sorted).
   // Adaptive: one list in order of last transmission; a slot's deadline is computed from it
-  // (adaptive_deadline). Sending, answering and expiring are O(1); next_deadline() is
-  // O(backoff levels), or O(overtaken slots) when adaptive.
+  // (adaptive_deadline). Sending and answering are O(1), and so is expiring, but for the
+  // adaptive timeout's probe (O(slots due)); next_deadline() is O(backoff levels), or
+  // O(overtaken slots) when adaptive.
   struct TimerList {
     std::uint32_t head = kNone, tail = kNone;
   };
@@ -291,10 +297,11 @@ class Engine {
   void retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now);
 
   // Adaptive retransmission, in the manner of TCP's RACK (RFC 8985) and its RTO. A packet is
-  // overtaken when a packet sent after it has been answered (results come back about in the
-  // order packets left, the aggregator being one queue): then it is taken as lost once its
-  // round trip plus a reordering window has passed. A packet not overtaken waits the RTO from
-  // the later of its sending and the last result: it is behind the ones that keep being answered.
+  // overtaken when a packet sent after it (later in the order of transmission, even at the same
+  // instant) has been answered: results come back in the order packets left, the aggregator
+  // being one queue. Then it is taken as lost once its round trip plus a reordering window has
+  // passed. A packet not overtaken waits the RTO from the latest of its sending, the last result
+  // and the last timeout: it is behind the ones that keep being answered.
   struct AdaptiveDeadline {
     TimePoint at;
     bool overtaken;
@@ -332,8 +339,10 @@ class Engine {
   std::vector<Buffer> buffer_info_;  // 2W
   std::vector<std::byte> kept_;      // W * kMaxPacketSize: each slot's last result
   RtoEstimator rto_;
-  TimePoint rack_sent_{};          // latest first transmission of a packet answered
+  std::uint64_t next_order_ = 1;   // the next transmission's place in the order
+  std::uint64_t rack_order_ = 0;   // latest first transmission of a packet answered (0: none)
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend
+  TimePoint last_probe_{};         // the latest retransmission on timeout
   std::vector<TimerList> timers_;  // one per backoff level
   std::vector<std::span<const std::byte>> transmits_;
   std::uint64_t transmits_epoch_ = 1;

@@ -5,9 +5,10 @@
 // initial value. The k-th retransmission of a packet waits backoff(k) = min(max, RTO * 2^k).
 //
 // The engine feeds it only unambiguous samples (Karn's rule): the time from a packet's first
-// transmission to its result, for packets never retransmitted. For in-network aggregation a
-// round trip includes waiting for the job's slowest worker, so the RTO follows the stragglers
-// too, which is what keeps a slow peer from setting off retransmissions.
+// transmission to its result, for packets never retransmitted and answered in order (a result
+// that comes after a later packet's waited for a loss to be repaired). For in-network
+// aggregation a round trip includes waiting for the job's slowest worker, so the RTO follows the
+// stragglers too, which is what keeps a slow peer from setting off retransmissions.
 #pragma once
 
 #include <chrono>
