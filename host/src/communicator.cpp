@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "netagg/codec.hpp"
 #ifdef NETAGG_HAVE_DPDK
@@ -330,11 +331,21 @@ struct Communicator::Impl {
     return list;
   }
 
+  // The aggregators this worker sends to (of the trees whose engines run, if any do), each once.
   std::string aggregators_text() const {
-    std::string text;
     const std::vector<Endpoint> all = cfg.aggregator_addresses();
-    for (const Endpoint& a : all) text += (text.empty() ? "" : ", ") + a.to_string();
-    return text;
+    std::vector<std::string> names;
+    bool any_running = false;
+    for (const auto& e : engines)
+      any_running = any_running || e->state() == Engine::State::kRunning;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (any_running && k < engines.size() && engines[k]->state() != Engine::State::kRunning)
+        continue;
+      std::string name = all[k].to_string();
+      if (all.size() > 1) name += fmt::format(" (tree {})", k);
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    return fmt::format("{}", fmt::join(names, ", "));
   }
 
   // A communicator that goes away joins the others' session once: a rank that lost the last
@@ -343,7 +354,7 @@ struct Communicator::Impl {
     if (!fallback || broken || completed == 0) return;
     try {
       const std::vector<Engine*> list = engine_list();
-      fallback->run(list, HostFallback::Role::kClosing, false);
+      fallback->run(list, HostFallback::Role::kClosing);
     } catch (const std::exception& e) {
       report(
           fmt::format("closing: the other workers did not all close with this one ({})", e.what()));
@@ -352,21 +363,30 @@ struct Communicator::Impl {
 
   // Runs a session of the host fallback for the operation the engines hold; returns true when
   // the operation is complete, false when the workers gave it back to the network.
-  bool host_session(bool probe) {
+  bool host_session() {
     const std::vector<Engine*> list = engine_list();
     for (Engine* e : list)
       if (e->state() == Engine::State::kRunning) e->take_over();
     const FallbackStats before = fallback->stats();
-    const HostFallback::Outcome outcome = fallback->run(list, HostFallback::Role::kStuck, probe);
+    HostFallback::Outcome outcome;
+    try {
+      outcome = fallback->run(list, HostFallback::Role::kStuck);
+    } catch (const Error& e) {
+      throw Error(
+          e.code(),
+          fmt::format("all-reduce timed out: job {} rank {}: no result from aggregator {} "
+                      "and the workers could not finish it among themselves: {}; "
+                      "unanswered: {}",
+                      cfg.job.job_id, cfg.rank, aggregators_text(), e.what(), unanswered_text()));
+    }
     const FallbackStats& after = fallback->stats();
-    if (after.to_hosts > before.to_hosts) last_probe = Clock::now();  // the next probe: later
     if (outcome == HostFallback::Outcome::kResume) {
       const auto now = Clock::now();
       for (Engine* e : list)
         if (e->state() == Engine::State::kHost) e->resume(now);
-      report(probe ? fmt::format("trying aggregator {} again", aggregators_text())
-                   : "the workers give the all-reduce back to the aggregator (it answered "
-                     "another worker: a worker was late)");
+      report(
+          "the workers give the all-reduce back to the aggregator (it answered another "
+          "worker: a worker was late)");
       return false;
     }
     if (after.host_packets > before.host_packets || after.shared_results > before.shared_results)
@@ -376,12 +396,9 @@ struct Communicator::Impl {
           fallback->peers().name(), after.host_packets - before.host_packets,
           after.shared_results - before.shared_results,
           after.to_hosts > before.to_hosts
-              ? fmt::format(
-                    "; later all-reduces run on the hosts, and aggregator "
-                    "{} is tried again every {} ms",
-                    aggregators_text(),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_probe)
-                        .count())
+              ? fmt::format("; later all-reduces of {} run on the hosts, and the aggregator is "
+                            "tried again now and then",
+                            host_trees_text())
               : ""));
     return true;
   }
@@ -461,16 +478,25 @@ struct Communicator::Impl {
     const auto start = Clock::now();
     for (std::size_t k = 0; k < engines.size(); ++k)
       if (sources[k]) engines[k]->start(*sources[k], start);
-    const bool was_host_mode = fallback && fallback->host_mode();
+    std::vector<bool> probing(engines.size(), false);  // trees in host mode tried in the network
     if (fallback) {
       const std::vector<Engine*> list = engine_list();
       fallback->begin_operation(list);
-      // The others wait for this operation in a session, or the hosts run every operation now
-      // (a probe of the aggregator now and then): it starts there.
-      if (fallback->join_next() || fallback->host_mode()) {
-        const bool probe = fallback->host_mode() && start - last_probe >= cfg.fallback_probe;
-        if (probe) last_probe = start;
-        if (host_session(probe)) return;
+      if (fallback->join_next()) {
+        // The others wait for this operation in a session: it starts there.
+        if (host_session()) return;
+      } else if (fallback->host_mode()) {
+        // Trees whose aggregators died go to the hosts at once (finished in a session once the
+        // others are done), unless this operation probes them; the same on every rank.
+        const bool probe = fallback->probe_now();
+        for (std::size_t k = 0; k < engines.size(); ++k) {
+          if (!fallback->host_mode(k) || engines[k]->state() != Engine::State::kRunning) continue;
+          if (probe)
+            probing[k] = true;
+          else
+            engines[k]->take_over();
+        }
+        if (probe) report(fmt::format("trying the aggregator of {} again", host_trees_text()));
       }
     }
     const auto running = [&](std::size_t k) {
@@ -487,6 +513,14 @@ struct Communicator::Impl {
     for (;;) {
       bool any = false;
       std::optional<TimePoint> deadline;
+      // Nothing runs in the network any more: what the hosts have is finished in a session.
+      bool in_network = false;
+      for (std::size_t k = 0; k < engines.size(); ++k) in_network = in_network || running(k);
+      if (!in_network && fallback) {
+        bool hosted = false;
+        for (const auto& e : engines) hosted = hosted || e->state() == Engine::State::kHost;
+        if (hosted && host_session()) return;
+      }
       for (std::size_t k = 0; k < engines.size(); ++k) {
         Engine& e = *engines[k];
         if (!e.transmits().empty()) {
@@ -514,7 +548,7 @@ struct Communicator::Impl {
               aggregators_text(),
               std::chrono::duration_cast<std::chrono::milliseconds>(now - progress).count(),
               to_string(cfg.fallback)));
-          if (host_session(false)) return;
+          if (host_session()) return;
           continue;
         }
         if (deadline) deadline = std::min(*deadline, progress + cfg.fallback_after);
@@ -534,11 +568,46 @@ struct Communicator::Impl {
         throw Error(Errc::kTimeout, engines.size() == 1
                                         ? engines[k]->failure()
                                         : fmt::format("tree {}: {}", k, engines[k]->failure()));
-    if (was_host_mode) {
-      fallback->back_to_network();
-      report(fmt::format("aggregator {} answers again: all-reduces run in the network again",
-                         aggregators_text()));
+    for (std::size_t k = 0; k < engines.size(); ++k) {
+      if (!probing[k] || engines[k]->state() != Engine::State::kDone) continue;
+      fallback->back_to_network(k);
+      report(
+          fmt::format("the aggregator of {} answers again: its all-reduces run in the network "
+                      "again",
+                      engines.size() == 1 ? std::string("the job") : fmt::format("tree {}", k)));
     }
+  }
+
+  // The first packet without a result of each slot of the current operation, for messages.
+  std::string unanswered_text() const {
+    std::vector<std::string> missing;
+    std::size_t more = 0;
+    for (std::size_t k = 0; k < engines.size(); ++k) {
+      const Engine& e = *engines[k];
+      if (e.state() == Engine::State::kDone) continue;
+      for (std::uint32_t s = 0; s < e.params().window; ++s) {
+        const std::uint64_t g = e.frontier(s);
+        if (g >= e.op_end_global()) continue;
+        if (missing.size() == 8) {
+          ++more;
+          continue;
+        }
+        missing.push_back(fmt::format("{}slot {} seq {}",
+                                      engines.size() > 1 ? fmt::format("tree {} ", k) : "",
+                                      e.params().slot_base + s, static_cast<std::uint32_t>(g)));
+      }
+    }
+    return fmt::format("{}{}", fmt::join(missing, ", "),
+                       more ? fmt::format(" and {} more", more) : std::string());
+  }
+
+  // The trees in host mode, for messages: "the job" on one tree.
+  std::string host_trees_text() const {
+    if (engines.size() == 1) return "the job";
+    std::vector<std::size_t> trees;
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      if (fallback && fallback->host_mode(k)) trees.push_back(k);
+    return fmt::format("tree{} {}", trees.size() == 1 ? "" : "s", fmt::join(trees, ", "));
   }
 
   static std::vector<std::uint32_t> tree_weights(const Config& c) {
@@ -554,7 +623,6 @@ struct Communicator::Impl {
   std::map<std::uint16_t, std::size_t> engine_of_job;  // a tree's job_id -> its engine
   std::optional<Error> broken;             // the first failure; only the worker thread touches it
   std::unique_ptr<HostFallback> fallback;  // null: no host fallback
-  TimePoint last_probe{};                  // host mode: when the aggregator was last tried
 
   mutable std::mutex mutex;
   std::condition_variable queue_cv;

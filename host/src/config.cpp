@@ -35,7 +35,7 @@ constexpr std::string_view kFileKeys[] = {
     "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
     "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload",
     "congestion_control", "pace_gbps", "dpdk", "fallback", "fallback_after_ms",
-    "fallback_timeout_ms", "fallback_probe_ms", "store"};
+    "fallback_timeout_ms", "store"};
 constexpr std::string_view kDpdkKeys[] = {
     "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
     "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
@@ -364,7 +364,6 @@ FileConfig parse_file(const std::filesystem::path& file) {
   timeout("job_timeout_ms", cfg.job_timeout);
   timeout("fallback_after_ms", cfg.fallback_after);
   timeout("fallback_timeout_ms", cfg.fallback_timeout);
-  timeout("fallback_probe_ms", cfg.fallback_probe);
   if (j.contains("fallback")) {
     if (!j["fallback"].is_string()) config_error(field("fallback"), "must be \"gloo\" or \"off\"");
     try {
@@ -538,7 +537,6 @@ void apply_run_environment(Config& cfg) {
   };
   timeout("NETAGG_FALLBACK_AFTER_MS", cfg.fallback_after);
   timeout("NETAGG_FALLBACK_TIMEOUT_MS", cfg.fallback_timeout);
-  timeout("NETAGG_FALLBACK_PROBE_MS", cfg.fallback_probe);
   if (auto v = getenv_string("NETAGG_STORE")) cfg.store = *v;
   if (auto v = getenv_string("NETAGG_EPOCH")) {
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
@@ -701,7 +699,6 @@ void Config::validate() const {
   in_range("job_timeout", job_timeout);
   in_range("fallback_after", fallback_after);
   in_range("fallback_timeout", fallback_timeout);
-  in_range("fallback_probe", fallback_probe);
   if (fallback == Fallback::kGloo && !store.empty()) {
     if (fallback_after >= job_timeout)
       config_error("fallback_after",

@@ -104,7 +104,7 @@ void Engine::start(PacketSource& src, TimePoint now) {
   op_first_global_ = next_global_;
   next_global_ += count_;
   delivered_ = 0;
-  last_progress_ = now;
+  last_progress_ = op_started_ = now;
   if (count_ == 0) {
     state_ = State::kDone;
     ++stats_.operations;

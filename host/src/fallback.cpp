@@ -24,6 +24,8 @@ constexpr std::uint32_t kMaxResumes = 2;
 // 4-byte elements a packet): fewer waves, fewer collective calls, bounded memory.
 constexpr std::uint64_t kWavePackets = 1024;
 constexpr std::uint64_t kNever = UINT64_MAX;
+// In host mode the network is tried again at ever longer intervals (in operations), at most this.
+constexpr std::uint64_t kMaxProbeInterval = 1024;
 // Results on their way when an aggregator dies arrive within this of each other.
 constexpr std::chrono::microseconds kAnsweredMargin{10000};
 
@@ -69,13 +71,6 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-// The slot's first packet of the operation (or beyond its end: the slot has none).
-template <class Tree>
-std::uint64_t first_on_slot(const Tree& t, std::uint64_t s) {
-  const std::uint64_t round = t.first - t.first % t.window;
-  return round + s >= t.first ? round + s : round + s + t.window;
-}
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (const int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
@@ -85,16 +80,15 @@ std::string rank_list(const std::vector<int>& ranks) {
 }  // namespace
 
 struct HostFallback::Status {
-  std::uint64_t role = 0;       // Role
-  std::uint64_t probe_due = 0;  // host mode and this rank's probe timer expired
-  // Microseconds since this rank's last result from the network (kNever: none) and since it
-  // took its operation over, at the round's start: a rank that got a result after another had
-  // stalled shows the aggregator answering.
-  std::uint64_t result_age_us = 0;
+  std::uint64_t role = 0;  // Role
+  // Microseconds since this rank took its operation over, at the round's start.
   std::uint64_t stalled_age_us = 0;
   std::uint64_t joined = 0;  // this operation began in a session others waited in
   struct Tree {
     std::uint64_t window = 0, first = 0, end = 0;
+    // Microseconds since the tree's last result from the network in this operation (kNever:
+    // none): a rank that got one after another had stalled shows the aggregator answering.
+    std::uint64_t result_age_us = 0;
     std::vector<std::uint64_t> frontier;
   };
   std::vector<Tree> trees;
@@ -102,8 +96,6 @@ struct HostFallback::Status {
   Bytes encode() const {
     Writer w;
     w.u64(role);
-    w.u64(probe_due);
-    w.u64(result_age_us);
     w.u64(stalled_age_us);
     w.u64(joined);
     w.u64(trees.size());
@@ -111,6 +103,7 @@ struct HostFallback::Status {
       w.u64(t.window);
       w.u64(t.first);
       w.u64(t.end);
+      w.u64(t.result_age_us);
       for (const std::uint64_t f : t.frontier) w.u64(f);
     }
     return w.out;
@@ -119,8 +112,6 @@ struct HostFallback::Status {
     Reader r(in);
     Status s;
     s.role = r.u64();
-    s.probe_due = r.u64();
-    s.result_age_us = r.u64();
     s.stalled_age_us = r.u64();
     s.joined = r.u64();
     s.trees.resize(r.u64());
@@ -128,6 +119,7 @@ struct HostFallback::Status {
       t.window = r.u64();
       t.first = r.u64();
       t.end = r.u64();
+      t.result_age_us = r.u64();
       if (t.window == 0 || t.window > 65536)
         throw Error(Errc::kTransport, "fallback: a peer's status is malformed");
       t.frontier.resize(t.window);
@@ -147,13 +139,25 @@ void HostFallback::begin_operation(std::span<Engine* const> engines) {
   (void)engines;
 }
 
-void HostFallback::back_to_network() {
-  if (host_mode_) ++stats_.to_network;
-  host_mode_ = false;
+bool HostFallback::host_mode() const {
+  return std::any_of(host_trees_.begin(), host_trees_.end(), [](char h) { return h != 0; });
 }
 
-HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role role,
-                                        bool probe_due) {
+bool HostFallback::probe_now() {
+  if (!host_mode()) return false;
+  if (++host_operations_ < next_probe_) return false;
+  next_probe_ = host_operations_ + std::min<std::uint64_t>(host_operations_, kMaxProbeInterval);
+  ++stats_.probes;
+  return true;
+}
+
+void HostFallback::back_to_network(std::size_t k) {
+  if (!host_mode(k)) return;
+  host_trees_[k] = 0;
+  ++stats_.to_network;
+}
+
+HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role role) {
   const auto started = Clock::now();
   struct Timer {
     FallbackStats& stats;
@@ -178,7 +182,6 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
     // ---- 1. what every rank holds ----
     Status mine;
     mine.role = static_cast<std::uint64_t>(role);
-    mine.probe_due = probe_due ? 1 : 0;
     mine.joined = joined ? 1 : 0;
     const auto now = Clock::now();
     const auto micros = [](Duration d) {
@@ -186,16 +189,15 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
           0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
     };
     mine.stalled_age_us = micros(now - started);
-    mine.result_age_us = kNever;
-    for (const Engine* e : engines)
-      if (e->last_result() != TimePoint{})
-        mine.result_age_us = std::min(mine.result_age_us, micros(now - e->last_result()));
     for (std::size_t t = 0; t < engines.size(); ++t) {
       const Engine& e = *engines[t];
       Status::Tree tree;
       tree.window = e.params().window;
       tree.first = e.op_first_global();
       tree.end = e.op_end_global();
+      tree.result_age_us = e.last_result() != TimePoint{} && e.last_result() >= e.op_started()
+                               ? micros(now - e.last_result())
+                               : kNever;
       for (std::uint32_t s = 0; s < e.params().window; ++s) tree.frontier.push_back(e.frontier(s));
       mine.trees.push_back(std::move(tree));
     }
@@ -306,22 +308,21 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
       // ---- 4a. the network again, or the hosts ----
       // A rank got a result from the network after another rank had stalled: the aggregator
       // answers, and that rank was late (its contributions were what the others waited for).
-      bool untouched = true, probe = false, answered_after_stall = false, late = false;
-      for (const Status& a : all)
-        for (const Status& b : all)
-          if (a.result_age_us != kNever &&
-              a.result_age_us + kAnsweredMargin.count() < b.stalled_age_us)
-            answered_after_stall = true;
-      for (std::size_t t = 0; t < engines.size(); ++t)
+      // Only the trees still unfinished count: the others' results say nothing of these.
+      bool answered_after_stall = false, late = false;
+      for (std::size_t t = 0; t < engines.size(); ++t) {
+        bool unfinished = false;
         for (std::uint64_t s = 0; s < mine.trees[t].window; ++s)
-          untouched = untouched && most[t][s] == first_on_slot(mine.trees[t], s);
-      for (const Status& st : all) {
-        probe = probe || st.probe_due != 0;
-
-        late = late || st.joined != 0;
+          unfinished = unfinished || most[t][s] < mine.trees[t].end;
+        if (!unfinished) continue;
+        for (const Status& a : all)
+          for (const Status& b : all)
+            if (a.trees[t].result_age_us != kNever &&
+                a.trees[t].result_age_us + kAnsweredMargin.count() < b.stalled_age_us)
+              answered_after_stall = true;
       }
-      if (resumes_in_operation_ < kMaxResumes &&
-          ((untouched && probe) || answered_after_stall || late)) {
+      for (const Status& st : all) late = late || st.joined != 0;
+      if (resumes_in_operation_ < kMaxResumes && (answered_after_stall || late)) {
         ++resumes_in_operation_;
         ++stats_.resumed;
         return Outcome::kResume;
@@ -394,9 +395,15 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
                                     wave[k].global, wave[k].tree));
         }
         stats_.host_packets += wave.size();
+        if (host_trees_.size() < engines.size()) host_trees_.resize(engines.size(), 0);
+        for (const Item& item : wave) {
+          if (host_trees_[item.tree]) continue;
+          host_trees_[item.tree] = 1;
+          ++stats_.to_hosts;
+          host_operations_ = 0;
+          next_probe_ = 1;
+        }
       }
-      if (!host_mode_) ++stats_.to_hosts;
-      host_mode_ = true;
       return Outcome::kComplete;
     }
 

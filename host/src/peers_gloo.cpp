@@ -48,10 +48,15 @@ auto gloo_call(const char* what, std::chrono::milliseconds timeout, F&& f) {
   try {
     return f();
   } catch (const gloo::IoException& e) {
+    const std::string text = e.what();
+    if (text.find("Connection closed") != std::string::npos ||
+        text.find("Connection reset") != std::string::npos)
+      throw Error(Errc::kTimeout, fmt::format("peers (gloo): {}: a worker is gone ({})", what,
+                                              text.substr(text.find(']') + 1)));
     throw Error(Errc::kTimeout,
-                fmt::format("peers (gloo): {} did not complete within {} ms: a rank did not join "
-                            "or is gone ({})",
-                            what, timeout.count(), e.what()));
+                fmt::format("peers (gloo): {} did not complete within {} ms: a worker did not "
+                            "join ({})",
+                            what, timeout.count(), text));
   } catch (const gloo::EnforceNotMet& e) {
     throw Error(Errc::kTransport, fmt::format("peers (gloo): {} failed: {}", what, e.what()));
   } catch (const gloo::Exception& e) {

@@ -380,6 +380,7 @@ int run_worker(const Options& o) {
     out["fallback_seconds"] = f.seconds;
     out["fallback_to_hosts"] = f.to_hosts;
     out["fallback_to_network"] = f.to_network;
+    out["fallback_probes"] = f.probes;
     out["host_results"] = s.host_results;
   }
   // CPU time of the whole process (set-up, verification and all), for packets per CPU second.

@@ -85,7 +85,8 @@ struct Options : netagg::report::TensorOptions {
   bool verbose = false;
   std::string fallback = "gloo";  // the workers' host fallback (docs/fallback.md)
   std::optional<double> fallback_after_ms;
-  std::uint64_t kill_aggregator_at = 0;  // the (root) aggregator dies at this datagram; 0: never
+  std::uint64_t kill_aggregator_at = 0;  // an aggregator dies at this datagram; 0: never
+  std::string kill_aggregator;           // which (a tree's aggregator name); empty: the first
   bool restart_aggregator = false;       // and is started again on its port when it has died
   int kill_rank = -1;                    // hidden: this rank dies after kill_after_packets
   std::int64_t kill_after_packets = -1;
@@ -126,6 +127,8 @@ void check_options(const Options& o) {
                             o.leaves, o.workers));
   if (o.kill_rank >= o.workers)
     usage_error(fmt::format("--kill-rank {} but only {} workers", o.kill_rank, o.workers));
+  if (!o.kill_aggregator.empty() && o.leaves == 0)
+    usage_error("--kill-aggregator names an aggregator of the trees: needs --leaves");
   if (o.window < 1 || o.window > 0xFFFF) usage_error("--window: must be in 1..65535");
   if (o.elements_per_packet < 1 || o.elements_per_packet > netagg::wire::kMaxCount)
     usage_error(fmt::format("--elements-per-packet: must be in 1..{}", netagg::wire::kMaxCount));
@@ -289,7 +292,8 @@ struct DaemonRun {
   fs::path counters_path;
   Program restart_program;  // how to start it again (--restart-aggregator)
   std::vector<std::string> restart_args;
-  std::string killed;  // --kill-aggregator-at: how it ended, once it has
+  bool doomed = false;  // --kill-aggregator-at kills this one
+  std::string killed;   // how it ended, once it has
 };
 std::optional<ChildProcess> g_no_daemon;  // the daemon of a run against --target IP:PORT
 
@@ -387,7 +391,9 @@ int run(const Options& o) {
                                             daemon_ports[i], daemon_names[i]);
       daemons[i].restart_program = program;
       daemons[i].restart_args = args;
-      if (i == 0 && o.kill_aggregator_at > 0)
+      const bool doomed = o.kill_aggregator.empty() ? i == 0 : daemon_names[i] == o.kill_aggregator;
+      daemons[i].doomed = doomed;
+      if (doomed && o.kill_aggregator_at > 0)
         args.insert(args.end(), {"--die-at-datagram", std::to_string(o.kill_aggregator_at)});
       daemon_name = program.name;
       daemons[i].program = program.name;
@@ -449,7 +455,7 @@ int run(const Options& o) {
         continue;
       }
       // --kill-aggregator-at: the aggregator killed itself at its datagram, as planned.
-      if (&d == &daemons.front() && o.kill_aggregator_at > 0 && d.killed.empty()) {
+      if (d.doomed && o.kill_aggregator_at > 0 && d.killed.empty()) {
         d.killed = d.process->describe_exit();
         std::fprintf(stderr, "netagg-local: %s %s at datagram %llu%s\n", d.program.c_str(),
                      d.killed.c_str(), static_cast<unsigned long long>(o.kill_aggregator_at),
@@ -584,10 +590,11 @@ int run(const Options& o) {
       fallback_seconds = std::max(fallback_seconds, res.value("fallback_seconds", 0.0));
     }
   std::string aggregator_killed;
-  if (!daemons.empty() && !daemons.front().killed.empty())
-    aggregator_killed =
-        fmt::format("{} at datagram {}{}", daemons.front().killed, o.kill_aggregator_at,
-                    o.restart_aggregator ? ", started again" : "");
+  for (const auto& d : daemons)
+    if (!d.killed.empty())
+      aggregator_killed =
+          fmt::format("{}{} at datagram {}{}", d.name.empty() ? "" : d.name + " ", d.killed,
+                      o.kill_aggregator_at, o.restart_aggregator ? ", started again" : "");
   const std::string verification = all_ok ? "ok" : any_mismatch ? "mismatch" : "error";
   const std::uint64_t bytes = o.count * 4;
 
@@ -733,6 +740,9 @@ int main(int argc, char** argv) {
                  "fault injection: the aggregator (the root of trees) kills itself with SIGKILL "
                  "when its N-th datagram arrives")
       ->check(CLI::PositiveNumber);
+  app.add_option("--kill-aggregator", o.kill_aggregator,
+                 "with --kill-aggregator-at: the aggregator of the trees to kill by name (root, "
+                 "root0, root1, leaf0, ...); default: the first (the root, or tree 0's)");
   app.add_flag("--restart-aggregator", o.restart_aggregator,
                "with --kill-aggregator-at: start it again on its port once it has died");
   app.add_option("--kill-rank", o.kill_rank)->group("");

@@ -225,7 +225,9 @@ TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
     const json& rank = s["ranks"][r];
     EXPECT_EQ(rank["status"], "exited with status 3") << rank.dump();
     EXPECT_EQ(rank["error_kind"], "timeout") << rank.dump();
-    EXPECT_THAT(rank["error"].get<std::string>(), AllOf(HasSubstr("timed out"), HasSubstr("slot")));
+    // The host fallback cannot finish an all-reduce a worker is missing from, and says so.
+    EXPECT_THAT(rank["error"].get<std::string>(),
+                AllOf(HasSubstr("timed out"), HasSubstr("slot"), HasSubstr("a worker is gone")));
   }
   ASSERT_EQ(s["problems"].size(), 5u) << s.dump(2);
   EXPECT_THAT(s["problems"][0].get<std::string>(),
@@ -582,7 +584,7 @@ TEST_P(Aggregators, AnAggregatorKilledForGoodIsFinishedByTheWorkers) {
     EXPECT_THAT(s["aggregator_killed"].get<std::string>(), HasSubstr("killed by signal 9"));
     EXPECT_GT(s["fallback_chunks"].get<std::uint64_t>(), 0u) << run.out;
     EXPECT_THAT(run.err, HasSubstr("finishing the all-reduce with the other workers"));
-    EXPECT_THAT(run.err, HasSubstr("later all-reduces run on the hosts"));
+    EXPECT_THAT(run.err, HasSubstr("run on the hosts"));
   }
 }
 

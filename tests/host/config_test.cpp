@@ -61,7 +61,6 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "NETAGG_FALLBACK",
                                       "NETAGG_FALLBACK_AFTER_MS",
                                       "NETAGG_FALLBACK_TIMEOUT_MS",
-                                      "NETAGG_FALLBACK_PROBE_MS",
                                       "NETAGG_STORE",
                                       "SLURM_STEP_ID"};
 

@@ -51,7 +51,6 @@ Config test_config(const JobSpec& job, int rank) {
   c.fallback = Fallback::kGloo;  // the peers are given: an in-process group
   c.fallback_after = std::chrono::milliseconds(150);
   c.fallback_timeout = std::chrono::seconds(20);
-  c.fallback_probe = std::chrono::hours(1);
   c.epoch = 0x5eed0002;
   return c;
 }
@@ -349,12 +348,7 @@ TEST(HostFallback, AProbeThatTheAggregatorAnswersBringsTheJobBackToTheNetwork) {
   rig.aggregator.at_packet(3 * 20, [](Aggregator& a) { a.kill(); });
   std::atomic<int> mismatches{0};
   const auto outcomes = run_ranks(
-      rig,
-      [&](int r) {
-        Config c = test_config(job, r);
-        c.fallback_probe = std::chrono::milliseconds(1);  // every call in host mode probes
-        return c;
-      },
+      rig, [&](int r) { return test_config(job, r); },
       [&](int r, Communicator& comm) {
         for (int c = 0; c < 4; ++c) {
           // Calls 0 and 1 end on the hosts; rank 0 restarts the aggregator before call 2, whose

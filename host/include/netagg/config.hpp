@@ -74,12 +74,11 @@ struct Config {
   std::optional<std::uint32_t> epoch;
   // The host fallback (docs/fallback.md). With kGloo and a rendezvous store, a worker whose
   // aggregator gave no result for fallback_after finishes the all-reduce with the other workers;
-  // later all-reduces stay on the hosts until a probe (every fallback_probe) finds the
-  // aggregator answering again. Without a store there is no fallback (the communicator warns).
+  // later all-reduces of the trees it finished stay on the hosts until a probe finds their
+  // aggregators answering again. Without a store there is no fallback (the communicator warns).
   Fallback fallback = Fallback::kGloo;
   Duration fallback_after = std::chrono::seconds(1);
   Duration fallback_timeout = std::chrono::seconds(60);  // how long workers wait for each other
-  Duration fallback_probe = std::chrono::seconds(10);
   // Where the workers meet for Gloo's rendezvous: "file:DIR", a directory every worker sees
   // (keys of a run are kept apart by its job and epoch). Empty: none.
   std::string store;

@@ -181,8 +181,10 @@ class Engine {
   const RtoEstimator& rto() const { return rto_; }
   // When the running operation last got a new result (or started).
   TimePoint last_progress() const { return last_progress_; }
-  // When the last result from the network was taken, in any operation (TimePoint{}: never).
+  // When the last result from the network was taken, in any operation (TimePoint{}: never),
+  // and when the current (or last) operation started.
   TimePoint last_result() const { return last_result_; }
+  TimePoint op_started() const { return op_started_; }
 
   // ---- The host fallback's view (netagg/fallback.hpp) ----
   // Packets of a slot are answered in order (packet g + W is sent only after g's result), so what
@@ -333,6 +335,7 @@ class Engine {
   std::uint64_t delivered_ = 0;
   TimePoint last_progress_{};
   TimePoint last_result_{};
+  TimePoint op_started_{};
   std::vector<InFlight> slots_;  // W entries, indexed by global % W
   std::vector<std::byte>
       buffers_;  // 2W * kMaxPacketSize: the packets in flight, their predecessors

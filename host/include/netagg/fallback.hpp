@@ -34,9 +34,10 @@ struct FallbackStats {
   std::uint64_t shared_results = 0;  // results this rank got from another rank's copy
   std::uint64_t host_packets = 0;    // packets whose results the workers computed (all ranks)
   std::uint64_t resumed = 0;         // sessions that gave the operation back to the network
-  std::uint64_t to_hosts = 0;        // transitions to host mode (later operations start there)
-  std::uint64_t to_network = 0;      // transitions back (a probe that the aggregator answered)
-  double seconds = 0;                // time spent in sessions
+  std::uint64_t to_hosts = 0;    // trees that went to host mode (their later operations go there)
+  std::uint64_t to_network = 0;  // trees that came back (a probe their aggregators answered)
+  std::uint64_t probes = 0;      // operations of trees in host mode tried in the network
+  double seconds = 0;            // time spent in sessions
 };
 
 class HostFallback {
@@ -54,19 +55,24 @@ class HostFallback {
   // Call at the start of each engine operation (all trees): resumes are counted per operation.
   void begin_operation(std::span<Engine* const> engines);
   // Runs the session's rounds until this rank's part ends. Every engine with an operation is in
-  // kHost or kDone (kStuck), or has none running (kClosing). `probe_due`: this rank's probe
-  // timer says to try the network again (host mode). Throws Error(kTimeout) when the others do not
-  // join in time, Error(kInvalidArgument) when the ranks' calls differ (other sizes, trees or
-  // windows, a rank closed while others wait).
-  Outcome run(std::span<Engine* const> engines, Role role, bool probe_due);
+  // kHost or kDone (kStuck), or has none running (kClosing). Throws Error(kTimeout) when the others
+  // do not join in time, Error(kInvalidArgument) when the ranks' calls differ (other sizes, trees
+  // or windows, a rank closed while others wait).
+  Outcome run(std::span<Engine* const> engines, Role role);
 
-  // The hosts computed results in the last session: later operations should start in a session
-  // (until a probe gives them back to the network).
-  bool host_mode() const { return host_mode_; }
+  // The hosts computed results of tree k: its later operations go to the hosts (taken over at
+  // once, finished in a session after the other trees) until a probe finds its aggregators
+  // answering again.
+  bool host_mode(std::size_t k) const { return k < host_trees_.size() && host_trees_[k]; }
+  bool host_mode() const;
+  // Whether this operation of a tree in host mode tries the network (a probe). The same on every
+  // rank: probes come at the 1st, 2nd, 4th, 8th, ... operation in host mode, then every 1024th,
+  // counted per operation (every rank makes the same ones). Call once per operation.
+  bool probe_now();
   // Other ranks wait in a session for this rank's next operation: start it there.
   bool join_next() const { return join_next_; }
-  // A probe the aggregator answered: later operations go to the network again.
-  void back_to_network();
+  // A probe tree k's aggregators answered: its later operations go to the network again.
+  void back_to_network(std::size_t k);
   const FallbackStats& stats() const { return stats_; }
   const Peers& peers() const { return *peers_; }
 
@@ -75,7 +81,9 @@ class HostFallback {
   std::shared_ptr<Peers> peers_;
   std::chrono::milliseconds timeout_;
   FallbackStats stats_;
-  bool host_mode_ = false;
+  std::vector<char> host_trees_;       // per engine: in host mode
+  std::uint64_t host_operations_ = 0;  // operations since a tree went to host mode
+  std::uint64_t next_probe_ = 1;       // host_operations_ of the next probe
   bool join_next_ = false;
   std::uint32_t resumes_in_operation_ = 0;
   std::vector<int> closed_;  // ranks that closed their communicator in a session
