@@ -509,6 +509,8 @@ int run(const Options& o) {
     json entry{{"rank", r}, {"status", w.describe_exit()}};
     if (results[r].is_object()) {
       entry["verification"] = results[r].value("verification", "");
+      for (const char* key : {"fallback_chunks", "fallback_to_hosts", "fallback_to_network"})
+        if (results[r].contains(key)) entry[key] = results[r][key];
       if (results[r].contains("error")) {
         entry["error"] = results[r]["error"];
         entry["error_kind"] = results[r]["error_kind"];

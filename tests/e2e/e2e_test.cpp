@@ -591,6 +591,38 @@ TEST_P(Aggregators, AnAggregatorKilledForGoodIsFinishedByTheWorkers) {
 INSTANTIATE_TEST_SUITE_P(Targets, Aggregators, ::testing::ValuesIn(targets()),
                          [](const auto& info) { return info.param.label; });
 
+// Trees (two-level, two trees of a job, 1 % loss): a dead leaf, a dead root, one dead tree of
+// two. Every worker verifies; the trees whose aggregators died go to the hosts, the others stay
+// in the network (a dead root of one tree leaves the other tree's all-reduces in the network).
+TEST(EndToEnd, AnAggregatorOfATreeKilledForGoodIsFinishedByTheWorkers) {
+  for (const auto& [who, trees_to_hosts] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"leaf0", 2}, {"root0", 1}, {"root1", 1}}) {
+    const ToolRun run = run_tool({"--workers", "4",
+                                  "--leaves",  "2",
+                                  "--trees",   "2",
+                                  "--json",    "--dtype",
+                                  "int32",     "--count",
+                                  "100000",    "--iterations",
+                                  "3",         "--loss",
+                                  "0.01",      "--timeout",
+                                  "10",        "--kill-aggregator",
+                                  who,         "--kill-aggregator-at",
+                                  "100"},
+                                 std::chrono::seconds(90));
+    const json s = run.summary();
+    EXPECT_EQ(run.exit_code, 0) << who << ": " << run.out << run.err;
+    EXPECT_EQ(s["verification"], "ok") << who;
+    EXPECT_THAT(s["aggregator_killed"].get<std::string>(), HasSubstr(who + " killed by signal 9"));
+    for (const json& rank : s["ranks"]) {
+      // A dead leaf takes both trees of its own workers to the hosts, and so of every worker:
+      // the others' rounds wait for them.
+      EXPECT_EQ(rank.value("fallback_to_hosts", 0ull), trees_to_hosts)
+          << who << ": " << rank.dump();
+      EXPECT_GT(rank.value("fallback_chunks", 0ull), 0u) << who;
+    }
+  }
+}
+
 TEST(EndToEnd, FpgaSimRefusesWhatItsSlotsCannotHold) {
   for (const auto& [option, value, message] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
