@@ -25,6 +25,7 @@
 #endif
 #include "netagg/engine.hpp"
 #include "netagg/split.hpp"
+#include "netagg/trees.hpp"
 
 namespace netagg {
 
@@ -216,24 +217,6 @@ std::uint64_t rank_seed(std::uint64_t seed, int rank) {
   return seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1));
 }
 
-// The counts of `more` added to `total` (several trees' engines as one); the estimates (RTO,
-// SRTT, window) stay the first engine's.
-void add_counts(EngineStats& total, const EngineStats& more) {
-  total.packets_sent += more.packets_sent;
-  total.retransmissions += more.retransmissions;
-  total.results += more.results;
-  total.duplicates += more.duplicates;
-  total.rejected += more.rejected;
-  total.foreign_epoch += more.foreign_epoch;
-  total.recovery_resends += more.recovery_resends;
-  total.ce_results += more.ce_results;
-  total.window_cuts += more.window_cuts;
-  total.rtt_samples += more.rtt_samples;
-  total.spurious_retransmissions += more.spurious_retransmissions;
-  total.overtaken_retransmissions += more.overtaken_retransmissions;
-  total.host_results += more.host_results;
-}
-
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
 constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
 
@@ -247,21 +230,14 @@ struct Communicator::Impl {
   };
 
   Impl(Config c, std::unique_ptr<Transport> t, std::shared_ptr<Peers> peers)
-      : cfg(std::move(c)), transport(std::move(t)), split(tree_weights(cfg)) {
+      : cfg(std::move(c)),
+        transport(std::move(t)),
+        split(tree_weights(cfg)),
+        engines(tree_params(cfg), tree_weights(cfg), cfg.pace_gbps) {
     if (peers)
       fallback = std::make_unique<HostFallback>(
           std::move(peers),
           std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fallback_timeout));
-    const std::vector<std::uint32_t> weights = tree_weights(cfg);
-    double weight_sum = 0;
-    for (const std::uint32_t w : weights) weight_sum += w;
-    for (std::size_t k = 0; k < cfg.trees(); ++k) {
-      EngineParams params = cfg.engine_params(k);
-      // The worker's pace, split as its chunks are: each tree's share by its weight.
-      params.pace_gbps = weights.empty() ? cfg.pace_gbps : cfg.pace_gbps * weights[k] / weight_sum;
-      engines.push_back(std::make_unique<Engine>(params));
-      engine_of_job[engines.back()->params().job_id] = k;
-    }
     if (cfg.loss > 0)
       transport = with_loss(std::move(transport), cfg.loss, rank_seed(cfg.loss_seed, cfg.rank));
     worker = std::thread([this] { run(); });
@@ -309,9 +285,7 @@ struct Communicator::Impl {
       }
       {
         std::lock_guard lock(mutex);
-        stats_snapshot = engines.front()->stats();
-        for (std::size_t k = 1; k < engines.size(); ++k)
-          add_counts(stats_snapshot, engines[k]->stats());
+        stats_snapshot = engines.stats();
         stats_snapshot.operations = completed;  // all-reduce calls, not engine operations
         counters_snapshot = transport->counters();
         if (fallback) fallback_snapshot = fallback->stats();
@@ -325,21 +299,17 @@ struct Communicator::Impl {
     std::fflush(stderr);
   }
 
-  std::vector<Engine*> engine_list() const {
-    std::vector<Engine*> list;
-    for (const auto& e : engines) list.push_back(e.get());
-    return list;
-  }
+  std::vector<Engine*> engine_list() const { return engines.list(); }
 
   // The aggregators this worker sends to (of the trees whose engines run, if any do), each once.
   std::string aggregators_text() const {
     const std::vector<Endpoint> all = cfg.aggregator_addresses();
     std::vector<std::string> names;
     bool any_running = false;
-    for (const auto& e : engines)
+    for (const Engine* e : engines.list())
       any_running = any_running || e->state() == Engine::State::kRunning;
     for (std::size_t k = 0; k < all.size(); ++k) {
-      if (any_running && k < engines.size() && engines[k]->state() != Engine::State::kRunning)
+      if (any_running && k < engines.size() && engines[k].state() != Engine::State::kRunning)
         continue;
       std::string name = all[k].to_string();
       if (all.size() > 1) name += fmt::format(" (tree {})", k);
@@ -454,7 +424,7 @@ struct Communicator::Impl {
     for (std::size_t k = 0; k < engines.size(); ++k) {
       const Chunking c = chunking(data.size(), k);
       const std::uint64_t chunks = c.chunks();
-      const std::size_t window = engines[k]->params().window;  // the exponents' lead
+      const std::size_t window = engines[k].params().window;  // the exponents' lead
       if (chunks == 0) continue;
       if (chunks >= window) {
         sources.push_back(std::make_unique<BlockFloatSource>(data, c, window, world));
@@ -477,7 +447,7 @@ struct Communicator::Impl {
   void drive(const std::vector<std::unique_ptr<PacketSource>>& sources) {
     const auto start = Clock::now();
     for (std::size_t k = 0; k < engines.size(); ++k)
-      if (sources[k]) engines[k]->start(*sources[k], start);
+      if (sources[k]) engines[k].start(*sources[k], start);
     std::vector<bool> probing(engines.size(), false);  // trees in host mode tried in the network
     if (fallback) {
       const std::vector<Engine*> list = engine_list();
@@ -490,25 +460,20 @@ struct Communicator::Impl {
         // others are done), unless this operation probes them; the same on every rank.
         const bool probe = fallback->probe_now();
         for (std::size_t k = 0; k < engines.size(); ++k) {
-          if (!fallback->host_mode(k) || engines[k]->state() != Engine::State::kRunning) continue;
+          if (!fallback->host_mode(k) || engines[k].state() != Engine::State::kRunning) continue;
           if (probe)
             probing[k] = true;
           else
-            engines[k]->take_over();
+            engines[k].take_over();
         }
         if (probe) report(fmt::format("trying the aggregator of {} again", host_trees_text()));
       }
     }
     const auto running = [&](std::size_t k) {
-      return sources[k] && engines[k]->state() == Engine::State::kRunning;
+      return sources[k] && engines[k].state() == Engine::State::kRunning;
     };
     const auto handle_packet = [&](std::span<const std::byte> packet) {
-      std::size_t k = 0;  // a packet of no tree's job: the first engine counts it as rejected
-      if (engines.size() > 1 && packet.size() >= wire::offset::kJobId + 2) {
-        const auto it = engine_of_job.find(wire::load_be16(packet.data() + wire::offset::kJobId));
-        if (it != engine_of_job.end()) k = it->second;
-      }
-      engines[k]->on_packet(packet, Clock::now(), transport->last_ecn());
+      engines.on_packet(packet, Clock::now(), transport->last_ecn());
     };
     for (;;) {
       bool any = false;
@@ -518,11 +483,12 @@ struct Communicator::Impl {
       for (std::size_t k = 0; k < engines.size(); ++k) in_network = in_network || running(k);
       if (!in_network && fallback) {
         bool hosted = false;
-        for (const auto& e : engines) hosted = hosted || e->state() == Engine::State::kHost;
+        for (const Engine* e : engines.list())
+          hosted = hosted || e->state() == Engine::State::kHost;
         if (hosted && host_session()) return;
       }
       for (std::size_t k = 0; k < engines.size(); ++k) {
-        Engine& e = *engines[k];
+        Engine& e = engines[k];
         if (!e.transmits().empty()) {
           transport->send_to(k, e.transmits());
           e.clear_transmits();
@@ -534,13 +500,13 @@ struct Communicator::Impl {
       if (!any) break;
       bool failed = false;
       for (std::size_t k = 0; k < engines.size(); ++k)
-        failed = failed || (sources[k] && engines[k]->state() == Engine::State::kFailed);
+        failed = failed || (sources[k] && engines[k].state() == Engine::State::kFailed);
       if (failed) break;
       if (fallback) {
         // No result on any tree for fallback_after: the aggregator may be gone.
         TimePoint progress{};
         for (std::size_t k = 0; k < engines.size(); ++k)
-          if (running(k)) progress = std::max(progress, engines[k]->last_progress());
+          if (running(k)) progress = std::max(progress, engines[k].last_progress());
         if (const auto now = Clock::now(); now - progress >= cfg.fallback_after) {
           report(fmt::format(
               "no result from aggregator {} for {} ms: finishing the all-reduce with the other "
@@ -559,17 +525,17 @@ struct Communicator::Impl {
       const auto now = Clock::now();
       for (std::size_t k = 0; k < engines.size(); ++k) {
         if (!running(k)) continue;  // its leftovers are sent at the top of the loop
-        const auto due = engines[k]->next_deadline();
-        if (due && now >= *due) engines[k]->on_timer(now);
+        const auto due = engines[k].next_deadline();
+        if (due && now >= *due) engines[k].on_timer(now);
       }
     }
     for (std::size_t k = 0; k < engines.size(); ++k)
-      if (sources[k] && engines[k]->state() == Engine::State::kFailed)
+      if (sources[k] && engines[k].state() == Engine::State::kFailed)
         throw Error(Errc::kTimeout, engines.size() == 1
-                                        ? engines[k]->failure()
-                                        : fmt::format("tree {}: {}", k, engines[k]->failure()));
+                                        ? engines[k].failure()
+                                        : fmt::format("tree {}: {}", k, engines[k].failure()));
     for (std::size_t k = 0; k < engines.size(); ++k) {
-      if (!probing[k] || engines[k]->state() != Engine::State::kDone) continue;
+      if (!probing[k] || engines[k].state() != Engine::State::kDone) continue;
       fallback->back_to_network(k);
       report(
           fmt::format("the aggregator of {} answers again: its all-reduces run in the network "
@@ -583,7 +549,7 @@ struct Communicator::Impl {
     std::vector<std::string> missing;
     std::size_t more = 0;
     for (std::size_t k = 0; k < engines.size(); ++k) {
-      const Engine& e = *engines[k];
+      const Engine& e = engines[k];
       if (e.state() == Engine::State::kDone) continue;
       for (std::uint32_t s = 0; s < e.params().window; ++s) {
         const std::uint64_t g = e.frontier(s);
@@ -610,6 +576,12 @@ struct Communicator::Impl {
     return fmt::format("tree{} {}", trees.size() == 1 ? "" : "s", fmt::join(trees, ", "));
   }
 
+  static std::vector<EngineParams> tree_params(const Config& c) {
+    std::vector<EngineParams> out;
+    for (std::size_t k = 0; k < c.trees(); ++k) out.push_back(c.engine_params(k));
+    return out;
+  }
+
   static std::vector<std::uint32_t> tree_weights(const Config& c) {
     std::vector<std::uint32_t> w;
     for (const TreeSpec& t : c.job.trees) w.push_back(t.weight);
@@ -618,9 +590,8 @@ struct Communicator::Impl {
 
   Config cfg;
   std::unique_ptr<Transport> transport;
-  ChunkSplit split;                                    // the trees' shares of a tensor's chunks
-  std::vector<std::unique_ptr<Engine>> engines;        // one per tree
-  std::map<std::uint16_t, std::size_t> engine_of_job;  // a tree's job_id -> its engine
+  ChunkSplit split;                        // the trees' shares of a tensor's chunks
+  TreeEngines engines;                     // one per tree
   std::optional<Error> broken;             // the first failure; only the worker thread touches it
   std::unique_ptr<HostFallback> fallback;  // null: no host fallback
 

@@ -14,6 +14,7 @@
 #include "netagg/error.hpp"
 #include "netagg/job.hpp"
 #include "netagg/split.hpp"
+#include "netagg/trees.hpp"
 #include "netagg/wire.hpp"
 #include "netagg/wire_format.hpp"
 #include "switch_model.hpp"
@@ -219,10 +220,22 @@ struct WorkerCore::Impl {
         options(o),
         world(job.world_size()),
         epp(job.elements_per_packet),
-        split(weights(job)) {
+        split(weights(job)),
+        engines(engine_params(job, r, o), weights(job), o.pace_gbps) {
     chunks = (options.elements + epp - 1) / epp;
     // Sum over ranks of (r + 1) = N (N + 1) / 2, modulo 2^32 like the aggregator's adds.
     rank_sum = static_cast<std::uint32_t>(world * (world + 1) / 2);
+    for (std::size_t t = 0; t < job.trees.size(); ++t) {
+      const WorkerView v = worker_view(job, t, rank);
+      sources.push_back(std::make_unique<Source>(*this, t, split.count(t, chunks)));
+      aggregators.emplace_back(v.job.aggregator->ip, v.job.aggregator->port);
+    }
+  }
+
+  // Each tree's engine: the tree's job id, this worker's rank and slots there.
+  static std::vector<EngineParams> engine_params(const JobSpec& job, std::uint16_t rank,
+                                                 const WorkerOptions& options) {
+    std::vector<EngineParams> out;
     for (std::size_t t = 0; t < job.trees.size(); ++t) {
       const WorkerView v = worker_view(job, t, rank);
       EngineParams p;
@@ -238,16 +251,10 @@ struct WorkerCore::Impl {
       p.epoch = options.epoch;
       p.congestion_control = options.congestion_control;
       // Simulated timers fire on time: no slack to make up for late wake-ups.
-      std::uint64_t weight_sum = 0;
-      for (const TreeSpec& tree : job.trees) weight_sum += tree.weight;
-      p.pace_gbps = weight_sum > 0
-                        ? options.pace_gbps * job.trees[t].weight / static_cast<double>(weight_sum)
-                        : 0;
       p.pace_slack = std::chrono::nanoseconds(0);
-      engines.push_back(std::make_unique<Engine>(p));
-      sources.push_back(std::make_unique<Source>(*this, t, split.count(t, chunks)));
-      aggregators.emplace_back(v.job.aggregator->ip, v.job.aggregator->port);
+      out.push_back(p);
     }
+    return out;
   }
 
   static std::vector<std::uint32_t> weights(const JobSpec& job) {
@@ -265,7 +272,7 @@ struct WorkerCore::Impl {
   }
 
   void flush(std::size_t t, const SendFn& send) {
-    Engine& e = *engines[t];
+    Engine& e = engines[t];
     for (const auto packet : e.transmits()) {
       Outgoing o;
       o.ip = aggregators[t].first;
@@ -284,10 +291,10 @@ struct WorkerCore::Impl {
   ChunkSplit split;
   std::uint64_t chunks = 0;
   std::uint32_t rank_sum = 0;
-  std::vector<std::unique_ptr<Engine>> engines;
+  TreeEngines engines;  // one per tree of the job
   std::vector<std::unique_ptr<Source>> sources;
   std::vector<std::pair<std::uint32_t, std::uint16_t>> aggregators;
-  std::uint64_t checked = 0, mismatches = 0, unroutable = 0;
+  std::uint64_t checked = 0, mismatches = 0;
 };
 
 WorkerCore::WorkerCore(const JobPlan& plan, std::uint16_t rank, const WorkerOptions& options)
@@ -299,58 +306,32 @@ std::pair<std::uint32_t, std::uint16_t> WorkerCore::aggregator(std::size_t tree)
 }
 
 void WorkerCore::start(std::int64_t now_ns, const SendFn& send) {
-  for (std::size_t t = 0; t < impl_->engines.size(); ++t) {
-    impl_->engines[t]->start(*impl_->sources[t], to_time_point(now_ns));
-    impl_->flush(t, send);
-  }
+  std::vector<PacketSource*> sources;
+  for (const auto& s : impl_->sources) sources.push_back(s.get());
+  impl_->engines.start(sources, to_time_point(now_ns));
+  for (std::size_t t = 0; t < impl_->engines.size(); ++t) impl_->flush(t, send);
 }
 
 void WorkerCore::on_packet(const std::uint8_t* data, std::size_t size, std::uint8_t ecn,
                            std::int64_t now_ns, const SendFn& send) {
-  const wire::Decoded d = wire::decode(bytes_of(data, size));
-  std::size_t t = 0;
-  if (impl_->engines.size() > 1) {
-    // Several trees: a result's job id is its tree's. An undecodable packet goes to tree 0's
-    // engine, which counts it rejected.
-    if (d) {
-      while (t < impl_->engines.size() && impl_->engines[t]->params().job_id != d.header.job_id)
-        ++t;
-      if (t == impl_->engines.size()) {
-        ++impl_->unroutable;
-        return;
-      }
-    }
-  }
-  impl_->engines[t]->on_packet(bytes_of(data, size), to_time_point(now_ns), ecn);
-  impl_->flush(t, send);
+  // To the engine of the result's job id (its tree); anything else is counted unroutable.
+  if (const auto t = impl_->engines.on_packet(bytes_of(data, size), to_time_point(now_ns), ecn))
+    impl_->flush(*t, send);
 }
 
 void WorkerCore::on_timer(std::int64_t now_ns, const SendFn& send) {
-  const TimePoint now = to_time_point(now_ns);
-  for (std::size_t t = 0; t < impl_->engines.size(); ++t) {
-    Engine& e = *impl_->engines[t];
-    if (e.state() != Engine::State::kRunning) continue;
-    const auto deadline = e.next_deadline();
-    if (deadline && now >= *deadline) e.on_timer(now);
-    impl_->flush(t, send);
-  }
+  impl_->engines.on_timer(to_time_point(now_ns));
+  for (std::size_t t = 0; t < impl_->engines.size(); ++t) impl_->flush(t, send);
 }
 
 std::optional<std::int64_t> WorkerCore::next_deadline_ns() const {
-  std::optional<std::int64_t> best;
-  for (const auto& e : impl_->engines) {
-    if (e->state() != Engine::State::kRunning) continue;
-    if (const auto d = e->next_deadline()) {
-      const std::int64_t ns = to_ns(*d);
-      if (!best || ns < *best) best = ns;
-    }
-  }
-  return best;
+  if (const auto d = impl_->engines.next_deadline()) return to_ns(*d);
+  return std::nullopt;
 }
 
 WorkerCore::State WorkerCore::state() const {
   bool running = false, idle = false;
-  for (const auto& e : impl_->engines) {
+  for (const Engine* e : impl_->engines.list()) {
     switch (e->state()) {
       case Engine::State::kFailed:
         return State::kFailed;
@@ -371,35 +352,30 @@ WorkerCore::State WorkerCore::state() const {
 std::string WorkerCore::failure() const {
   std::string out;
   for (std::size_t t = 0; t < impl_->engines.size(); ++t)
-    if (impl_->engines[t]->state() == Engine::State::kFailed)
-      out += fmt::format("{}tree {}: {}", out.empty() ? "" : "; ", t, impl_->engines[t]->failure());
+    if (impl_->engines[t].state() == Engine::State::kFailed)
+      out += fmt::format("{}tree {}: {}", out.empty() ? "" : "; ", t, impl_->engines[t].failure());
   return out;
 }
 
 WorkerCounters WorkerCore::counters() const {
   WorkerCounters c;
-  for (const auto& e : impl_->engines) {
-    const EngineStats& s = e->stats();
-    c.packets_sent += s.packets_sent;
-    c.retransmissions += s.retransmissions;
-    c.results += s.results;
-    c.duplicates += s.duplicates;
-    c.rejected += s.rejected;
-    c.foreign_epoch += s.foreign_epoch;
-    c.recovery_resends += s.recovery_resends;
-    c.ce_results += s.ce_results;
-    c.window_cuts += s.window_cuts;
-    c.rtt_samples += s.rtt_samples;
-    c.spurious_retransmissions += s.spurious_retransmissions;
-  }
-  if (!impl_->engines.empty()) {
-    const EngineStats& s = impl_->engines.front()->stats();
-    c.cwnd = s.cwnd;
-    c.srtt_us = std::chrono::duration<double, std::micro>(s.srtt).count();
-  }
+  const EngineStats s = impl_->engines.stats();  // summed; the estimates are tree 0's
+  c.packets_sent = s.packets_sent;
+  c.retransmissions = s.retransmissions;
+  c.results = s.results;
+  c.duplicates = s.duplicates;
+  c.rejected = s.rejected;
+  c.foreign_epoch = s.foreign_epoch;
+  c.recovery_resends = s.recovery_resends;
+  c.ce_results = s.ce_results;
+  c.window_cuts = s.window_cuts;
+  c.rtt_samples = s.rtt_samples;
+  c.spurious_retransmissions = s.spurious_retransmissions;
+  c.cwnd = s.cwnd;
+  c.srtt_us = std::chrono::duration<double, std::micro>(s.srtt).count();
   c.elements_checked = impl_->checked;
   c.mismatches = impl_->mismatches;
-  c.unroutable = impl_->unroutable;
+  c.unroutable = s.unroutable;
   return c;
 }
 

@@ -105,6 +105,9 @@ struct EngineStats {
   // Results this engine did not take from the network: given by the host fallback
   // (deliver_external), computed by the workers or copied from one that had it.
   std::uint64_t host_results = 0;
+  // Datagrams of no tree's job (or too short to say): counted by a worker's TreeEngines
+  // (netagg/trees.hpp), never by an engine.
+  std::uint64_t unroutable = 0;
   // The retransmission timeout now and the round-trip estimate behind it (zero before the
   // first sample, and always without adaptive_retransmit).
   Duration rto{0}, srtt{0}, rttvar{0};
