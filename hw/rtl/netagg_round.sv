@@ -908,7 +908,10 @@ module netagg_round #(
   endfunction
 
   // has_round and the bitmap are reset and cleared; otherwise D4 writes its key's. No write
-  // happens in a cycle with a clear.
+  // happens in a cycle with a clear. The write compares the key with each constant key instead
+  // of indexing by it: yosys builds an indexed part-select write as a shifter across all 4096
+  // bitmap bits (about 7 500 LUTs more), the comparisons as one enable per key; a simulator
+  // makes them only in cycles with a write.
   always_ff @(posedge clk_i) begin
     if (!rst_ni || clear_i) begin
       for (int unsigned k = 0; k < NK; k++) begin
@@ -919,9 +922,13 @@ module netagg_round #(
         end
       end
     end else if (r3_valid_q) begin
-      has_round_q[wkey] <= f_has;
-      bitmap_q[32*wkey+:32] <= f_bitmap;
-      upstream_q[wkey] <= f_up;
+      for (int unsigned k = 0; k < NK; k++) begin
+        if (wkey == KEY_W'(k)) begin
+          has_round_q[k] <= f_has;
+          bitmap_q[32*k+:32] <= f_bitmap;
+          upstream_q[k] <= f_up;
+        end
+      end
     end
   end
 
