@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=$2; shift 2 ;;
     --max-levels) max_levels=$2; shift 2 ;;
     --paths) paths=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "synth: unknown argument $1" >&2; exit 2 ;;
   esac
 done
