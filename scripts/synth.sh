@@ -7,6 +7,7 @@
 # synth-results markers (one row per top and parameter set, re-runs replace their row).
 #
 # Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--no-doc] [--keep DIR]
+#                         [--max-levels N] [--paths N]
 #   --top      top module (default netagg_fp32_add)
 #   -P         override a parameter of the top
 #   --hier     keep the hierarchy: each distinct module (and parameter set) is synthesized and
@@ -15,6 +16,9 @@
 #              full aggregator needs (flattened, yosys does not finish it in 15 min / 14 GB)
 #   --no-doc   do not touch docs/hardware.md (what the CTest does)
 #   --keep     keep the yosys log, statistics and netlist in DIR
+#   --max-levels  fail (exit 3) when a path has more than N LUT levels, listing those paths
+#                 (the budgets in hw/rtl/depth_budgets.txt, checked by the synth_depth CTests)
+#   --paths    list the register-to-register paths of N or more LUT levels
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +27,9 @@ params=()
 write_doc=1
 keep=""
 hier=0
+max_levels=""
+paths=""
+
 while [ $# -gt 0 ]; do
   case "$1" in
     --top) top=$2; shift 2 ;;
@@ -30,7 +37,9 @@ while [ $# -gt 0 ]; do
     --hier) hier=1; shift ;;
     --no-doc) write_doc=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --max-levels) max_levels=$2; shift 2 ;;
+    --paths) paths=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "synth: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -89,10 +98,11 @@ param_text=${params[*]:-defaults}
 doc=""
 [ $write_doc -eq 1 ] && doc="$root/docs/hardware.md"
 
-python3 - "$tmp/stat.txt" "$tmp/netlist.json" "$top" "$param_text" "$version" "$doc" <<'PY'
+python3 - "$tmp/stat.txt" "$tmp/netlist.json" "$top" "$param_text" "$version" "$doc" \
+    "$max_levels" "$paths" <<'PY'
 import json, re, sys
 
-stat_path, netlist_path, top, params, version, doc = sys.argv[1:7]
+stat_path, netlist_path, top, params, version, doc, max_levels, list_from = sys.argv[1:9]
 
 # Flat: one module. Hierarchical: only the "design hierarchy" section (instances multiplied),
 # after its list of module instance counts.
@@ -141,35 +151,75 @@ for name, cell in module["cells"].items():
                 if isinstance(b, int):
                     driver[b] = cell
 
+# Every path ends at an input of a register, memory or DSP (named by the net the cell drives,
+# usually the register's name) or at an output port.
+ends = []
+for cell in module["cells"].values():
+    if not combinational(cell["type"]):
+        outs = [b for p, bits in cell["connections"].items()
+                if cell.get("port_directions", {}).get(p) == "output" for b in bits]
+        ends += [(b, outs[0] if outs else None) for p, bits in cell["connections"].items()
+                 if cell.get("port_directions", {}).get(p) == "input" for b in bits]
+for name, port in module["ports"].items():
+    if port["direction"] == "output":
+        ends += [(b, name) for b in port["bits"]]
+
 sys.setrecursionlimit(100000)
 def longest(weight):
-    memo = {}
+    memo = {}  # bit -> (depth, the input bit the deepest path comes through)
     def depth(bit):
         if not isinstance(bit, int):
-            return 0
+            return (0, None)
         if bit in memo:
             return memo[bit]
-        memo[bit] = 0  # breaks a combinational loop instead of recursing forever
+        memo[bit] = (0, None)  # breaks a combinational loop instead of recursing forever
         cell = driver.get(bit)
-        best = 0
+        best = (0, None)
         if cell is not None and combinational(cell["type"]):
             ins = [b for p, bits in cell["connections"].items()
                    if cell["port_directions"].get(p) == "input" for b in bits]
-            best = weight(cell["type"]) + max((depth(b) for b in ins), default=0)
+            deepest = max(((depth(b)[0], b) for b in ins if isinstance(b, int)), default=(0, None))
+            best = (weight(cell["type"]) + deepest[0], deepest[1])
         memo[bit] = best
         return best
-    ends = []
-    for cell in module["cells"].values():
-        if not combinational(cell["type"]):
-            ends += [b for p, bits in cell["connections"].items()
-                     if cell.get("port_directions", {}).get(p) == "input" for b in bits]
-    for port in module["ports"].values():
-        if port["direction"] == "output":
-            ends += port["bits"]
-    return max((depth(b) for b in ends), default=0)
+    return max((depth(b)[0] for b, _ in ends), default=0), depth
 
-row["LUT levels"] = longest(lambda t: 1 if t.startswith(("LUT", "INV")) else 0)
-row["carry cells"] = longest(lambda t: 1 if t.startswith("CARRY") else 0)
+row["LUT levels"], lut_depth = longest(lambda t: 1 if t.startswith(("LUT", "INV")) else 0)
+row["carry cells"], _ = longest(lambda t: 1 if t.startswith("CARRY") else 0)
+
+# Paths by their start (a register's output or an input port) and end, indices dropped (and the
+# numbers of yosys' generated names): one line per pair of vectors, with its deepest path and how
+# many bits reach that far.
+def list_paths(at_least):
+    names = {}
+    for name, net in module["netnames"].items():
+        for i, b in enumerate(net["bits"]):
+            if not isinstance(b, int):
+                continue
+            generated = name.startswith("$")
+            old = names.get(b)
+            if old is None or (old[0] and not generated) or (old[0] == generated and
+                                                            len(name) < len(old[1])):
+                names[b] = (generated, name)
+    def vector(b):
+        if b not in names:
+            return "a net without a name"
+        generated, name = names[b]
+        name = re.sub(r"\[\d+\]", "[]", name)
+        return re.sub(r"\d+", "N", name) if generated else name
+    groups = {}
+    for b, q in ends:
+        levels = lut_depth(b)[0]
+        if levels < at_least:
+            continue
+        start = b
+        while lut_depth(start)[1] is not None:
+            start = lut_depth(start)[1]
+        key = (vector(start), q if isinstance(q, str) else vector(q if q is not None else b))
+        deepest, count = groups.get(key, (0, 0))
+        groups[key] = (max(deepest, levels), count + 1)
+    for (start, end), (levels, count) in sorted(groups.items(), key=lambda g: (-g[1][0], g[0])):
+        print(f"  {levels:3d}  {start}  ->  {end}  ({count} bits)")
 
 columns = ["LUT", "LUTRAM/SRL", "FF", "CARRY", "DSP", "BRAM36", "URAM", "LUT levels",
            "carry cells"]
@@ -182,6 +232,14 @@ others = {k: v for k, v in sorted(cells.items())
           ("CARRY4", "CARRY8", "DSP48E2", "RAMB36E2", "RAMB18E2", "URAM288")}
 if others:
     print("  other cells: " + ", ".join(f"{k} {v}" for k, v in others.items()))
+if list_from:
+    print(f"synth: paths of {list_from} or more LUT levels (start -> end):")
+    list_paths(int(list_from))
+if max_levels and row["LUT levels"] > int(max_levels):
+    print(f"synth: {top} ({params}) has {row['LUT levels']} LUT levels, its budget is "
+          f"{max_levels}; the paths above it (start -> end):")
+    list_paths(int(max_levels) + 1)
+    sys.exit(3)
 
 if doc:
     begin, end = "<!-- synth-results:begin -->", "<!-- synth-results:end -->"

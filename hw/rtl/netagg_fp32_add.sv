@@ -91,18 +91,20 @@ module netagg_fp32_add #(
   logic [SigBits-1:0] limit_d, limit_q;  // one bit at the largest allowed normalize shift
   logic               align_valid_q;
 
-  // One bit at position 27 - exp of a 27-bit vector (exp in 1..27), none for a larger exp.
+  // One bit at position 27 - exp of a 27-bit vector (exp in 1..27), none for a larger exp. A
+  // constant shifted right by exp: each bit decodes exp alone (no subtraction, whose carry chain
+  // would sit in series with the comparison), and a simulator shifts one word.
   function automatic logic [SigBits-1:0] norm_limit(input logic [7:0] exp);
-    norm_limit = (exp <= 8'(SigBits)) ? SigBits'(32'd1 << (8'(SigBits) - exp)) : '0;
+    norm_limit = SigBits'((64'd1 << SigBits) >> exp);
   endfunction
 
   always_comb begin
     logic                a_nan, b_nan, a_inf, b_inf, swap, far, sticky;
     logic [7:0]          a_exp, b_exp, b_minus_a, distance;
     logic [8:0]          a_minus_b;  // bit 8: b_exp > a_exp
-    logic [23:0]         a_sig, b_sig, y_sig, lost;
+    logic [23:0]         a_sig, b_sig, y_sig;
     logic [4:0]          shift;
-    logic [SigBits-1:0]  y_shifted, limit_a, limit_b;
+    logic [SigBits-1:0]  y_shifted, lost, limit_a, limit_b;
 
     a_nan = (&a_i[30:23]) && (|a_i[22:0]);
     b_nan = (&b_i[30:23]) && (|b_i[22:0]);
@@ -145,12 +147,12 @@ module netagg_fp32_add #(
     far       = |distance[7:5];  // 32 or more: all of y lies below the sticky bit
     shift     = distance[4:0];
 
-    // The sticky bit is computed beside the shifter, not after it: y's bits that the shift
-    // moves below bit 0 are those below position shift - 3 (the guard bits start at zero), a
-    // mask of the low shift - 3 bits.
+    // The sticky bit is computed beside the shifter, not after it: the bits of {y, 000} that the
+    // shift moves below bit 0 are those below position shift, a mask of ones shifted left by the
+    // amount (each mask bit decodes the amount alone; no subtraction or carry chain in series).
     y_shifted = {y_sig, 3'b000} >> shift;
-    lost      = 24'((32'd1 << ((shift > 5'd3) ? shift - 5'd3 : 5'd0)) - 32'd1);
-    sticky    = |(y_sig & lost);
+    lost      = ~({SigBits{1'b1}} << shift);
+    sticky    = |({y_sig, 3'b000} & lost);
     align_d.y_aligned = far ? {{(SigBits-1){1'b0}}, |y_sig}
                             : {y_shifted[SigBits-1:1], y_shifted[0] | sticky};
 
@@ -189,14 +191,7 @@ module netagg_fp32_add #(
 
   always_comb begin
     logic [SigBits:0] x_ext, y_ext;
-    logic [31:0]      v0;
-    logic [15:0]      v1;
-    // The lowest bit of the last windows decides no count (bit 4 of v0 ends every search).
-    /* verilator lint_off UNUSEDSIGNAL */
-    logic [7:0]       v2;
-    logic [3:0]       v3;
-    /* verilator lint_on UNUSEDSIGNAL */
-    logic             z16, z8, z4, z2, z1;
+    logic [31:0]      v, smear, msb;
 
     add_d.sign      = align_q.sign;
     add_d.zero_sign = align_q.zero_sign;
@@ -207,19 +202,21 @@ module netagg_fp32_add #(
     // |x| >= |y|, so a subtraction never goes negative.
     add_d.sum = align_q.subtract ? x_ext - y_ext : x_ext + y_ext;
 
-    // Leading zero count from bit 26, stopped at the limit; all zero gives 27. A binary search
-    // over the 27 bits placed at [31:5] of a word whose bit 4 is set (so it ends at 27): each
-    // step keeps the upper half of the window, or the lower half when the upper one is zero.
-    v0  = {add_d.sum[SigBits-1:0] | limit_q, 5'b10000};
-    z16 = v0[31:16] == 16'd0;
-    v1  = z16 ? v0[15:0] : v0[31:16];
-    z8  = v1[15:8] == 8'd0;
-    v2  = z8 ? v1[7:0] : v1[15:8];
-    z4  = v2[7:4] == 4'd0;
-    v3  = z4 ? v2[3:0] : v2[7:4];
-    z2  = v3[3:2] == 2'd0;
-    z1  = !(z2 ? v3[1] : v3[3]);
-    add_d.norm_shift = {z16, z8, z4, z2, z1};
+    // Leading zero count from bit 26, stopped at the limit; all zero gives 27. The 27 bits sit
+    // at [31:5] of a word whose bit 4 is set (so the count ends at 27). Every bit below the
+    // leading one is set (smear), which leaves the leading one alone in msb; the count is 31
+    // minus its index (the index inverted), and the index's bits are ORs of msb over fixed
+    // masks. Each count bit is then a wide OR, not a chain of decisions (as in a binary search),
+    // and a simulator computes it in a few word operations without branches.
+    v     = {add_d.sum[SigBits-1:0] | limit_q, 5'b10000};
+    smear = v | (v >> 1);
+    smear = smear | (smear >> 2);
+    smear = smear | (smear >> 4);
+    smear = smear | (smear >> 8);
+    smear = smear | (smear >> 16);
+    msb   = smear & ~(smear >> 1);
+    add_d.norm_shift = ~{|(msb & 32'hFFFF0000), |(msb & 32'hFF00FF00), |(msb & 32'hF0F0F0F0),
+                         |(msb & 32'hCCCCCCCC), |(msb & 32'hAAAAAAAA)};
   end
 
   netagg_stage #(.WIDTH($bits(add_d)), .ENABLE(RegAfterAdd)) u_add (

@@ -860,24 +860,37 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     for (int p = 0; p < NP; p++) a_reason_q[p] <= c_reason_q[p];
   end
-  // Each drop adds one to the counter its reason names (a decoder per drop, indexed rather than
-  // compared against every counter).
-  logic [INC_W-1:0] inc_c[NC];
+  // Each drop adds one to the counter its reason names. The drops are summed per counter
+  // bit-sliced: a drop is a word with one bit per counter (its reason decoded), added into
+  // INC_W words that hold bit b of every counter's count. Every count bit is then a function of
+  // the drops alone, a few LUT levels, and a simulator adds whole words; a reason beyond the
+  // counters decodes to no bit. On a cycle without drops nothing but the clear runs.
+  logic [NC-1:0] drop_plane[INC_W];  // bit c of drop_plane[b]: bit b of counter c's drops
   always_comb begin
-    for (int c = 0; c < NC; c++) inc_c[c] = '0;
-    for (int p = 0; p < NP; p++) begin
-      if (a_drop_q[p] && 32'(a_reason_q[p]) < NC)
-        inc_c[a_reason_q[p]] = inc_c[a_reason_q[p]] + 1'b1;
-      if (r3_drop_q[p] && 32'(r3_reason_q[p]) < NC)
-        inc_c[r3_reason_q[p]] = inc_c[r3_reason_q[p]] + 1'b1;
+    logic [NC-1:0] drop_carry;
+    inc = '0;
+    drop_carry = '0;
+    for (int b = 0; b < INC_W; b++) drop_plane[b] = '0;
+    if (|{a_drop_q, r3_drop_q}) begin
+      for (int i = 0; i < 2 * NP; i++) begin
+        if (i < NP) drop_carry = a_drop_q[i] ? NC'(1) << a_reason_q[i] : '0;
+        else drop_carry = r3_drop_q[i-NP] ? NC'(1) << r3_reason_q[i-NP] : '0;
+        for (int b = 0; b < INC_W; b++) begin
+          drop_plane[b] = drop_plane[b] ^ drop_carry;
+          drop_carry = drop_carry & ~drop_plane[b];
+        end
+      end
+      for (int c = 0; c < NC; c++)
+        for (int b = 0; b < INC_W; b++) inc[c*INC_W+b] = drop_plane[b][c];
     end
-    inc_c[netagg_csr_pkg::CNT_AGGREGATED] = r3_n_added_q;
-    inc_c[netagg_csr_pkg::CNT_COMPLETIONS] = INC_W'(r3_valid_q && complete_now && !up_send);
-    inc_c[netagg_csr_pkg::CNT_RESULTS_RESENT] = r3_s_up_q ? '0 : r3_n_resent_q;
-    inc_c[netagg_csr_pkg::CNT_SENT_TO_PARENT] = INC_W'(r3_valid_q && up_send);
-    inc_c[netagg_csr_pkg::CNT_RESENT_TO_PARENT] = r3_s_up_q ? r3_n_resent_q : '0;
-    inc_c[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT] = INC_W'(r3_valid_q && r3_res_take_q);
-    for (int c = 0; c < NC; c++) inc[c*INC_W+:INC_W] = inc_c[c];
+    inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_n_added_q;
+    inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] =
+        INC_W'(r3_valid_q && complete_now && !up_send);
+    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_s_up_q ? '0 : r3_n_resent_q;
+    inc[netagg_csr_pkg::CNT_SENT_TO_PARENT*INC_W+:INC_W] = INC_W'(r3_valid_q && up_send);
+    inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_up_q ? r3_n_resent_q : '0;
+    inc[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT*INC_W+:INC_W] =
+        INC_W'(r3_valid_q && r3_res_take_q);
   end
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;
@@ -895,7 +908,10 @@ module netagg_round #(
   endfunction
 
   // has_round and the bitmap are reset and cleared; otherwise D4 writes its key's. No write
-  // happens in a cycle with a clear.
+  // happens in a cycle with a clear. The write compares the key with each constant key instead
+  // of indexing by it: yosys builds an indexed part-select write as a shifter across all 4096
+  // bitmap bits (about 7 500 LUTs more), the comparisons as one enable per key; a simulator
+  // makes them only in cycles with a write.
   always_ff @(posedge clk_i) begin
     if (!rst_ni || clear_i) begin
       for (int unsigned k = 0; k < NK; k++) begin
@@ -906,9 +922,13 @@ module netagg_round #(
         end
       end
     end else if (r3_valid_q) begin
-      has_round_q[wkey] <= f_has;
-      bitmap_q[32*wkey+:32] <= f_bitmap;
-      upstream_q[wkey] <= f_up;
+      for (int unsigned k = 0; k < NK; k++) begin
+        if (wkey == KEY_W'(k)) begin
+          has_round_q[k] <= f_has;
+          bitmap_q[32*k+:32] <= f_bitmap;
+          upstream_q[k] <= f_up;
+        end
+      end
     end
   end
 
