@@ -62,12 +62,14 @@ sim: $(BUILD)/build.ninja
 # Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_PACKETS=0 skips the
 # cost of a packet (scripts/bench-packets.sh), BENCH_SHAPED=0 the shaped-link comparison
 # (scripts/bench-shaped.sh; as root, else reported as skipped), BENCH_COMPETING=0 the competing
-# TCP flow (scripts/bench-competing.sh; as root).
+# TCP flow (scripts/bench-competing.sh; as root), BENCH_FALLBACK=0 the host fallback against Gloo's
+# ring (scripts/bench-fallback.sh).
 bench: build
 	status=0; bash scripts/bench.sh $(BUILD) || status=$$?; \
 	if [ "$${BENCH_PACKETS:-1}" != 0 ]; then bash scripts/bench-packets.sh $(BUILD) || status=$$?; fi; \
 	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
 	if [ "$${BENCH_COMPETING:-1}" != 0 ]; then bash scripts/bench-competing.sh $(BUILD) || status=$$?; fi; \
+	if [ "$${BENCH_FALLBACK:-1}" != 0 ]; then bash scripts/bench-fallback.sh $(BUILD) || status=$$?; fi; \
 	exit $$status
 
 # The ns-3 fabric (docs/fabric.md): all-reduce completion time against the number of workers,

@@ -151,28 +151,26 @@ void Engine::send_packet(std::uint64_t p, TimePoint now) {
   ++in_flight_;
 }
 
-wire::Header Engine::fill_packet(std::uint64_t global, std::span<std::byte> buf) {
-  const auto idx = static_cast<std::uint32_t>(global % params_.window);
-  const std::uint64_t p = global - op_first_global_;
-  wire::Header h;
-  h.type = wire::MsgType::kContribution;
-  h.job_id = params_.job_id;
-  h.rank = params_.rank;
-  h.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
-  h.set = static_cast<std::uint8_t>((global / params_.window) % 2);
-  h.seq = static_cast<std::uint32_t>(global);
-  src_->fill(p, h, buf.subspan(wire::kHeaderSize));
-  // The source chooses only dtype, count and exponent; the rest is the engine's.
+void Engine::address(wire::Header& h, std::uint64_t global, wire::MsgType type) const {
   h.version = wire::kVersion;
-  h.type = wire::MsgType::kContribution;
+  h.type = type;
   h.job_id = params_.job_id;
   h.rank = params_.rank;
-  h.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
+  h.slot = static_cast<std::uint16_t>(params_.slot_base + global % params_.window);
   h.set = static_cast<std::uint8_t>((global / params_.window) % 2);
   h.seq = static_cast<std::uint32_t>(global);
   h.epoch = params_.epoch;
+  h.fresh = h.recovery = 0;
+}
+
+wire::Header Engine::fill_packet(std::uint64_t global, std::span<std::byte> buf) {
+  const std::uint64_t p = global - op_first_global_;
+  wire::Header h;
+  address(h, global, wire::MsgType::kContribution);
+  src_->fill(p, h, buf.subspan(wire::kHeaderSize));
+  // The source chooses only dtype, count and exponent; the rest is the engine's.
+  address(h, global, wire::MsgType::kContribution);
   h.fresh = global < 2 * std::uint64_t{params_.window} ? 1 : 0;  // first use of (slot, set)
-  h.recovery = 0;
   if (static_cast<std::uint8_t>(h.dtype) > static_cast<std::uint8_t>(wire::DataType::kBf16) ||
       !wire::encode_header(h, buf)) {
     // The operation cannot go on; fail it so the engine can start the next one.
@@ -493,15 +491,7 @@ bool Engine::deliver_external(std::uint64_t global, const wire::Header& h,
     return false;
   // The result as this worker would have received it: its own job, rank, slot, set and seq.
   wire::Header r = h;
-  r.version = wire::kVersion;
-  r.type = wire::MsgType::kResult;
-  r.job_id = params_.job_id;
-  r.rank = params_.rank;
-  r.slot = static_cast<std::uint16_t>(params_.slot_base + idx);
-  r.set = static_cast<std::uint8_t>((global / params_.window) % 2);
-  r.seq = static_cast<std::uint32_t>(global);
-  r.epoch = params_.epoch;
-  r.fresh = r.recovery = 0;
+  address(r, global, wire::MsgType::kResult);
   std::array<std::byte, wire::kMaxPacketSize> packet;
   if (!wire::encode_header(r, packet)) return false;
   std::copy(payload.begin(), payload.end(), packet.begin() + wire::kHeaderSize);

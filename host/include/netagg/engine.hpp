@@ -277,6 +277,8 @@ class Engine {
   };
 
   void send_packet(std::uint64_t p, TimePoint now);
+  // Every field of h that names packet `global` of this engine (all but dtype, count, exponent).
+  void address(wire::Header& h, std::uint64_t global, wire::MsgType type) const;
   // The header of global packet `global` (operation packet p), payload filled by the source.
   // Throws Error(kInvalidArgument) (the operation failed) when the source makes it unencodable.
   wire::Header fill_packet(std::uint64_t global, std::span<std::byte> buf);

@@ -18,10 +18,8 @@ namespace netagg::wire {
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::uint16_t kUdpPort = 20033;  // well-known aggregator port
 inline constexpr std::uint16_t kMaxCount = 1024;  // elements per packet, any dtype
-inline constexpr std::int16_t kExponentNone =
-    std::int16_t(-32768);  // block exponent of a chunk of zeros: the identity of max
-inline constexpr std::int16_t kExponentNonFinite =
-    32767;  // block exponent of a chunk that held NaN or Inf
+inline constexpr std::int16_t kExponentNone = std::int16_t(-32768);  // block exponent of a chunk of zeros: the identity of max
+inline constexpr std::int16_t kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
 
 // ---- enumerations ---------------------------------------------------------------------
 template <typename E>
@@ -40,7 +38,7 @@ constexpr std::string_view name_in(const std::array<EnumName<E>, N>& table, E v)
 // what a packet is
 enum class MsgType : std::uint8_t {
   kContribution = 1,  // worker to aggregator
-  kResult = 2,        // aggregator to worker
+  kResult = 2,  // aggregator to worker
 };
 inline constexpr std::size_t kMsgTypeCount = 2;
 inline constexpr std::array<EnumName<MsgType>, kMsgTypeCount> kMsgTypeNames = {{
@@ -53,8 +51,8 @@ constexpr bool is_valid(MsgType v) { return to_string(v) != "unknown"; }
 // type of the payload elements
 enum class DataType : std::uint8_t {
   kInt32 = 0,  // two's complement, added with wrap-around
-  kFp32 = 1,   // IEEE binary32
-  kBf16 = 2,   // bfloat16, accumulated in fp32
+  kFp32 = 1,  // IEEE binary32
+  kBf16 = 2,  // bfloat16, accumulated in fp32
 };
 inline constexpr std::size_t kDataTypeCount = 3;
 inline constexpr std::array<EnumName<DataType>, kDataTypeCount> kDataTypeNames = {{
@@ -68,12 +66,9 @@ constexpr bool is_valid(DataType v) { return to_string(v) != "unknown"; }
 // Bytes per payload element.
 constexpr std::size_t element_size(DataType t) {
   switch (t) {
-    case DataType::kInt32:
-      return 4;
-    case DataType::kFp32:
-      return 4;
-    case DataType::kBf16:
-      return 2;
+    case DataType::kInt32: return 4;
+    case DataType::kFp32: return 4;
+    case DataType::kBf16: return 2;
   }
   return 0;
 }
@@ -81,12 +76,8 @@ inline constexpr std::size_t kMaxElementSize = 4;
 
 // Bits of the flags field.
 inline constexpr std::uint8_t kFlagSet = 0x01;  // which of the slot's two copies (the shadow copy)
-inline constexpr std::uint8_t kFlagFresh =
-    0x02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take
-           // the set over from another epoch; 0 in results
-inline constexpr std::uint8_t kFlagRecovery =
-    0x04;  // contribution: a copy of a packet whose result the sender has, sent again for workers
-           // still waiting on its round; it never starts a round; 0 in results
+inline constexpr std::uint8_t kFlagFresh = 0x02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
+inline constexpr std::uint8_t kFlagRecovery = 0x04;  // contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results
 inline constexpr std::uint8_t kFlagsReservedMask = 0xF8;
 
 // ---- the netagg header ----------------------------------------------------------------
@@ -132,8 +123,8 @@ struct Header {
   std::uint8_t version = kVersion;
   MsgType type = MsgType::kContribution;
   DataType dtype = DataType::kInt32;
-  std::uint8_t set = 0;       // 0 or 1: flags bit 0
-  std::uint8_t fresh = 0;     // 0 or 1: flags bit 1
+  std::uint8_t set = 0;  // 0 or 1: flags bit 0
+  std::uint8_t fresh = 0;  // 0 or 1: flags bit 1
   std::uint8_t recovery = 0;  // 0 or 1: flags bit 2
   std::uint16_t job_id = 0;
   std::uint16_t rank = 0;
@@ -150,19 +141,19 @@ struct Header {
 
 // Why a packet was rejected. Every decoder reports exactly one reason.
 enum class Error : std::uint8_t {
-  kOk = 0,                  // accepted
-  kTruncated = 1,           // shorter than the headers it must hold
-  kBadVersion = 2,          // version is not the wire format's
-  kBadType = 3,             // type is not a msg_type
-  kBadDtype = 4,            // dtype is not a dtype
-  kBadFlags = 5,            // a reserved flag bit is set
-  kCountTooLarge = 6,       // count > max_count
-  kLengthMismatch = 7,      // bytes after the header differ from count x element size
-  kNotIpv4 = 8,             // EtherType is not IPv4
-  kBadIpHeader = 9,         // IPv4 version/IHL not 4/5, fragmented, or checksum wrong
-  kNotUdp = 10,             // IP protocol is not UDP
-  kWrongPort = 11,          // UDP destination port is not the aggregator's
-  kIpLengthMismatch = 12,   // IP total length larger than the frame or too small for UDP
+  kOk = 0,  // accepted
+  kTruncated = 1,  // shorter than the headers it must hold
+  kBadVersion = 2,  // version is not the wire format's
+  kBadType = 3,  // type is not a msg_type
+  kBadDtype = 4,  // dtype is not a dtype
+  kBadFlags = 5,  // a reserved flag bit is set
+  kCountTooLarge = 6,  // count > max_count
+  kLengthMismatch = 7,  // bytes after the header differ from count x element size
+  kNotIpv4 = 8,  // EtherType is not IPv4
+  kBadIpHeader = 9,  // IPv4 version/IHL not 4/5, fragmented, or checksum wrong
+  kNotUdp = 10,  // IP protocol is not UDP
+  kWrongPort = 11,  // UDP destination port is not the aggregator's
+  kIpLengthMismatch = 12,  // IP total length larger than the frame or too small for UDP
   kUdpLengthMismatch = 13,  // UDP length differs from IP total length - 20
 };
 inline constexpr std::size_t kErrorCount = 14;
@@ -206,8 +197,8 @@ inline void store_be32(std::byte* p, std::uint32_t v) {
   p[3] = std::byte(v);
 }
 inline std::uint32_t load_be32(const std::byte* p) {
-  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
-         std::uint32_t(p[3]);
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) |
+         (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
 }
 inline void store_be16(std::byte* p, std::uint16_t v) {
   p[0] = std::byte(v >> 8);
@@ -223,8 +214,7 @@ inline void store_header(const Header& h, std::byte* p) {
   p[offset::kVersion] = std::byte(h.version);
   p[offset::kType] = std::byte(h.type);
   p[offset::kDtype] = std::byte(h.dtype);
-  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0) | (h.fresh ? kFlagFresh : 0) |
-                                (h.recovery ? kFlagRecovery : 0));
+  p[offset::kFlags] = std::byte((h.set ? kFlagSet : 0) | (h.fresh ? kFlagFresh : 0) | (h.recovery ? kFlagRecovery : 0));
   store_be16(p + offset::kJobId, static_cast<std::uint16_t>(h.job_id));
   store_be16(p + offset::kRank, static_cast<std::uint16_t>(h.rank));
   store_be16(p + offset::kSlot, static_cast<std::uint16_t>(h.slot));
@@ -287,16 +277,14 @@ inline constexpr std::uint16_t kEthertypeArp = 0x0806;
 inline constexpr std::uint8_t kIpProtocolIcmp = 1;
 inline constexpr std::uint8_t kIpProtocolUdp = 17;
 inline constexpr std::uint8_t kIpVersionIhl = 0x45;  // version 4, IHL 5: no options
-inline constexpr std::uint8_t kIpTtl = 64;           // TTL of the frames netagg sends
-inline constexpr std::uint8_t kIpFlagsDf = 2;        // the 3-bit flags field with DF set
-inline constexpr std::uint16_t kIpFragmentMask =
-    0x3FFF;  // MF and fragment offset: zero in a netagg frame
+inline constexpr std::uint8_t kIpTtl = 64;  // TTL of the frames netagg sends
+inline constexpr std::uint8_t kIpFlagsDf = 2;  // the 3-bit flags field with DF set
+inline constexpr std::uint16_t kIpFragmentMask = 0x3FFF;  // MF and fragment offset: zero in a netagg frame
 inline constexpr std::uint16_t kArpOpcodeRequest = 1;
 inline constexpr std::uint16_t kArpOpcodeReply = 2;
 inline constexpr std::uint8_t kIcmpEchoRequest = 8;
 inline constexpr std::uint8_t kIcmpEchoReply = 0;
-inline constexpr std::uint16_t kMinEthFrame =
-    60;  // shorter frames are padded to this (without FCS)
+inline constexpr std::uint16_t kMinEthFrame = 60;  // shorter frames are padded to this (without FCS)
 
 // Field tables of every header of the frame: bit offset inside its header (most significant
 // bit first) and width.
@@ -307,29 +295,20 @@ struct Field {
   std::size_t bits;
 };
 inline constexpr Field kEthernet[] = {
-    {"dst_addr", 0, 48},
-    {"src_addr", 48, 48},
-    {"ether_type", 96, 16},
+    {"dst_addr", 0, 48}, {"src_addr", 48, 48}, {"ether_type", 96, 16},
 };
 inline constexpr Field kIpv4[] = {
-    {"version", 0, 4},        {"ihl", 4, 4},
-    {"dscp", 8, 6},           {"ecn", 14, 2},
-    {"total_len", 16, 16},    {"identification", 32, 16},
-    {"flags", 48, 3},         {"frag_offset", 51, 13},
-    {"ttl", 64, 8},           {"protocol", 72, 8},
-    {"hdr_checksum", 80, 16}, {"src_addr", 96, 32},
-    {"dst_addr", 128, 32},
+    {"version", 0, 4}, {"ihl", 4, 4}, {"dscp", 8, 6}, {"ecn", 14, 2}, {"total_len", 16, 16},
+    {"identification", 32, 16}, {"flags", 48, 3}, {"frag_offset", 51, 13}, {"ttl", 64, 8},
+    {"protocol", 72, 8}, {"hdr_checksum", 80, 16}, {"src_addr", 96, 32}, {"dst_addr", 128, 32},
 };
 inline constexpr Field kUdp[] = {
-    {"src_port", 0, 16},
-    {"dst_port", 16, 16},
-    {"length", 32, 16},
-    {"checksum", 48, 16},
+    {"src_port", 0, 16}, {"dst_port", 16, 16}, {"length", 32, 16}, {"checksum", 48, 16},
 };
 inline constexpr Field kNetagg[] = {
-    {"version", 0, 8},    {"type", 8, 8},   {"dtype", 16, 8},   {"flags", 24, 8},
-    {"job_id", 32, 16},   {"rank", 48, 16}, {"slot", 64, 16},   {"count", 80, 16},
-    {"exponent", 96, 16}, {"seq", 112, 32}, {"epoch", 144, 32},
+    {"version", 0, 8}, {"type", 8, 8}, {"dtype", 16, 8}, {"flags", 24, 8}, {"job_id", 32, 16},
+    {"rank", 48, 16}, {"slot", 64, 16}, {"count", 80, 16}, {"exponent", 96, 16}, {"seq", 112, 32},
+    {"epoch", 144, 32},
 };
 }  // namespace fields
 
