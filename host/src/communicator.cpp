@@ -498,15 +498,11 @@ struct Communicator::Impl {
         if (const auto d = e.next_deadline(); d && (!deadline || *d < *deadline)) deadline = d;
       }
       if (!any) break;
-      bool failed = false;
-      for (std::size_t k = 0; k < engines.size(); ++k)
-        failed = failed || (sources[k] && engines[k].state() == Engine::State::kFailed);
-      if (failed) break;
+      // (A failure ends the communicator, so an engine in kFailed is this operation's.)
+      if (engines.any_failed()) break;
       if (fallback) {
         // No result on any tree for fallback_after: the aggregator may be gone.
-        TimePoint progress{};
-        for (std::size_t k = 0; k < engines.size(); ++k)
-          if (running(k)) progress = std::max(progress, engines[k].last_progress());
+        const TimePoint progress = engines.last_progress().value_or(TimePoint{});
         if (const auto now = Clock::now(); now - progress >= cfg.fallback_after) {
           report(fmt::format(
               "no result from aggregator {} for {} ms: finishing the all-reduce with the other "
@@ -522,12 +518,7 @@ struct Communicator::Impl {
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);
-      const auto now = Clock::now();
-      for (std::size_t k = 0; k < engines.size(); ++k) {
-        if (!running(k)) continue;  // its leftovers are sent at the top of the loop
-        const auto due = engines[k].next_deadline();
-        if (due && now >= *due) engines[k].on_timer(now);
-      }
+      engines.on_timer(Clock::now());  // what it sends goes at the top of the loop
     }
     for (std::size_t k = 0; k < engines.size(); ++k)
       if (sources[k] && engines[k].state() == Engine::State::kFailed)

@@ -81,15 +81,9 @@ std::optional<TimePoint> TreeEngines::last_progress() const {
   return latest;
 }
 
-bool TreeEngines::any_running() const {
+bool TreeEngines::any_in(Engine::State state) const {
   for (const auto& e : engines_)
-    if (e->state() == Engine::State::kRunning) return true;
-  return false;
-}
-
-bool TreeEngines::any_failed() const {
-  for (const auto& e : engines_)
-    if (e->state() == Engine::State::kFailed) return true;
+    if (e->state() == state) return true;
   return false;
 }
 

@@ -44,8 +44,9 @@ class TreeEngines {
   // When a running engine last got a result (or started); nothing when none runs.
   std::optional<TimePoint> last_progress() const;
   bool running(std::size_t k) const { return engines_[k]->state() == Engine::State::kRunning; }
-  bool any_running() const;
-  bool any_failed() const;
+  bool any_running() const { return any_in(Engine::State::kRunning); }
+  bool any_failed() const { return any_in(Engine::State::kFailed); }
+  bool any_in(Engine::State state) const;
 
   // Datagrams that reached no engine.
   std::uint64_t unroutable() const { return unroutable_; }
