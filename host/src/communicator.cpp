@@ -335,8 +335,7 @@ struct Communicator::Impl {
   // the operation is complete, false when the workers gave it back to the network.
   bool host_session() {
     const std::vector<Engine*> list = engine_list();
-    for (Engine* e : list)
-      if (e->state() == Engine::State::kRunning) e->take_over();
+    engines.take_over();
     const FallbackStats before = fallback->stats();
     HostFallback::Outcome outcome;
     try {
@@ -351,9 +350,7 @@ struct Communicator::Impl {
     }
     const FallbackStats& after = fallback->stats();
     if (outcome == HostFallback::Outcome::kResume) {
-      const auto now = Clock::now();
-      for (Engine* e : list)
-        if (e->state() == Engine::State::kHost) e->resume(now);
+      engines.resume(Clock::now());
       report(
           "the workers give the all-reduce back to the aggregator (it answered another "
           "worker: a worker was late)");
@@ -502,18 +499,20 @@ struct Communicator::Impl {
       if (engines.any_failed()) break;
       if (fallback) {
         // No result on any tree for fallback_after: the aggregator may be gone.
-        const TimePoint progress = engines.last_progress().value_or(TimePoint{});
-        if (const auto now = Clock::now(); now - progress >= cfg.fallback_after) {
+        if (const auto now = Clock::now(); engines.stalled(now, cfg.fallback_after)) {
           report(fmt::format(
               "no result from aggregator {} for {} ms: finishing the all-reduce with the other "
               "workers (fallback {})",
               aggregators_text(),
-              std::chrono::duration_cast<std::chrono::milliseconds>(now - progress).count(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  now - engines.last_progress().value_or(now))
+                  .count(),
               to_string(cfg.fallback)));
           if (host_session()) return;
           continue;
         }
-        if (deadline) deadline = std::min(*deadline, progress + cfg.fallback_after);
+        if (const auto due = engines.stall_deadline(cfg.fallback_after); deadline && due)
+          deadline = std::min(*deadline, *due);
       }
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;

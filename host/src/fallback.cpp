@@ -129,8 +129,10 @@ struct HostFallback::Status {
   }
 };
 
-HostFallback::HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout)
-    : peers_(std::move(peers)), timeout_(timeout) {
+HostFallback::HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout,
+                           NowFn now)
+    : peers_(std::move(peers)), timeout_(timeout), now_(std::move(now)) {
+  if (!now_) now_ = [] { return Clock::now(); };
   if (!peers_) throw Error(Errc::kInvalidArgument, "fallback: no peer group");
 }
 
@@ -157,13 +159,16 @@ void HostFallback::back_to_network(std::size_t k) {
   ++stats_.to_network;
 }
 
-HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role role) {
-  const auto started = Clock::now();
+HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role role,
+                                        std::optional<TimePoint> stalled_since) {
+  const TimePoint session_start = now_();
+  const TimePoint started = stalled_since.value_or(session_start);
   struct Timer {
     FallbackStats& stats;
+    const NowFn& now;
     TimePoint start;
-    ~Timer() { stats.seconds += std::chrono::duration<double>(Clock::now() - start).count(); }
-  } timer{stats_, started};
+    ~Timer() { stats.seconds += std::chrono::duration<double>(now() - start).count(); }
+  } timer{stats_, now_, session_start};
   // Ranks that closed left the group for good: no collective call can include them again.
   if (!closed_.empty()) {
     if (role == Role::kClosing) return Outcome::kLeft;
@@ -183,7 +188,7 @@ HostFallback::Outcome HostFallback::run(std::span<Engine* const> engines, Role r
     Status mine;
     mine.role = static_cast<std::uint64_t>(role);
     mine.joined = joined ? 1 : 0;
-    const auto now = Clock::now();
+    const TimePoint now = now_();
     const auto micros = [](Duration d) {
       return static_cast<std::uint64_t>(std::max<std::int64_t>(
           0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));

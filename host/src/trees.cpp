@@ -81,6 +81,26 @@ std::optional<TimePoint> TreeEngines::last_progress() const {
   return latest;
 }
 
+std::optional<TimePoint> TreeEngines::stall_deadline(Duration after) const {
+  if (const auto progress = last_progress()) return *progress + after;
+  return std::nullopt;
+}
+
+bool TreeEngines::stalled(TimePoint now, Duration after) const {
+  const auto due = stall_deadline(after);
+  return due && now >= *due;
+}
+
+void TreeEngines::take_over() {
+  for (const auto& e : engines_)
+    if (e->state() == Engine::State::kRunning) e->take_over();
+}
+
+void TreeEngines::resume(TimePoint now) {
+  for (const auto& e : engines_)
+    if (e->state() == Engine::State::kHost) e->resume(now);
+}
+
 bool TreeEngines::any_in(Engine::State state) const {
   for (const auto& e : engines_)
     if (e->state() == state) return true;

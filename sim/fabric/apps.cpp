@@ -30,13 +30,14 @@ std::uint8_t ecn_of(const Ptr<Packet>& p) {
 // ---- WorkerApp ----------------------------------------------------------------------------------
 
 void WorkerApp::Setup(WorkerCore* core, Ipv4Address local, std::uint16_t port, Time start, bool ect,
-                      DoneFn on_done) {
+                      DoneFn on_done, DoneFn on_stall) {
   core_ = core;
   local_ = local;
   port_ = port;
   start_ = start;
   ect_ = ect;
   on_done_ = std::move(on_done);
+  on_stall_ = std::move(on_stall);
   send_ = [this](const Outgoing& o) { Send(o); };
 }
 
@@ -108,9 +109,21 @@ void WorkerApp::Arm() {
   timer_ = Simulator::Schedule(NanoSeconds(delay), &WorkerApp::OnTimer, this);
 }
 
+void WorkerApp::FinishFallback() {
+  stalled_ = false;
+  core_->finish_fallback(Simulator::Now().GetNanoSeconds(), send_);
+  Arm();
+  Check();
+}
+
 void WorkerApp::Check() {
   if (finished_) return;
   const WorkerCore::State s = core_->state();
+  if (s == WorkerCore::State::kStalled && !stalled_) {
+    stalled_ = true;
+    if (on_stall_) on_stall_();
+    return;
+  }
   if (s != WorkerCore::State::kDone && s != WorkerCore::State::kFailed) return;
   finished_ = true;
   finished_at_ = Simulator::Now();
@@ -158,11 +171,22 @@ Time AggregatorApp::ServiceTime(std::size_t bytes) const {
   return per_packet_ + NanoSeconds(static_cast<std::int64_t>(per_byte_ns_ * bytes));
 }
 
+void AggregatorApp::KillAt(Time at) {
+  Simulator::Schedule(std::max(at - Simulator::Now(), Time(0)), [this] {
+    dead_ = true;
+    queue_.clear();
+  });
+}
+
 void AggregatorApp::HandleRead(Ptr<Socket> socket) {
   Ptr<Packet> p;
   Address from;
   const bool limited = !per_packet_.IsZero() || per_byte_ns_ > 0;
   while ((p = socket->RecvFrom(from))) {
+    if (dead_) {
+      ++dead_drops_;
+      continue;
+    }
     const InetSocketAddress src = InetSocketAddress::ConvertFrom(from);
     Pending item{src.GetIpv4().Get(), src.GetPort(), ecn_of(p), {}};
     item.bytes.resize(p->GetSize());
@@ -188,6 +212,10 @@ void AggregatorApp::HandleRead(Ptr<Socket> socket) {
 }
 
 void AggregatorApp::Serve() {
+  if (queue_.empty()) {  // killed while busy
+    busy_ = false;
+    return;
+  }
   const Pending item = std::move(queue_.front());
   queue_.pop_front();
   Process(item);

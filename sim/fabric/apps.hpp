@@ -30,11 +30,14 @@ class WorkerApp : public ns3::Application {
  public:
   using DoneFn = std::function<void()>;
   // `core` outlives the simulation. The engine's packets leave from (local, port), ECT(0) when
-  // `ect`; the all-reduce starts at `start` (absolute simulated time).
+  // `ect`; the all-reduce starts at `start` (absolute simulated time). `on_done` is called when
+  // the worker finishes or fails, `on_stall` each time it stalls (WorkerCore::State::kStalled).
   void Setup(WorkerCore* core, ns3::Ipv4Address local, std::uint16_t port, ns3::Time start,
-             bool ect, DoneFn on_done);
+             bool ect, DoneFn on_done, DoneFn on_stall = {});
   ns3::Time finished_at() const { return finished_at_; }
   bool finished() const { return finished_; }
+  // The job's fallback session has ended for this worker (WorkerCore::finish_fallback).
+  void FinishFallback();
 
  private:
   void StartApplication() override;
@@ -51,7 +54,8 @@ class WorkerApp : public ns3::Application {
   std::uint16_t port_ = 0;
   ns3::Time start_;
   bool ect_ = false;
-  DoneFn on_done_;
+  DoneFn on_done_, on_stall_;
+  bool stalled_ = false;
   ns3::Ptr<ns3::Socket> socket_;
   ns3::EventId begin_event_, timer_;
   std::int64_t timer_at_ = -1;
@@ -69,6 +73,11 @@ class AggregatorApp : public ns3::Application {
              double per_byte_ns, std::uint32_t queue_limit);
   std::uint64_t rate_limit_drops() const { return rate_drops_; }
   std::uint64_t max_backlog() const { return max_backlog_; }
+  // From `at` (absolute simulated time) on, the aggregator is dead: what it holds is lost, and
+  // every datagram that reaches it is dropped (counted) unanswered. It does not come back.
+  void KillAt(ns3::Time at);
+  bool dead() const { return dead_; }
+  std::uint64_t dead_drops() const { return dead_drops_; }
 
  private:
   struct Pending {
@@ -94,7 +103,8 @@ class AggregatorApp : public ns3::Application {
   ns3::Ptr<ns3::Socket> socket_;
   std::deque<Pending> queue_;
   bool busy_ = false;
-  std::uint64_t rate_drops_ = 0, max_backlog_ = 0;
+  bool dead_ = false;
+  std::uint64_t rate_drops_ = 0, max_backlog_ = 0, dead_drops_ = 0;
   SendFn send_;
 };
 

@@ -6,13 +6,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <exception>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "netagg/engine.hpp"
 #include "netagg/error.hpp"
+#include "netagg/fallback.hpp"
 #include "netagg/job.hpp"
+#include "netagg/peers.hpp"
 #include "netagg/split.hpp"
 #include "netagg/trees.hpp"
 #include "netagg/wire.hpp"
@@ -295,6 +300,13 @@ struct WorkerCore::Impl {
   std::vector<std::unique_ptr<Source>> sources;
   std::vector<std::pair<std::uint32_t, std::uint16_t>> aggregators;
   std::uint64_t checked = 0, mismatches = 0;
+  // The host fallback (FallbackGroup): null without one.
+  std::unique_ptr<HostFallback> fallback;
+  bool in_fallback = false;     // taken over: waits for, or is in, the job's session
+  bool resume_pending = false;  // the session gave the operation back to the network
+  bool session_ran = false;     // its session ran; finish_fallback is to come
+  TimePoint stalled_since{};
+  TimePoint session_now{};  // the session's instant: the fallback's clock
 };
 
 WorkerCore::WorkerCore(const JobPlan& plan, std::uint16_t rank, const WorkerOptions& options)
@@ -309,6 +321,7 @@ void WorkerCore::start(std::int64_t now_ns, const SendFn& send) {
   std::vector<PacketSource*> sources;
   for (const auto& s : impl_->sources) sources.push_back(s.get());
   impl_->engines.start(sources, to_time_point(now_ns));
+  if (impl_->fallback) impl_->fallback->begin_operation(impl_->engines.list());
   for (std::size_t t = 0; t < impl_->engines.size(); ++t) impl_->flush(t, send);
 }
 
@@ -320,23 +333,52 @@ void WorkerCore::on_packet(const std::uint8_t* data, std::size_t size, std::uint
 }
 
 void WorkerCore::on_timer(std::int64_t now_ns, const SendFn& send) {
-  impl_->engines.on_timer(to_time_point(now_ns));
-  for (std::size_t t = 0; t < impl_->engines.size(); ++t) impl_->flush(t, send);
+  Impl& w = *impl_;
+  const TimePoint now = to_time_point(now_ns);
+  w.engines.on_timer(now);
+  const auto after = std::chrono::nanoseconds(w.options.fallback_after_ns);
+  if (w.options.fallback_after_ns > 0 && !w.in_fallback && !w.engines.any_failed() &&
+      w.engines.stalled(now, after)) {
+    // No result for fallback_after: the aggregator may be gone (as the communicator decides).
+    w.engines.take_over();
+    w.in_fallback = true;
+    w.stalled_since = now;
+  }
+  for (std::size_t t = 0; t < w.engines.size(); ++t) w.flush(t, send);
 }
 
 std::optional<std::int64_t> WorkerCore::next_deadline_ns() const {
-  if (const auto d = impl_->engines.next_deadline()) return to_ns(*d);
+  std::optional<TimePoint> d = impl_->engines.next_deadline();
+  if (impl_->options.fallback_after_ns > 0)
+    if (const auto due = impl_->engines.stall_deadline(
+            std::chrono::nanoseconds(impl_->options.fallback_after_ns));
+        due && (!d || *due < *d))
+      d = due;
+  if (d) return to_ns(*d);
   return std::nullopt;
 }
 
+void WorkerCore::finish_fallback(std::int64_t now_ns, const SendFn& send) {
+  Impl& w = *impl_;
+  if (!w.in_fallback) return;
+  w.in_fallback = false;
+  w.session_ran = false;
+  if (w.resume_pending) {
+    w.resume_pending = false;
+    w.engines.resume(to_time_point(now_ns));
+  }
+  for (std::size_t t = 0; t < w.engines.size(); ++t) w.flush(t, send);
+}
+
 WorkerCore::State WorkerCore::state() const {
+  if (impl_->in_fallback && !impl_->engines.any_failed()) return State::kStalled;
   bool running = false, idle = false;
   for (const Engine* e : impl_->engines.list()) {
     switch (e->state()) {
       case Engine::State::kFailed:
         return State::kFailed;
       case Engine::State::kRunning:
-      case Engine::State::kHost:  // the fabric's workers have no host fallback: never taken over
+      case Engine::State::kHost:  // (in a fallback session: in_fallback)
         running = true;
         break;
       case Engine::State::kIdle:
@@ -376,7 +418,157 @@ WorkerCounters WorkerCore::counters() const {
   c.elements_checked = impl_->checked;
   c.mismatches = impl_->mismatches;
   c.unroutable = s.unroutable;
+  if (impl_->fallback) {
+    const FallbackStats& f = impl_->fallback->stats();
+    c.fallback_sessions = f.sessions;
+    c.fallback_shared_results = f.shared_results;
+    c.fallback_host_packets = f.host_packets;
+    c.fallback_resumed = f.resumed;
+  }
   return c;
+}
+
+// ---- FallbackGroup ------------------------------------------------------------------------------
+
+namespace {
+
+// A member of the in-process group that logs what each collective call sends to and receives
+// from the other ranks (the session's modeled duration).
+class MeteredPeers final : public Peers {
+ public:
+  struct Call {
+    std::uint64_t out = 0, in = 0;
+  };
+  MeteredPeers(std::shared_ptr<Peers> inner, std::vector<Call>* log)
+      : inner_(std::move(inner)), log_(log) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return "the fabric's hosts"; }
+  std::vector<Bytes> allgather(std::span<const std::byte> mine,
+                               std::chrono::milliseconds timeout) override {
+    std::vector<Bytes> all = inner_->allgather(mine, timeout);
+    Call c;
+    c.out = mine.size() * static_cast<std::uint64_t>(size() - 1);
+    for (int r = 0; r < size(); ++r)
+      if (r != rank()) c.in += all[static_cast<std::size_t>(r)].size();
+    log_->push_back(c);
+    return all;
+  }
+  std::vector<Bytes> alltoall(const std::vector<Bytes>& to,
+                              std::chrono::milliseconds timeout) override {
+    std::vector<Bytes> from = inner_->alltoall(to, timeout);
+    Call c;
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank()) continue;
+      c.out += to[static_cast<std::size_t>(r)].size();
+      c.in += from[static_cast<std::size_t>(r)].size();
+    }
+    log_->push_back(c);
+    return from;
+  }
+
+ private:
+  std::shared_ptr<Peers> inner_;
+  std::vector<Call>* log_;
+};
+
+// How long a rank of a session may wait for the others (wall time): the threads of one process
+// all join at once, so only a defect waits this long.
+constexpr std::chrono::milliseconds kSessionTimeout{60'000};
+
+}  // namespace
+
+struct FallbackGroup::Impl {
+  std::vector<WorkerCore*> workers;
+  FallbackCost cost;
+  InprocPeerGroup group;
+  std::vector<std::vector<MeteredPeers::Call>> logs;  // per rank, the current session's calls
+
+  Impl(std::vector<WorkerCore*> w, const FallbackCost& c)
+      : workers(std::move(w)),
+        cost(c),
+        group(static_cast<int>(workers.size())),
+        logs(workers.size()) {}
+};
+
+FallbackGroup::FallbackGroup(std::vector<WorkerCore*> workers, const FallbackCost& cost)
+    : impl_(std::make_unique<Impl>(std::move(workers), cost)) {
+  if (cost.host_gbps <= 0) throw Error(Errc::kConfig, "fabric fallback: host_gbps must be > 0");
+  for (std::size_t r = 0; r < impl_->workers.size(); ++r) {
+    WorkerCore::Impl& w = *impl_->workers[r]->impl_;
+    if (w.options.fallback_after_ns <= 0)
+      throw Error(Errc::kConfig,
+                  fmt::format("fabric fallback: rank {} has no fallback_after_ns", r));
+    auto peers =
+        std::make_shared<MeteredPeers>(impl_->group.member(static_cast<int>(r)), &impl_->logs[r]);
+    w.fallback =
+        std::make_unique<HostFallback>(peers, kSessionTimeout, [&w] { return w.session_now; });
+  }
+}
+FallbackGroup::~FallbackGroup() = default;
+
+bool FallbackGroup::ready() const {
+  bool stalled = false;
+  for (const WorkerCore* w : impl_->workers) {
+    const WorkerCore::State st = w->state();
+    if (st == WorkerCore::State::kStalled && !w->impl_->session_ran)
+      stalled = true;
+    else if (st != WorkerCore::State::kDone)
+      return false;  // running, failed, or its session's exchange has not ended
+  }
+  return stalled;
+}
+
+FallbackRun FallbackGroup::run(std::int64_t now_ns) {
+  FallbackRun out;
+  const std::size_t n = impl_->workers.size();
+  std::vector<std::string> errors(n);
+  std::vector<HostFallback::Outcome> outcomes(n, HostFallback::Outcome::kComplete);
+  for (auto& log : impl_->logs) log.clear();
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < n; ++r) {
+    WorkerCore::Impl& w = *impl_->workers[r]->impl_;
+    w.session_now = to_time_point(now_ns);
+    const bool stalled = impl_->workers[r]->state() == WorkerCore::State::kStalled;
+    if (stalled) {
+      out.stalled.push_back(static_cast<std::uint16_t>(r));
+      w.session_ran = true;
+    }
+    threads.emplace_back([this, &w, &errors, &outcomes, r, stalled] {
+      try {
+        const std::vector<Engine*> list = w.engines.list();
+        outcomes[r] = stalled ? w.fallback->run(list, HostFallback::Role::kStuck, w.stalled_since)
+                              : w.fallback->run(list, HostFallback::Role::kClosing);
+      } catch (const std::exception& e) {
+        errors[r] = fmt::format("rank {}: {}", r, e.what());
+        impl_->group.break_group();  // the others' calls fail at once instead of waiting
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty() && out.error.empty()) out.error = e;
+  if (!out.error.empty()) return out;
+  for (std::size_t r = 0; r < n; ++r)
+    if (outcomes[r] == HostFallback::Outcome::kResume)
+      impl_->workers[r]->impl_->resume_pending = true;
+  // Every rank made the same calls: the c-th call of all ranks is one collective.
+  std::size_t calls = 0;
+  for (const auto& log : impl_->logs) calls = std::max(calls, log.size());
+  double ns = 0;
+  for (std::size_t c = 0; c < calls; ++c) {
+    std::uint64_t most = 0;
+    for (const auto& log : impl_->logs) {
+      if (c >= log.size()) continue;
+      most = std::max({most, log[c].out, log[c].in});
+      out.bytes += log[c].out;
+    }
+    ns += static_cast<double>(impl_->cost.step_ns) +
+          static_cast<double>(most) * 8 / impl_->cost.host_gbps;
+  }
+  out.calls = calls;
+  out.duration_ns = std::llround(ns);
+  return out;
 }
 
 // ---- AggregatorCore -----------------------------------------------------------------------------

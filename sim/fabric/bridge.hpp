@@ -115,6 +115,9 @@ struct WorkerOptions {
   // Fault injection for the tests: this rank sends element 0 off by one, so that every worker's
   // check must find a mismatch. -1: none.
   int corrupt_rank = -1;
+  // The host fallback (docs/fallback.md): a worker whose running engines made no progress for
+  // this long takes its operation over and waits for the job's session (FallbackGroup). 0: none.
+  std::int64_t fallback_after_ns = 0;
 };
 
 struct WorkerCounters {
@@ -134,14 +137,23 @@ struct WorkerCounters {
   std::uint64_t elements_checked = 0;
   std::uint64_t mismatches = 0;  // result elements that differ from the expected sum
   std::uint64_t unroutable = 0;  // datagrams whose job id belongs to no tree of this worker
+  // The host fallback's (netagg::FallbackStats).
+  std::uint64_t fallback_sessions = 0;
+  std::uint64_t fallback_shared_results = 0;
+  std::uint64_t fallback_host_packets = 0;
+  std::uint64_t fallback_resumed = 0;
 };
+
+class FallbackGroup;
 
 // A worker: one netagg::Engine per tree of the job, fed by a source that computes its tensor
 // from a formula (element i of rank r is (r + 1) * ((i mod 251) + 1), as int32) instead of
 // storing it, and checks every element of the result against the formula's sum over the ranks.
 class WorkerCore {
  public:
-  enum class State { kIdle, kRunning, kDone, kFailed };
+  // kStalled: no progress for WorkerOptions::fallback_after_ns; the engines are taken over and
+  // wait for the job's fallback session (FallbackGroup::run, then finish_fallback).
+  enum class State { kIdle, kRunning, kDone, kFailed, kStalled };
 
   WorkerCore(const JobPlan& plan, std::uint16_t rank, const WorkerOptions& options);
   ~WorkerCore();
@@ -159,9 +171,52 @@ class WorkerCore {
   // The earliest deadline of a running engine; none when no engine runs.
   std::optional<std::int64_t> next_deadline_ns() const;
 
+  // After the job's fallback session: at the moment the session's exchange ends, the worker is
+  // done, or (the workers gave the operation back to the network) runs again from here.
+  void finish_fallback(std::int64_t now_ns, const SendFn& send);
+
   State state() const;
   std::string failure() const;
   WorkerCounters counters() const;
+
+ private:
+  friend class FallbackGroup;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The job's host fallback in the fabric. Its sessions run netagg's own (netagg::HostFallback),
+// every worker a thread over an in-process peer group, at one instant of simulated time: when the
+// last worker has stalled or finished. Their exchange is not simulated packet by packet; it is
+// given a modeled duration: each collective call takes `step_ns` plus the most bytes any worker
+// sends or receives in it at `host_gbps` (the workers' links, with no other traffic).
+struct FallbackCost {
+  double host_gbps = 100;
+  std::int64_t step_ns = 10'000;
+};
+
+struct FallbackRun {
+  std::int64_t duration_ns = 0;        // modeled
+  std::uint64_t calls = 0;             // collective calls each worker made
+  std::uint64_t bytes = 0;             // bytes the workers sent each other
+  std::vector<std::uint16_t> stalled;  // the ranks that were stalled (to finish_fallback)
+  std::string error;                   // the session failed: why (the workers stay stalled)
+};
+
+class FallbackGroup {
+ public:
+  // `workers`: the whole job, in rank order; each gets a host fallback. Throws
+  // std::runtime_error if one has no fallback_after_ns.
+  FallbackGroup(std::vector<WorkerCore*> workers, const FallbackCost& cost);
+  ~FallbackGroup();
+  FallbackGroup(const FallbackGroup&) = delete;
+  FallbackGroup& operator=(const FallbackGroup&) = delete;
+
+  // Every worker is stalled or done, and one is stalled: a session can run.
+  bool ready() const;
+  // Runs the session at `now_ns`: the stalled workers as stuck, the done ones as closing (they
+  // hold results the others may lack).
+  FallbackRun run(std::int64_t now_ns);
 
  private:
   struct Impl;

@@ -441,18 +441,70 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   wo.job_timeout_ns = std::llround(s.job.job_timeout_ms * 1e6);
   wo.corrupt_rank = s.job.corrupt_rank;
   wo.pace_gbps = s.job.pace_gbps;
+  wo.fallback_after_ns = std::llround(s.job.fallback_after_ms * 1e6);
   std::vector<std::unique_ptr<WorkerCore>> cores;
   std::vector<Ptr<WorkerApp>> apps;
+  for (unsigned r = 0; r < n; ++r)
+    cores.push_back(std::make_unique<WorkerCore>(plan, static_cast<std::uint16_t>(r), wo));
+
+  // The host fallback: a session when every worker has stalled or finished (one stalled); each
+  // stalled worker goes on when the session's modeled exchange ends.
+  std::unique_ptr<FallbackGroup> fallback;
+  if (wo.fallback_after_ns > 0) {
+    std::vector<WorkerCore*> members;
+    for (const auto& c : cores) members.push_back(c.get());
+    FallbackCost cost;
+    cost.host_gbps = s.topology.host_gbps;
+    cost.step_ns = std::llround(s.job.fallback_step_us * 1e3);
+    fallback = std::make_unique<FallbackGroup>(std::move(members), cost);
+  }
+  json sessions = json::array();
+  std::string fallback_error;
+  const auto try_fallback = [&] {
+    if (!fallback || !fallback->ready()) return;
+    const FallbackRun run = fallback->run(Simulator::Now().GetNanoSeconds());
+    sessions.push_back({{"at_s", Simulator::Now().GetSeconds() - start.GetSeconds()},
+                        {"stalled_workers", run.stalled.size()},
+                        {"calls", run.calls},
+                        {"bytes", run.bytes},
+                        {"modeled_s", static_cast<double>(run.duration_ns) * 1e-9},
+                        {"error", run.error}});
+    if (!run.error.empty()) {
+      fallback_error = run.error;
+      return;
+    }
+    for (const std::uint16_t r : run.stalled)
+      Simulator::Schedule(NanoSeconds(run.duration_ns), &WorkerApp::FinishFallback, apps[r]);
+  };
   unsigned remaining = n;
   for (unsigned r = 0; r < n; ++r) {
-    cores.push_back(std::make_unique<WorkerCore>(plan, static_cast<std::uint16_t>(r), wo));
     Ptr<WorkerApp> app = CreateObject<WorkerApp>();
-    app->Setup(cores.back().get(), net->host_ip[r], kWorkerPort, start, s.ect(), [&remaining] {
-      if (--remaining == 0) Simulator::Stop();
-    });
+    app->Setup(
+        cores[r].get(), net->host_ip[r], kWorkerPort, start, s.ect(),
+        [&remaining, &try_fallback] {
+          if (--remaining == 0) {
+            Simulator::Stop();
+            return;
+          }
+          try_fallback();  // the others may wait for this one
+        },
+        try_fallback);
     net->hosts.Get(r)->AddApplication(app);
     app->SetStartTime(Seconds(0));
     apps.push_back(app);
+  }
+
+  // An aggregator killed for good.
+  if (s.kill) {
+    const auto it = std::find(used.begin(), used.end(), s.kill->aggregator);
+    if (it == used.end()) {
+      std::string names;
+      for (const std::string& u : used) names += (names.empty() ? "" : ", ") + u;
+      throw std::runtime_error(fmt::format("kill.aggregator: '{}' is no aggregator of the job ({})",
+                                           s.kill->aggregator, names));
+    }
+    aggregator_apps[static_cast<std::size_t>(it - used.begin())]->KillAt(
+        NanoSeconds(std::llround(s.kill->at_us * 1e3)));
   }
   const auto [background, sim] = run_mode(s, *net, start);
 
@@ -460,7 +512,8 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
   std::vector<double> finish;
   bool all_done = true;
   std::uint64_t mismatches = 0, checked = 0, retransmissions = 0, packets_sent = 0, ce = 0,
-                cuts = 0, duplicates = 0, rejected = 0, spurious = 0;
+                cuts = 0, duplicates = 0, rejected = 0, spurious = 0, fb_shared = 0, fb_host = 0,
+                fb_resumed = 0;
   json per_worker_retx = json::array();
   json failures = json::array();
   json per_worker = json::array();
@@ -484,6 +537,9 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
     duplicates += c.duplicates;
     rejected += c.rejected;
     spurious += c.spurious_retransmissions;
+    fb_shared += c.fallback_shared_results;
+    fb_host = std::max(fb_host, c.fallback_host_packets);  // every rank counts the same packets
+    fb_resumed = std::max(fb_resumed, c.fallback_resumed);
     per_worker_retx.push_back(c.retransmissions);
     per_worker.push_back(
         {{"rank", r},
@@ -495,7 +551,9 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
          {"window_cuts", c.window_cuts},
          {"cwnd", c.cwnd},
          {"srtt_us", c.srtt_us},
-         {"mismatches", c.mismatches}});
+         {"mismatches", c.mismatches},
+         {"fallback_sessions", c.fallback_sessions},
+         {"fallback_shared_results", c.fallback_shared_results}});
   }
   const Measure m = measure(finish, start.GetSeconds(), all_done);
   const std::uint64_t expected_checked = static_cast<std::uint64_t>(n) * s.elements();
@@ -544,8 +602,24 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
            {"aggregator_rate_limit",
             {{"drops", rate_drops}, {"max_backlog", backlog}, {"gbps", capacities}}},
            {"queues", queue_json(q)},
+           {"fallback",
+            {{"enabled", fallback != nullptr},
+             {"after_ms", s.job.fallback_after_ms},
+             {"sessions", sessions},
+             {"host_packets", fb_host},
+             {"shared_results", fb_shared},
+             {"resumed", fb_resumed},
+             {"error", fallback_error}}},
            {"job", json::parse(plan.to_json())},
            {"per_worker", per_worker}};
+  if (s.kill) {
+    const auto it = std::find(used.begin(), used.end(), s.kill->aggregator);
+    const AggregatorApp& a = *aggregator_apps[static_cast<std::size_t>(it - used.begin())];
+    out["killed"] = {{"aggregator", s.kill->aggregator},
+                     {"at_s", s.kill->at_us * 1e-6 - start.GetSeconds()},
+                     {"dead", a.dead()},
+                     {"dropped", a.dead_drops()}};
+  }
   if (s.job.plan.contains("predicted_gbps")) {
     // A plan's predicted rate per worker against the measured one: the tensor over the slowest
     // worker's time (payload only: the links also carry the headers).
@@ -565,6 +639,13 @@ json run_innetwork(const Scenario& s, bool quiet, bool& ok, std::string& line) {
       verified ? "verified" : (m.completed ? "WRONG RESULT" : "DID NOT COMPLETE"),
       m.completion_s * 1e3, mismatches, retransmissions, q.ecn_marks, net->link_packets(),
       sim.wall_s, sim.wall_s > 0 ? net->link_packets() / sim.wall_s : 0.0);
+  if (s.kill)
+    line += fmt::format("; aggregator {} killed at {:.3f} ms", s.kill->aggregator,
+                        out["killed"]["at_s"].get<double>() * 1e3);
+  if (!sessions.empty())
+    line += fmt::format("; host fallback: {} session{}, {} packets computed on the hosts{}",
+                        sessions.size(), sessions.size() == 1 ? "" : "s", fb_host,
+                        fallback_error.empty() ? "" : ", failed: " + fallback_error);
   if (!quiet) std::fprintf(stderr, "netagg-fabric: %s\n", line.c_str());
 
   Simulator::Destroy();

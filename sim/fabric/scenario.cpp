@@ -126,8 +126,8 @@ json plan_of_report(const json& report, const std::string& policy) {
 Scenario parse_scenario(const json& j, const std::string& base_dir) {
   Scenario s;
   only_keys(j, "",
-            {"name", "topology", "queues", "job", "aggregator", "ring", "background", "modes",
-             "start_us", "time_limit_s"});
+            {"name", "topology", "queues", "job", "aggregator", "ring", "background", "kill",
+             "modes", "start_us", "time_limit_s"});
   get(j, "", "name", s.name);
   get(j, "", "start_us", s.start_us);
   get(j, "", "time_limit_s", s.time_limit_s);
@@ -240,10 +240,26 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   if (j.contains("job")) {
     const json& o = j.at("job");
     only_keys(o, "job",
-              {"workers", "tensor_bytes", "elements_per_packet", "window", "aggregation", "trees",
-               "congestion_control", "ecn_capable", "epoch", "retransmit_timeout_us",
-               "min_retransmit_timeout_us", "max_retransmit_timeout_us", "job_timeout_ms",
-               "corrupt_rank", "plan", "plan_file", "policy", "pace_gbps"});
+              {"workers",
+               "tensor_bytes",
+               "elements_per_packet",
+               "window",
+               "aggregation",
+               "trees",
+               "congestion_control",
+               "ecn_capable",
+               "epoch",
+               "retransmit_timeout_us",
+               "min_retransmit_timeout_us",
+               "max_retransmit_timeout_us",
+               "job_timeout_ms",
+               "corrupt_rank",
+               "plan",
+               "plan_file",
+               "policy",
+               "pace_gbps",
+               "fallback_after_ms",
+               "fallback_step_us"});
     Job& b = s.job;
     get(o, "job", "workers", b.workers);
     get(o, "job", "tensor_bytes", b.tensor_bytes);
@@ -272,6 +288,8 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
     get(o, "job", "max_retransmit_timeout_us", b.max_retransmit_timeout_us);
     get(o, "job", "job_timeout_ms", b.job_timeout_ms);
     get(o, "job", "corrupt_rank", b.corrupt_rank);
+    get(o, "job", "fallback_after_ms", b.fallback_after_ms);
+    get(o, "job", "fallback_step_us", b.fallback_step_us);
   }
   Job& b = s.job;
   if (b.workers > s.hosts())
@@ -320,6 +338,23 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
     fail("job.max_retransmit_timeout_us", "below retransmit_timeout_us");
   positive(b.job_timeout_ms, "job.job_timeout_ms");
   if (b.corrupt_rank >= static_cast<int>(s.workers())) fail("job.corrupt_rank", "no such rank");
+  in_range(b.fallback_after_ms, 0, 1e9, "job.fallback_after_ms");
+  if (b.fallback_after_ms >= b.job_timeout_ms)
+    fail("job.fallback_after_ms",
+         "below job_timeout_ms (the job timeout would end the all-reduce before the fallback "
+         "starts)");
+  in_range(b.fallback_step_us, 0, 1e9, "job.fallback_step_us");
+
+  if (j.contains("kill")) {
+    const json& o = j.at("kill");
+    only_keys(o, "kill", {"aggregator", "at_us"});
+    Kill k;
+    get(o, "kill", "aggregator", k.aggregator);
+    get(o, "kill", "at_us", k.at_us);
+    if (k.aggregator.empty()) fail("kill.aggregator", "the name of an aggregator of the job");
+    in_range(k.at_us, 0, 1e12, "kill.at_us");
+    s.kill = k;
+  }
 
   if (j.contains("aggregator")) {
     const json& o = j.at("aggregator");
@@ -386,48 +421,52 @@ json to_json(const Scenario& s) {
     topology["spines"] = t.spines;
     topology["hosts_per_leaf"] = t.hosts_per_leaf;
   }
-  return json{{"name", s.name},
-              {"topology", topology},
-              {"queues",
-               {{"kind", s.queues.kind},
-                {"ecn_threshold_packets", s.queues.ecn_threshold_packets},
-                {"capacity_packets", s.queues.capacity_packets},
-                {"host_capacity_packets", s.queues.host_capacity_packets}}},
-              {"job",
-               {{"workers", s.workers()},
-                {"tensor_bytes", b.tensor_bytes},
-                {"elements_per_packet", b.elements_per_packet},
-                {"window", b.window},
-                {"aggregation", b.aggregation},
-                {"plan", b.plan},
-                {"pace_gbps", b.pace_gbps},
-                {"trees", b.trees},
-                {"congestion_control", b.congestion_control},
-                {"ecn_capable", s.ect()},
-                {"epoch", b.epoch},
-                {"retransmit_timeout_us", b.retransmit_timeout_us},
-                {"min_retransmit_timeout_us", b.min_retransmit_timeout_us},
-                {"max_retransmit_timeout_us", b.max_retransmit_timeout_us},
-                {"job_timeout_ms", b.job_timeout_ms},
-                {"corrupt_rank", b.corrupt_rank}}},
-              {"aggregator",
-               {{"model", s.aggregator.model},
-                {"rate_gbps", s.aggregator.rate_gbps},
-                {"rate_mpps", s.aggregator.rate_mpps},
-                {"queue_packets", s.aggregator.queue_packets}}},
-              {"ring",
-               {{"tcp", s.tcp_flavour()},
-                {"segment_bytes", s.ring.segment_bytes},
-                {"buffer_bytes", s.ring.buffer_bytes},
-                {"min_rto_us", s.ring.min_rto_us}}},
-              {"background",
-               {{"load", s.background.load},
-                {"flow_bytes", s.background.flow_bytes},
-                {"long_flows", s.background.long_flows},
-                {"seed", s.background.seed}}},
-              {"modes", s.modes},
-              {"start_us", s.start_us},
-              {"time_limit_s", s.time_limit_s}};
+  json out{{"name", s.name},
+           {"topology", topology},
+           {"queues",
+            {{"kind", s.queues.kind},
+             {"ecn_threshold_packets", s.queues.ecn_threshold_packets},
+             {"capacity_packets", s.queues.capacity_packets},
+             {"host_capacity_packets", s.queues.host_capacity_packets}}},
+           {"job",
+            {{"workers", s.workers()},
+             {"tensor_bytes", b.tensor_bytes},
+             {"elements_per_packet", b.elements_per_packet},
+             {"window", b.window},
+             {"aggregation", b.aggregation},
+             {"plan", b.plan},
+             {"pace_gbps", b.pace_gbps},
+             {"trees", b.trees},
+             {"congestion_control", b.congestion_control},
+             {"ecn_capable", s.ect()},
+             {"epoch", b.epoch},
+             {"retransmit_timeout_us", b.retransmit_timeout_us},
+             {"min_retransmit_timeout_us", b.min_retransmit_timeout_us},
+             {"max_retransmit_timeout_us", b.max_retransmit_timeout_us},
+             {"job_timeout_ms", b.job_timeout_ms},
+             {"corrupt_rank", b.corrupt_rank},
+             {"fallback_after_ms", b.fallback_after_ms},
+             {"fallback_step_us", b.fallback_step_us}}},
+           {"aggregator",
+            {{"model", s.aggregator.model},
+             {"rate_gbps", s.aggregator.rate_gbps},
+             {"rate_mpps", s.aggregator.rate_mpps},
+             {"queue_packets", s.aggregator.queue_packets}}},
+           {"ring",
+            {{"tcp", s.tcp_flavour()},
+             {"segment_bytes", s.ring.segment_bytes},
+             {"buffer_bytes", s.ring.buffer_bytes},
+             {"min_rto_us", s.ring.min_rto_us}}},
+           {"background",
+            {{"load", s.background.load},
+             {"flow_bytes", s.background.flow_bytes},
+             {"long_flows", s.background.long_flows},
+             {"seed", s.background.seed}}},
+           {"modes", s.modes},
+           {"start_us", s.start_us},
+           {"time_limit_s", s.time_limit_s}};
+  if (s.kill) out["kill"] = {{"aggregator", s.kill->aggregator}, {"at_us", s.kill->at_us}};
+  return out;
 }
 
 }  // namespace netagg::fabric

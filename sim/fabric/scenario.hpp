@@ -72,6 +72,19 @@ struct Job {
   double max_retransmit_timeout_us = 50000;
   double job_timeout_ms = 1000;
   int corrupt_rank = -1;  // fault injection for the tests (bridge.hpp, WorkerOptions)
+  // The host fallback (docs/fallback.md): a worker with no result for this long stalls, and the
+  // workers finish the all-reduce among themselves once all have stalled or finished; 0: none.
+  // Below job_timeout_ms.
+  double fallback_after_ms = 0;
+  // Its exchange is modeled (bridge.hpp, FallbackCost): each collective call takes this long plus
+  // its bytes at the host link rate.
+  double fallback_step_us = 10;
+};
+
+// An aggregator that dies for good at a moment of the run (fault injection).
+struct Kill {
+  std::string aggregator;  // its name in the job (a switch of the topology)
+  double at_us = 0;        // simulated time from the start of the simulation
 };
 
 struct Aggregator {
@@ -109,6 +122,7 @@ struct Scenario {
   Aggregator aggregator;
   Ring ring;
   Background background;
+  std::optional<Kill> kill;  // none: every aggregator lives
   std::vector<std::string> modes = {"innetwork", "ring"};
   double start_us = 100;     // the all-reduce starts here (TCP connections are set up before)
   double time_limit_s = 10;  // of simulated time, per mode

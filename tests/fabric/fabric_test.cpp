@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -384,6 +385,86 @@ TEST(Fabric, AnUnfinishedRunIsAFailure) {
   EXPECT_FALSE(r["ring"]["completed"].get<bool>());
 }
 
+// An aggregator killed for good, at a moment of the run: the workers stall, finish the
+// all-reduce among themselves (the host fallback's sessions, run by netagg's own code) and verify
+// every element.
+struct KillCase {
+  const char* aggregator;
+  unsigned trees;
+  double fraction;  // of the healthy run's completion time
+};
+
+void PrintTo(const KillCase& c, std::ostream* os) {
+  *os << c.aggregator << " of " << c.trees << " tree(s) at " << c.fraction * 100 << " %";
+}
+
+class FabricKill : public ::testing::TestWithParam<KillCase> {};
+
+TEST_P(FabricKill, TheWorkersFinishTheAllReduce) {
+  const KillCase c = GetParam();
+  json s = json::parse(scenario_text("kill.json"));
+  s["job"]["trees"] = c.trees;
+  json healthy = s;
+  healthy.erase("kill");
+  const json h = run(healthy.dump())["innetwork"];
+  expect_verified(h);
+  EXPECT_TRUE(h["fallback"]["sessions"].empty()) << "a healthy run stalled";
+  const double t = h["completion_s"].get<double>();
+  const double start_us = 100;  // the scenarios' default start
+  s["kill"] = {{"aggregator", c.aggregator}, {"at_us", start_us + c.fraction * t * 1e6}};
+  bool ok = false;
+  const json r = run(s.dump(), &ok);
+  const json& m = r["innetwork"];
+  EXPECT_TRUE(ok) << m["failures"].dump() << m["fallback"].dump();
+  EXPECT_TRUE(m["completed"].get<bool>());
+  EXPECT_TRUE(m["verified"].get<bool>());
+  EXPECT_EQ(m["mismatches"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(m["elements_checked"].get<std::uint64_t>(), kWorkers * kElements);
+  EXPECT_TRUE(m["killed"]["dead"].get<bool>());
+  // Every case kills it while contributions are on their way to it (later than 97 % of the
+  // run, nothing reaches it any more): the workers stall, and one session with every worker in
+  // it finishes the all-reduce, fallback_after (5 ms) after the last result.
+  EXPECT_GT(m["killed"]["dropped"].get<std::uint64_t>(), 0u);
+  const json& sessions = m["fallback"]["sessions"];
+  ASSERT_EQ(sessions.size(), 1u) << m["fallback"].dump();
+  EXPECT_EQ(sessions[0]["stalled_workers"].get<std::uint64_t>(), kWorkers);
+  EXPECT_EQ(sessions[0]["error"], "");
+  EXPECT_GT(m["fallback"]["host_packets"].get<std::uint64_t>() +
+                m["fallback"]["shared_results"].get<std::uint64_t>(),
+            0u);
+  EXPECT_GE(m["completion_s"].get<double>(), 5e-3);
+  EXPECT_LT(m["completion_s"].get<double>(), t + 5e-3 + 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(RootLeafOrOneTreeOfTwo, FabricKill,
+                         ::testing::Values(KillCase{"spine0", 1, 0.5}, KillCase{"spine0", 1, 0.8},
+                                           KillCase{"spine0", 1, 0.95}, KillCase{"spine0", 1, 0.97},
+                                           KillCase{"leaf1", 1, 0.5}, KillCase{"leaf1", 1, 0.95},
+                                           KillCase{"spine0", 2, 0.5}, KillCase{"spine1", 2, 0.8}),
+                         [](const ::testing::TestParamInfo<KillCase>& i) {
+                           return std::string(i.param.aggregator) + "_of_" +
+                                  std::to_string(i.param.trees) + "_trees_at_" +
+                                  std::to_string(static_cast<int>(i.param.fraction * 100)) +
+                                  "_percent";
+                         });
+
+TEST(Fabric, AKilledAggregatorWithoutTheFallbackFailsTheRun) {
+  json s = json::parse(scenario_text("kill.json"));
+  s["job"].erase("fallback_after_ms");
+  s["job"]["job_timeout_ms"] = 20;
+  bool ok = true;
+  const json r = run(s.dump(), &ok);
+  const json& m = r["innetwork"];
+  EXPECT_FALSE(ok);
+  EXPECT_FALSE(m["completed"].get<bool>());
+  EXPECT_FALSE(m["fallback"]["enabled"].get<bool>());
+  ASSERT_EQ(m["failures"].size(), kWorkers);
+  for (const json& f : m["failures"]) {
+    EXPECT_EQ(f["state"], "failed");
+    EXPECT_NE(f["failure"].get<std::string>().find("timed out"), std::string::npos) << f.dump();
+  }
+}
+
 TEST(Fabric, BadScenariosAreRefused) {
   EXPECT_THROW(run(R"({"job": {"no_such_field": 1}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"queues": {"kind": "codel"}})"), std::runtime_error);
@@ -394,6 +475,16 @@ TEST(Fabric, BadScenariosAreRefused) {
   EXPECT_THROW(run(R"({"topology": {"ecmp": "per-byte"}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"background": {"long_flows": 1001}})"), std::runtime_error);
   EXPECT_THROW(run(R"({"aggregator": {"model": "asic"}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"job": {"fallback_after_ms": 1000, "job_timeout_ms": 1000}})"),
+               std::runtime_error);
+  EXPECT_THROW(run(R"({"kill": {"at_us": 10}})"), std::runtime_error);
+  EXPECT_THROW(run(R"({"kill": {"aggregator": "spine0", "when": 10}})"), std::runtime_error);
+  try {
+    run(R"({"kill": {"aggregator": "spine7"}, "modes": ["innetwork"]})");
+    FAIL() << "a kill of no aggregator was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("spine7"), std::string::npos) << e.what();
+  }
   // One switch-model job holds at most 32 workers: 40 on one aggregator is refused by name.
   try {
     run(R"({"topology": {"leaves": 2, "hosts_per_leaf": 20}, "job": {"aggregation": "single"},

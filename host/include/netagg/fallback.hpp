@@ -19,7 +19,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,8 +51,13 @@ class HostFallback {
     kLeft,      // closing: nobody needed more from this rank
   };
 
-  // `timeout`: how long a round waits for the other ranks to join.
-  HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout);
+  // The clock the session reads (result and stall ages, `seconds`): the engines' own (the
+  // fabric simulator's workers run on simulated time).
+  using NowFn = std::function<TimePoint()>;
+
+  // `timeout`: how long a round waits for the other ranks to join (on the peers' clock); `now`:
+  // the engines' clock (none: Clock::now).
+  HostFallback(std::shared_ptr<Peers> peers, std::chrono::milliseconds timeout, NowFn now = {});
 
   // Call at the start of each engine operation (all trees): resumes are counted per operation.
   void begin_operation(std::span<Engine* const> engines);
@@ -58,7 +65,9 @@ class HostFallback {
   // kHost or kDone (kStuck), or has none running (kClosing). Throws Error(kTimeout) when the others
   // do not join in time, Error(kInvalidArgument) when the ranks' calls differ (other sizes, trees
   // or windows, a rank closed while others wait).
-  Outcome run(std::span<Engine* const> engines, Role role);
+  // `stalled_since`: when this rank took its operation over (none: now).
+  Outcome run(std::span<Engine* const> engines, Role role,
+              std::optional<TimePoint> stalled_since = std::nullopt);
 
   // The hosts computed results of tree k: its later operations go to the hosts (taken over at
   // once, finished in a session after the other trees) until a probe finds its aggregators
@@ -80,6 +89,7 @@ class HostFallback {
   struct Status;
   std::shared_ptr<Peers> peers_;
   std::chrono::milliseconds timeout_;
+  NowFn now_;
   FallbackStats stats_;
   std::vector<char> host_trees_;       // per engine: in host mode
   std::uint64_t host_operations_ = 0;  // operations since a tree went to host mode

@@ -43,6 +43,13 @@ class TreeEngines {
   std::optional<TimePoint> next_deadline() const;
   // When a running engine last got a result (or started); nothing when none runs.
   std::optional<TimePoint> last_progress() const;
+  // When the running engines will have made no progress for `after` (the host fallback's stall
+  // detection); nothing when none runs. stalled(): that moment has come.
+  std::optional<TimePoint> stall_deadline(Duration after) const;
+  bool stalled(TimePoint now, Duration after) const;
+  // take_over() on every running engine (they go to kHost); resume() on every engine in kHost.
+  void take_over();
+  void resume(TimePoint now);
   bool running(std::size_t k) const { return engines_[k]->state() == Engine::State::kRunning; }
   bool any_running() const { return any_in(Engine::State::kRunning); }
   bool any_failed() const { return any_in(Engine::State::kFailed); }
