@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The communicator: a queue of all-reduce operations run in order by one thread per
-// communicator, each operation a PacketSource (how the caller's elements become packets and
-// results become elements again) driven through the sans-IO engine over a Transport.
+// communicator, each operation a PacketSource per tree (packet_sources.hpp: how the caller's
+// elements become packets and results become elements again) driven through the sans-IO engines
+// (TreeEngines) over a Transport (transport.cpp makes the one the configuration names).
 #include "netagg/communicator.hpp"
 
 #include <algorithm>
@@ -19,13 +20,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "netagg/codec.hpp"
-#ifdef NETAGG_HAVE_DPDK
-#include "netagg/dpdk.hpp"
-#endif
 #include "netagg/engine.hpp"
 #include "netagg/split.hpp"
 #include "netagg/trees.hpp"
+#include "packet_sources.hpp"
 
 namespace netagg {
 
@@ -59,158 +57,6 @@ bool Handle::ready() const {
 }
 
 namespace {
-
-// Chunk c of a tree's share of a tensor of n elements cut into pieces of `per_packet`: the
-// tensor's chunk split->global(tree, c) (a job on several trees), or chunk c (split null).
-struct Chunking {
-  Chunking(std::size_t n, std::size_t per_packet, const ChunkSplit* split = nullptr,
-           std::size_t tree = 0)
-      : n(n), per_packet(per_packet), split(split), tree(tree) {
-    const std::uint64_t all = (n + per_packet - 1) / per_packet;
-    count = split ? split->count(tree, all) : all;  // once: sources ask for it per packet
-  }
-  std::size_t n;
-  std::size_t per_packet;
-  const ChunkSplit* split;
-  std::size_t tree;
-  std::uint64_t count;
-  std::uint64_t chunks() const { return count; }
-  std::size_t offset(std::uint64_t c) const {
-    return static_cast<std::size_t>(split ? split->global(tree, c) : c) * per_packet;
-  }
-  std::size_t size(std::uint64_t c) const { return std::min(per_packet, n - offset(c)); }
-};
-
-// bf16 elements as 16-bit big-endian words (codec has int32 and fp32 only; bf16 is rare enough
-// not to need its vector kernels).
-void store_be(std::span<const Bf16> x, std::byte* out) {
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    out[2 * i] = static_cast<std::byte>(x[i].bits >> 8);
-    out[2 * i + 1] = static_cast<std::byte>(x[i].bits & 0xFF);
-  }
-}
-void load_be(const std::byte* in, std::span<Bf16> out) {
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i].bits = static_cast<std::uint16_t>((std::to_integer<unsigned>(in[2 * i]) << 8) |
-                                             std::to_integer<unsigned>(in[2 * i + 1]));
-}
-using codec::load_be;
-using codec::store_be;
-
-// Elements travel as they are (int32, bf16, or fp32 to an fp32-capable aggregator): packet p is
-// chunk p, no exponent.
-template <typename T, wire::DataType kDtype>
-class RawSource final : public PacketSource {
- public:
-  explicit RawSource(std::span<T> data, Chunking chunks) : data_(data), chunks_(chunks) {}
-
-  std::uint64_t packet_count() const override { return chunks_.chunks(); }
-  bool independent() const override { return true; }
-
-  void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
-    h.dtype = kDtype;
-    h.count = static_cast<std::uint16_t>(chunks_.size(p));
-    h.exponent = wire::kExponentNone;
-    store_be(std::span<const T>(data_.subspan(chunks_.offset(p), h.count)), payload.data());
-  }
-
-  void deliver(std::uint64_t p, const wire::Header& h,
-               std::span<const std::byte> payload) override {
-    // The engine delivers only results of the shape that was sent: h.count == chunk size.
-    load_be(payload.data(), data_.subspan(chunks_.offset(p), h.count));
-  }
-
- private:
-  std::span<T> data_;
-  Chunking chunks_;
-};
-
-// fp32 through an integer aggregator, SwitchML's block floating point. Exponents travel `lead`
-// packets ahead of the data: packet p carries in its exponent field the local block exponent of
-// chunk p and as payload chunk p - lead, quantized with chunk p - lead's global exponent, which
-// the result of packet p - lead brought back (the aggregator max-reduces exponents). The first
-// `lead` packets carry exponents only, the last `lead` data only: packets = chunks + lead.
-// Pipelined in one engine operation, lead = W: the engine sends packet p only after the result
-// of p - W. A tensor of fewer chunks than W runs as two operations with lead = chunks (all
-// exponents, then all data; see SubrangeSource), which sends 2 * chunks packets, not chunks + W.
-class BlockFloatSource final : public PacketSource {
- public:
-  BlockFloatSource(std::span<float> data, Chunking chunks, std::size_t lead, int world)
-      : data_(data),
-        chunks_(chunks),
-        lead_(lead),
-        world_(world),
-        global_exponent_(chunks_.chunks(), wire::kExponentNone) {}
-
-  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
-
-  void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
-    h.dtype = wire::DataType::kInt32;
-    h.exponent = p < chunks_.chunks() ? codec::block_exponent(std::span<const float>(chunk(p)))
-                                      : wire::kExponentNone;
-    if (p < lead_) {
-      h.count = 0;
-      return;
-    }
-    const std::uint64_t c = p - lead_;
-    const auto x = chunk(c);
-    h.count = static_cast<std::uint16_t>(x.size());
-    const std::int16_t e = global_exponent_[c];
-    if (e == wire::kExponentNone || e == wire::kExponentNonFinite) {
-      // All-zero chunk everywhere, or somebody's chunk is not finite (the result becomes NaN
-      // by its exponent): the values do not matter, send zeros to keep the slot's count.
-      std::fill_n(payload.data(), x.size() * sizeof(std::int32_t), std::byte{0});
-    } else {
-      codec::quantize(std::span<const float>(x), e, world_, payload.data());
-    }
-  }
-
-  void deliver(std::uint64_t p, const wire::Header& h,
-               std::span<const std::byte> payload) override {
-    // An exponent no worker can have sent means a broken aggregator: fail loudly rather than
-    // dequantize garbage (a retransmission would get the same stored result back).
-    if (!codec::is_valid_exponent(h.exponent))
-      throw Error(Errc::kTransport,
-                  fmt::format("aggregator returned block exponent {} (outside [{}, {}]) in the "
-                              "result of slot {} seq {}",
-                              h.exponent, codec::kMinExponent, codec::kMaxExponent, h.slot, h.seq));
-    if (p < chunks_.chunks()) global_exponent_[p] = h.exponent;
-    if (p < lead_) return;  // a preamble packet: exponent only
-    const std::uint64_t c = p - lead_;
-    codec::dequantize(payload.data(), global_exponent_[c], world_, chunk(c));
-  }
-
- private:
-  std::span<float> chunk(std::uint64_t c) const {
-    return data_.subspan(chunks_.offset(c), chunks_.size(c));
-  }
-
-  std::span<float> data_;
-  Chunking chunks_;
-  std::size_t lead_;
-  int world_;
-  std::vector<std::int16_t> global_exponent_;  // per chunk, from the results of the preamble
-};
-
-// Packets [begin, end) of another source, as an operation of their own.
-class SubrangeSource final : public PacketSource {
- public:
-  SubrangeSource(PacketSource& inner, std::uint64_t begin, std::uint64_t end)
-      : inner_(inner), begin_(begin), end_(end) {}
-  std::uint64_t packet_count() const override { return end_ - begin_; }
-  bool independent() const override { return inner_.independent(); }
-  void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override {
-    inner_.fill(begin_ + p, h, payload);
-  }
-  void deliver(std::uint64_t p, const wire::Header& h,
-               std::span<const std::byte> payload) override {
-    inner_.deliver(begin_ + p, h, payload);
-  }
-
- private:
-  PacketSource& inner_;
-  std::uint64_t begin_, end_;
-};
 
 // Different seeds per rank, so that the workers of one job do not lose the same packets.
 std::uint64_t rank_seed(std::uint64_t seed, int rank) {
@@ -613,32 +459,6 @@ Config validated(Config cfg) {
 }
 
 }  // namespace
-
-std::unique_ptr<Transport> make_transport(const Config& cfg) {
-  if (cfg.transport == "udp") {
-    const std::vector<Endpoint> aggregators = cfg.aggregator_addresses();
-    return make_udp_transport(cfg.local_address(), aggregators, cfg.udp_offload,
-                              cfg.congestion_control);
-  }
-  if (cfg.transport == "dpdk" && cfg.trees() > 1)
-    throw Error(Errc::kUnsupported,
-                fmt::format("transport: dpdk talks to one aggregator, and job {} runs on {} trees "
-                            "(use udp)",
-                            cfg.job.job_id, cfg.trees()));
-  if (cfg.transport == "dpdk") {
-#ifdef NETAGG_HAVE_DPDK
-    const auto& worker = cfg.job.workers.at(static_cast<std::size_t>(cfg.rank));
-    // The largest packet: a full chunk of 4-byte elements (int32, fp32 or block floating point).
-    const std::size_t max_packet = wire::kHeaderSize + cfg.job.elements_per_packet * 4u;
-    return dpdk::make_transport(cfg.dpdk, cfg.local_address(), worker.mac, cfg.aggregator_address(),
-                                max_packet);
-#else
-    throw Error(Errc::kUnsupported,
-                "transport: 'dpdk' is not built into this libnetagg (available: udp)");
-#endif
-  }
-  throw Error(Errc::kConfig, fmt::format("transport: '{}' is not one of udp, dpdk", cfg.transport));
-}
 
 namespace {
 
