@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "netagg/address.hpp"
 #include "netagg/error.hpp"
 #include "netagg/fpga/control.hpp"
 #include "netagg/fpga/device.hpp"
@@ -45,34 +46,6 @@ struct FpgaOptions {
   bool counters_only = false;
 };
 
-std::string ip_string(std::uint32_t ip) {
-  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
-}
-std::string mac_string(const wire::Mac& m) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4],
-                     m[5]);
-}
-
-wire::Mac parse_mac(const std::string& text) {
-  wire::Mac mac{};
-  unsigned parts = 0;
-  std::size_t pos = 0;
-  while (parts < 6) {
-    const std::size_t end = parts < 5 ? text.find_first_of(":-", pos) : text.size();
-    if (end == std::string::npos || end - pos != 2) break;
-    unsigned byte = 0;
-    if (std::sscanf(text.substr(pos, 2).c_str(), "%2x", &byte) != 1 ||
-        !std::isxdigit(static_cast<unsigned char>(text[pos])) ||
-        !std::isxdigit(static_cast<unsigned char>(text[pos + 1])))
-      break;
-    mac[parts++] = static_cast<std::uint8_t>(byte);
-    pos = end + 1;
-  }
-  if (parts != 6)
-    throw Error(Errc::kConfig, fmt::format("--aggregator-mac: '{}' is not a MAC", text));
-  return mac;
-}
-
 std::unique_ptr<fpga::Device> open(const FpgaOptions& o) {
   if (o.device) {
     fpga::XrtOptions x;
@@ -94,8 +67,8 @@ void print_info(fpga::Device& device, const fpga::DeviceInfo& info) {
       "  %u ports, %u job table entries, %u slots, %u elements per packet, %u workers per job\n"
       "  aggregator address %s:%u, MAC %s\n",
       device.name().c_str(), info.design_version, info.wire_version, info.num_ports, info.max_jobs,
-      info.slots, info.max_elements(), info.max_workers, ip_string(a.ip).c_str(), a.udp_port,
-      mac_string(a.mac).c_str());
+      info.slots, info.max_elements(), info.max_workers, format_ipv4(a.ip).c_str(), a.udp_port,
+      format_mac(a.mac).c_str());
 }
 
 void load(const FpgaOptions& o) {
@@ -117,7 +90,7 @@ void job_add(const FpgaOptions& o) {
   if (!o.aggregator.empty()) aggregator = Endpoint::parse(o.aggregator, "--aggregator");
   const std::vector<JobSpec> jobs = load_aggregator_jobs(o.job_file, o.as, aggregator);
   std::optional<wire::Mac> mac;
-  if (!o.aggregator_mac.empty()) mac = parse_mac(o.aggregator_mac);
+  if (!o.aggregator_mac.empty()) mac = parse_mac(o.aggregator_mac, "--aggregator-mac");
 
   auto device = open(o);
   const fpga::DeviceInfo info = device->identify();
@@ -153,8 +126,9 @@ void job_add(const FpgaOptions& o) {
   }
   const bool changed =
       address.ip != before.ip || address.udp_port != before.udp_port || address.mac != before.mac;
-  std::printf("aggregator address %s:%u (%s%s)\n", ip_string(address.ip).c_str(), address.udp_port,
-              source.c_str(), changed ? "; changed: the device's other jobs use it too" : "");
+  std::printf("aggregator address %s:%u (%s%s)\n", format_ipv4(address.ip).c_str(),
+              address.udp_port, source.c_str(),
+              changed ? "; changed: the device's other jobs use it too" : "");
 }
 
 void job_remove(const FpgaOptions& o) {

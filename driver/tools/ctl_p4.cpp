@@ -54,8 +54,8 @@ void write_output(const std::string& file, const std::string& text) {
 
 void run(Target target, const P4Options& opt) {
   p4::SwitchIdentity identity;
-  if (!opt.switch_mac.empty()) identity.mac = p4::parse_mac(opt.switch_mac, "--switch-mac");
-  if (!opt.switch_ip.empty()) identity.ip = p4::parse_ipv4(opt.switch_ip, "--switch-ip");
+  if (!opt.switch_mac.empty()) identity.mac = parse_mac(opt.switch_mac, "--switch-mac");
+  if (!opt.switch_ip.empty()) identity.ip = parse_ipv4(opt.switch_ip, "--switch-ip");
   std::vector<std::filesystem::path> files(opt.job_files.begin(), opt.job_files.end());
   // Trees: this switch's part of each tree it is in, by --as or by its address (port 20033).
   std::optional<Endpoint> address;
@@ -82,9 +82,8 @@ void add_target(CLI::App& p4, Target target, const char* name, const char* descr
   sub->add_option("--job", opt->job_files,
                   "job description file (docs/job-format.md); repeatable, jobs numbered in order")
       ->required();
-  sub->add_option(
-      "--switch-mac", opt->switch_mac,
-      fmt::format("the switch's MAC (default {})", p4::format_mac(p4::kDefaultSwitchMac)));
+  sub->add_option("--switch-mac", opt->switch_mac,
+                  fmt::format("the switch's MAC (default {})", format_mac(p4::kDefaultSwitchMac)));
   sub->add_option("--switch-ip", opt->switch_ip,
                   "the switch's IPv4 address (default: the jobs' \"aggregator\" address)");
   sub->add_option("--as", opt->as,

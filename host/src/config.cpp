@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "netagg/address.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {
@@ -130,35 +131,6 @@ std::optional<std::pair<const char*, std::string>> first_env(
 
 double get_number(const json& j, const char* key, std::string_view where);
 
-wire::Mac parse_mac_text(std::string_view text, std::string_view where) {
-  wire::Mac mac{};
-  std::size_t pos = 0;
-  const auto bad = [&] {
-    config_error(where, fmt::format("'{}' is not a MAC (aa:bb:cc:dd:ee:ff)", text));
-  };
-  for (int i = 0; i < 6; ++i) {
-    if (pos + 2 > text.size()) bad();
-    unsigned v = 0;
-    auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + pos + 2, v, 16);
-    if (ec != std::errc() || ptr != text.data() + pos + 2) bad();
-    mac[i] = static_cast<std::uint8_t>(v);
-    pos += 2;
-    if (i < 5) {
-      if (pos >= text.size() || (text[pos] != ':' && text[pos] != '-')) bad();
-      ++pos;
-    }
-  }
-  if (pos != text.size()) bad();
-  return mac;
-}
-
-std::uint32_t parse_ipv4_text(const std::string& text, std::string_view where) {
-  in_addr a{};
-  if (::inet_pton(AF_INET, text.c_str(), &a) != 1)
-    config_error(where, fmt::format("'{}' is not an IPv4 address (a.b.c.d)", text));
-  return ntohl(a.s_addr);
-}
-
 bool parse_env_bool(const char* name, const std::string& text) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off") return false;
@@ -222,11 +194,10 @@ void parse_dpdk_object(const json& d, const std::string& where, DpdkConfig& out)
   if (d.contains("file_prefix")) out.file_prefix = string_of("file_prefix");
   if (d.contains("eal_args")) out.eal_args = strings_of("eal_args");
   if (d.contains("port")) out.port = static_cast<std::uint16_t>(uint_of("port", 0, 0xFFFF));
-  if (d.contains("mac")) out.mac = parse_mac_text(string_of("mac"), field("mac"));
+  if (d.contains("mac")) out.mac = parse_mac(string_of("mac"), field("mac"));
   if (d.contains("aggregator_mac"))
-    out.aggregator_mac = parse_mac_text(string_of("aggregator_mac"), field("aggregator_mac"));
-  if (d.contains("next_hop"))
-    out.next_hop = parse_ipv4_text(string_of("next_hop"), field("next_hop"));
+    out.aggregator_mac = parse_mac(string_of("aggregator_mac"), field("aggregator_mac"));
+  if (d.contains("next_hop")) out.next_hop = parse_ipv4(string_of("next_hop"), field("next_hop"));
   if (d.contains("arp_timeout_ms")) {
     out.arp_timeout =
         timeout_from_ms(get_number(d, "arp_timeout_ms", where), field("arp_timeout_ms"));
@@ -256,11 +227,11 @@ void apply_dpdk_env(DpdkConfig& d) {
   if (auto v = getenv_string("NETAGG_DPDK_EAL_ARGS")) d.eal_args = split(*v, ' ');
   if (auto v = getenv_string("NETAGG_DPDK_PORT"))
     d.port = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_PORT", *v, 0, 0xFFFF));
-  if (auto v = getenv_string("NETAGG_DPDK_MAC")) d.mac = parse_mac_text(*v, "NETAGG_DPDK_MAC");
+  if (auto v = getenv_string("NETAGG_DPDK_MAC")) d.mac = parse_mac(*v, "NETAGG_DPDK_MAC");
   if (auto v = getenv_string("NETAGG_DPDK_AGGREGATOR_MAC"))
-    d.aggregator_mac = parse_mac_text(*v, "NETAGG_DPDK_AGGREGATOR_MAC");
+    d.aggregator_mac = parse_mac(*v, "NETAGG_DPDK_AGGREGATOR_MAC");
   if (auto v = getenv_string("NETAGG_DPDK_NEXT_HOP"))
-    d.next_hop = parse_ipv4_text(*v, "NETAGG_DPDK_NEXT_HOP");
+    d.next_hop = parse_ipv4(*v, "NETAGG_DPDK_NEXT_HOP");
   if (auto v = getenv_string("NETAGG_DPDK_ARP_TIMEOUT_MS")) {
     d.arp_timeout = timeout_from_ms(parse_env_double("NETAGG_DPDK_ARP_TIMEOUT_MS", *v),
                                     "NETAGG_DPDK_ARP_TIMEOUT_MS");

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "netagg/address.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {
@@ -21,19 +22,6 @@ namespace {
 [[noreturn]] void config_error(std::string_view source, std::string_view field,
                                std::string_view problem) {
   throw Error(Errc::kConfig, fmt::format("{}: {}: {}", source, field, problem));
-}
-
-// Throws Error(kConfig) "<what>: '<text>' is not an IPv4 address".
-std::uint32_t parse_ipv4(std::string_view text, std::string_view what) {
-  in_addr a{};
-  const std::string s(text);
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1)
-    throw Error(Errc::kConfig, fmt::format("{}: '{}' is not an IPv4 address", what, text));
-  return ntohl(a.s_addr);
-}
-
-std::string ipv4_to_string(std::uint32_t ip) {
-  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
 }
 
 template <typename T>
@@ -51,27 +39,6 @@ T get_uint(const json& obj, const char* key, std::string_view source, std::strin
   if (v < min || v > max)
     config_error(source, field, fmt::format("{} is out of range [{}, {}]", v, min, max));
   return static_cast<T>(v);
-}
-
-wire::Mac parse_mac(std::string_view text, std::string_view source, std::string_view field) {
-  wire::Mac mac{};
-  std::size_t pos = 0;
-  for (int i = 0; i < 6; ++i) {
-    if (pos + 2 > text.size()) config_error(source, field, fmt::format("'{}' is not a MAC", text));
-    unsigned v = 0;
-    auto [ptr, ec] = std::from_chars(text.data() + pos, text.data() + pos + 2, v, 16);
-    if (ec != std::errc() || ptr != text.data() + pos + 2)
-      config_error(source, field, fmt::format("'{}' is not a MAC", text));
-    mac[i] = static_cast<std::uint8_t>(v);
-    pos += 2;
-    if (i < 5) {
-      if (pos >= text.size() || (text[pos] != ':' && text[pos] != '-'))
-        config_error(source, field, fmt::format("'{}' is not a MAC", text));
-      ++pos;
-    }
-  }
-  if (pos != text.size()) config_error(source, field, fmt::format("'{}' is not a MAC", text));
-  return mac;
 }
 
 Endpoint parse_endpoint_field(const json& v, std::string_view source, const std::string& field) {
@@ -237,7 +204,7 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
     spec.address = parse_endpoint_field(*addr, source, wp + "address");
     if (auto m = w.find("mac"); m != w.end()) {
       if (!m->is_string()) config_error(source, wp + "mac", "must be a string");
-      spec.mac = parse_mac(m->get<std::string>(), source, wp + "mac");
+      spec.mac = parse_mac(m->get<std::string>(), fmt::format("{}: {}mac", source, wp));
     }
     if (w.contains("switch_port"))
       spec.switch_port = get_uint<std::uint16_t>(w, "switch_port", source, wp, 0, 0xFFFF);
@@ -262,7 +229,7 @@ JobSpec parse_job_object(const json& j, std::string_view source, const std::stri
     ps.slot_base = get_uint<std::uint16_t>(*parent, "slot_base", source, pp, 0, 0xFFFF);
     if (auto m = parent->find("mac"); m != parent->end()) {
       if (!m->is_string()) config_error(source, pp + "mac", "must be a string");
-      ps.mac = parse_mac(m->get<std::string>(), source, pp + "mac");
+      ps.mac = parse_mac(m->get<std::string>(), fmt::format("{}: {}mac", source, pp));
     }
     if (parent->contains("switch_port"))
       ps.switch_port = get_uint<std::uint16_t>(*parent, "switch_port", source, pp, 0, 0xFFFF);
@@ -332,10 +299,10 @@ void check_host_address(const Endpoint& e, std::string_view what) {
     throw Error(Errc::kConfig,
                 fmt::format("{}: {} is not a host address (0.0.0.0/8, multicast, reserved and "
                             "broadcast addresses never send a packet)",
-                            what, ipv4_to_string(e.ip)));
+                            what, format_ipv4(e.ip)));
 }
 
-std::string Endpoint::to_string() const { return fmt::format("{}:{}", ipv4_to_string(ip), port); }
+std::string Endpoint::to_string() const { return fmt::format("{}:{}", format_ipv4(ip), port); }
 
 const WorkerSpec* JobSpec::find_worker(const Endpoint& source) const {
   for (const auto& w : workers)
@@ -389,9 +356,7 @@ std::string to_json(const JobSpec& job) {
   j["workers"] = json::array();
   for (const auto& w : job.workers) {
     json o{{"rank", w.rank}, {"address", w.address.to_string()}};
-    if (w.mac)
-      o["mac"] = fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", (*w.mac)[0], (*w.mac)[1],
-                             (*w.mac)[2], (*w.mac)[3], (*w.mac)[4], (*w.mac)[5]);
+    if (w.mac) o["mac"] = format_mac(*w.mac);
     if (w.switch_port) o["switch_port"] = *w.switch_port;
     if (w.covers != 1) o["covers"] = w.covers;
     j["workers"].push_back(o);
@@ -406,10 +371,7 @@ std::string to_json(const JobSpec& job) {
                    {"job_id", p.job_id},
                    {"rank", p.rank},
                    {"slot_base", p.slot_base}};
-    if (p.mac)
-      j["parent"]["mac"] =
-          fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", (*p.mac)[0], (*p.mac)[1],
-                      (*p.mac)[2], (*p.mac)[3], (*p.mac)[4], (*p.mac)[5]);
+    if (p.mac) j["parent"]["mac"] = format_mac(*p.mac);
     if (p.switch_port) j["parent"]["switch_port"] = *p.switch_port;
   }
   if (!job.trees.empty()) {

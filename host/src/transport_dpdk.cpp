@@ -36,6 +36,7 @@
 #include <rte_pause.h>
 #include <rte_udp.h>
 
+#include "netagg/address.hpp"
 #include "netagg/dpdk.hpp"
 #include "netagg/error.hpp"
 
@@ -54,15 +55,6 @@ constexpr auto kArpRetry = std::chrono::milliseconds(200);
 // short steps, leaving the core to the others (the aggregator daemon may share it).
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(20);
 constexpr auto kIdleSleep = std::chrono::microseconds(20);
-
-std::string mac_text(const wire::Mac& m) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4],
-                     m[5]);
-}
-
-std::string ip_text(std::uint32_t ip) {
-  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
-}
 
 wire::Mac to_mac(const rte_ether_addr& a) {
   wire::Mac m;
@@ -337,8 +329,9 @@ class DpdkTransport final : public Transport {
   }
 
   std::string name() const override {
-    return fmt::format("dpdk port {} ({}) {} {} -> {} {}", port_, port_name(port_), mac_text(mac_),
-                       local_.to_string(), mac_text(aggregator_mac_), aggregator_.to_string());
+    return fmt::format("dpdk port {} ({}) {} {} -> {} {}", port_, port_name(port_),
+                       format_mac(mac_), local_.to_string(), format_mac(aggregator_mac_),
+                       aggregator_.to_string());
   }
 
   TransportCounters counters() const override { return counters_; }
@@ -365,7 +358,7 @@ class DpdkTransport final : public Transport {
         throw Error(Errc::kConfig,
                     fmt::format("dpdk.mac: port {} ({}) can neither take MAC {} nor receive in "
                                 "promiscuous mode; leave dpdk.mac out to use the port's {}",
-                                port_, port_name(port_), mac_text(*wanted), mac_text(mac_)));
+                                port_, port_name(port_), format_mac(*wanted), format_mac(mac_)));
       mac_ = *wanted;
     }
     std::uint16_t mtu = 0;
@@ -585,10 +578,11 @@ class DpdkTransport final : public Transport {
                 "dpdk: no ARP reply from {} ({}) on port {} ({}) within {} ms. Check that "
                 "the port is linked to it and that {} is its address, or set "
                 "dpdk.aggregator_mac (NETAGG_DPDK_AGGREGATOR_MAC){}",
-                ip_text(ip), via_router ? "dpdk.next_hop" : "the aggregator", port_,
+                format_ipv4(ip), via_router ? "dpdk.next_hop" : "the aggregator", port_,
                 port_name(port_),
                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.arp_timeout).count(),
-                ip_text(ip), via_router ? "" : " or dpdk.next_hop if a router stands in between"));
+                format_ipv4(ip),
+                via_router ? "" : " or dpdk.next_hop if a router stands in between"));
       }
       if (now >= next_request) {
         send_arp(RTE_ARP_OP_REQUEST, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, wire::Mac{},

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "netagg/address.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg::sim {
@@ -51,10 +52,7 @@ Endpoint parse_listen_address(std::string_view text) {
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos)
     throw Error(Errc::kConfig, fmt::format("--listen: '{}' is not \"a.b.c.d:port\"", text));
-  in_addr a{};
-  const std::string ip(text.substr(0, colon));
-  if (inet_pton(AF_INET, ip.c_str(), &a) != 1)
-    throw Error(Errc::kConfig, fmt::format("--listen: '{}' is not an IPv4 address", ip));
+  const std::uint32_t ip = parse_ipv4(text.substr(0, colon), "--listen");
   unsigned port = 0;
   const char* first = text.data() + colon + 1;
   const char* last = text.data() + text.size();
@@ -62,7 +60,7 @@ Endpoint parse_listen_address(std::string_view text) {
   if (first == last || ec != std::errc() || ptr != last || port > 0xFFFF)
     throw Error(Errc::kConfig,
                 fmt::format("--listen: '{}' is not a port in 0..65535", std::string(first, last)));
-  return Endpoint{ntohl(a.s_addr), static_cast<std::uint16_t>(port)};
+  return Endpoint{ip, static_cast<std::uint16_t>(port)};
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "netagg/address.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg::sim {
@@ -61,45 +62,19 @@ class LineParser {
   }
 
   wire::Mac mac(std::string_view word, std::string_view what) const {
-    wire::Mac m{};
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < 6; ++i) {
-      if (i > 0) {
-        if (at >= word.size() || word[at] != ':')
-          fail(fmt::format("{} '{}' is not a MAC", what, word));
-        ++at;
-      }
-      unsigned v = 0;
-      const auto [end, ec] =
-          std::from_chars(word.data() + at, word.data() + std::min(word.size(), at + 2), v, 16);
-      if (ec != std::errc() || end != word.data() + at + 2)
-        fail(fmt::format("{} '{}' is not a MAC", what, word));
-      m[i] = static_cast<std::uint8_t>(v);
-      at += 2;
+    try {
+      return parse_mac(word, what);
+    } catch (const Error& e) {
+      fail(e.what());
     }
-    if (at != word.size()) fail(fmt::format("{} '{}' is not a MAC", what, word));
-    return m;
   }
 
   std::uint32_t ip(std::string_view word, std::string_view what) const {
-    std::uint32_t v = 0;
-    std::size_t at = 0;
-    for (int i = 0; i < 4; ++i) {
-      if (i > 0) {
-        if (at >= word.size() || word[at] != '.')
-          fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
-        ++at;
-      }
-      unsigned octet = 0;
-      const char* begin = word.data() + at;
-      const auto [end, ec] = std::from_chars(begin, word.data() + word.size(), octet);
-      if (ec != std::errc() || end == begin || end - begin > 3 || octet > 255)
-        fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
-      v = (v << 8) | octet;
-      at = static_cast<std::size_t>(end - word.data());
+    try {
+      return parse_ipv4(word, what);
+    } catch (const Error& e) {
+      fail(e.what());
     }
-    if (at != word.size()) fail(fmt::format("{} '{}' is not an IPv4 address", what, word));
-    return v;
   }
 
   const Bmv2Config::Line& line() const { return line_; }
@@ -297,10 +272,6 @@ void apply_line(Bmv2Config& c, const LineParser& p, const std::vector<std::strin
                   cmd));
 }
 
-std::string ip_text(std::uint32_t ip) {
-  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
-}
-
 [[noreturn]] void line_error(std::string_view source, const Bmv2Config::Line& line,
                              const std::string& problem) {
   throw Error(Errc::kConfig,
@@ -416,7 +387,7 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
     if (!has_source)
       line_error(source, e.line,
                  fmt::format("job {} has no {} entry for its parent's results (key {} {} {})", id,
-                             bmv2::kParentSource, e.parent_job_id, ip_text(e.ip), e.udp_port));
+                             bmv2::kParentSource, e.parent_job_id, format_ipv4(e.ip), e.udp_port));
     const std::uint16_t session = config_.jobs.at(id).mcast_grp;
     const auto mirror = config_.mirror_sessions.find(session);
     if (mirror == config_.mirror_sessions.end())

@@ -146,9 +146,9 @@ TEST(Bmv2Cli, ErrorsNameTheLineAndTheProblem) {
   EXPECT_THAT(cli_error("table_add NetaggIngress.forward set_egress_port 02:00:00:00:00:01 => 512"),
               HasSubstr("port 512 does not fit in 9 bits"));
   EXPECT_THAT(cli_error("table_add NetaggIngress.forward set_egress_port 02:00:00:00:01 => 1"),
-              HasSubstr("hdr.ethernet.dst_addr '02:00:00:00:01' is not a MAC"));
+              HasSubstr("hdr.ethernet.dst_addr: '02:00:00:00:01' is not a MAC"));
   EXPECT_THAT(cli_error("table_add NetaggIngress.worker_table set_worker 1 10.0.0.300 5 => 0"),
-              HasSubstr("hdr.ipv4.src_addr '10.0.0.300' is not an IPv4 address"));
+              HasSubstr("hdr.ipv4.src_addr: '10.0.0.300' is not an IPv4 address"));
   EXPECT_THAT(cli_error("table_add NetaggIngress.job_table set_job x1 => 2 0 4 64 1"),
               HasSubstr("hdr.netagg.job_id 'x1' is not a number"));
   EXPECT_THAT(cli_error("table_add NetaggIngress.job_table set_job 1 => 2 0 4 64 1\n"

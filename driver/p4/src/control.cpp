@@ -503,41 +503,6 @@ std::string tofino_script(const SwitchConfig& config, std::string_view header_co
   return out;
 }
 
-std::string format_mac(const wire::Mac& m) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4],
-                     m[5]);
-}
-
-std::string format_ipv4(std::uint32_t ip) {
-  return fmt::format("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
-}
-
-wire::Mac parse_mac(std::string_view text, std::string_view what) {
-  const auto bad = [&] {
-    return Error(Errc::kConfig,
-                 fmt::format("{}: '{}' is not a MAC (aa:bb:cc:dd:ee:ff)", what, text));
-  };
-  if (text.size() != 17) throw bad();
-  wire::Mac mac{};
-  for (std::size_t i = 0; i < 6; ++i) {
-    const char* first = text.data() + 3 * i;
-    unsigned v = 0;
-    auto [ptr, ec] = std::from_chars(first, first + 2, v, 16);
-    if (ec != std::errc() || ptr != first + 2) throw bad();
-    if (i < 5 && text[3 * i + 2] != ':' && text[3 * i + 2] != '-') throw bad();
-    mac[i] = static_cast<std::uint8_t>(v);
-  }
-  return mac;
-}
-
-std::uint32_t parse_ipv4(std::string_view text, std::string_view what) {
-  in_addr a{};
-  const std::string s(text);
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1)
-    throw Error(Errc::kConfig, fmt::format("{}: '{}' is not an IPv4 address", what, text));
-  return ntohl(a.s_addr);
-}
-
 std::string bfrt_key_name(std::string_view key_expression) {
   std::string name(key_expression);
   for (char& c : name)

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "netagg/address.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 #include "switch_format.hpp"
@@ -151,13 +152,6 @@ std::string bmv2_commands(const SwitchConfig& config);
 // A bfrt_python script (bfshell -b FILE) for the Tofino program loaded as "netagg".
 // Error(kInvalidArgument) if `config` was planned for another target.
 std::string tofino_script(const SwitchConfig& config, std::string_view header_comment = {});
-
-std::string format_mac(const wire::Mac& mac);  // aa:bb:cc:dd:ee:ff
-std::string format_ipv4(std::uint32_t ip);     // a.b.c.d
-// "aa:bb:cc:dd:ee:ff" (or '-'); Error(kConfig) naming `what` otherwise.
-wire::Mac parse_mac(std::string_view text, std::string_view what);
-// "a.b.c.d"; Error(kConfig) naming `what` otherwise.
-std::uint32_t parse_ipv4(std::string_view text, std::string_view what);
 
 // ---- What the generator uses of the P4 programs ---------------------------------------------
 // One (table, action) pair the generator writes, with the largest value it ever puts into each
