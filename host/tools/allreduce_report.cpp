@@ -2,6 +2,7 @@
 #include "allreduce_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -81,9 +82,18 @@ Mismatch mismatch_from_json(const nlohmann::json& j) {
           j.at("bound").get<double>()};
 }
 
+namespace {
+// An integer (an int32 sum) in all its digits; any other value with 9 significant ones (fp32's).
+std::string value_text(double v) {
+  if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 0x1p53)
+    return fmt::format("{}", static_cast<std::int64_t>(v));
+  return fmt::format("{:.9g}", v);
+}
+}  // namespace
+
 std::string mismatch_text(const Mismatch& m) {
-  return fmt::format("verification: FAILED at index {}: got {:.9g}, want {:.9g}, bound {:.3g}",
-                     m.index, m.got, m.want, m.bound);
+  return fmt::format("verification: FAILED at index {}: got {}, want {}, bound {:.3g}", m.index,
+                     value_text(m.got), value_text(m.want), m.bound);
 }
 
 double median(std::vector<double> v) {

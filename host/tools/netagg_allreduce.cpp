@@ -54,7 +54,7 @@ struct Options : netagg::report::TensorOptions {
   std::string job_file;
   std::string target = "switch-sim";
   std::string transport;            // empty: the config's (NETAGG_TRANSPORT, else udp)
-  std::string epoch;                // empty: NETAGG_EPOCH, else the launcher's run id
+  std::optional<std::string> epoch;  // none: NETAGG_EPOCH, else the launcher's run id
   std::optional<double> pace_gbps;  // unset: NETAGG_PACE_GBPS (or the config file's), else off
   std::string fallback;             // empty: NETAGG_FALLBACK (or the config file's), else gloo
   std::string store;                // empty: NETAGG_STORE (or the config file's)
@@ -230,8 +230,8 @@ netagg::Config worker_config(const Options& o) {
   cfg.loss_seed = o.seed;
   // The run's switches and epoch from the environment apply with --job too; --epoch wins.
   netagg::apply_run_environment(cfg);
-  if (!o.epoch.empty()) {
-    cfg.epoch = netagg::parse_epoch(o.epoch, "--epoch");
+  if (o.epoch) {  // given, even empty: parsed (an empty one is refused, as NETAGG_EPOCH="" is)
+    cfg.epoch = netagg::parse_epoch(*o.epoch, "--epoch");
     netagg::check_epoch(*cfg.epoch, "--epoch");
   }
   if (o.pace_gbps) cfg.pace_gbps = *o.pace_gbps;

@@ -77,7 +77,6 @@ class ChildProcess {
   void wait_exit() { wait_exit(Clock::time_point::max()); }
 
   bool exited() const { return exited_; }
-  int wait_status() const { return status_; }  // waitpid's status once exited
   std::optional<int> exit_code() const;        // if it exited normally
   std::optional<int> term_signal() const;      // if a signal killed it
   bool succeeded() const { return exit_code() == 0; }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The FPGA aggregator as a clocked model the host can drive: frames onto ingress ports, cycles,
-// frames off egress ports, and the AXI4-Lite CSRs. Two implementations behind one interface:
+// frames off egress ports, and the AXI4-Lite CSRs. Three implementations behind one interface:
 //
 //   RtlHarness       the Verilated SystemVerilog top `netagg_aggregator` (hw/rtl/), driven beat
 //                    by beat on its AXI4-Stream ports (TDATA/TKEEP/TLAST/TVALID/TREADY) and
 //                    AXI4-Lite transactions on s_axi_control; optional FST trace.
 //   HlsModelAdapter  the HLS C++ aggregator (hls/), the bit-exact reference model.
+//   VpModel          the virtual platform (sim/vp, make_vp_model): the Verilated RTL inside a
+//                    SystemC model of the card (Ethernet MACs, clock-domain crossings, the CSR
+//                    path over TLM); one per process.
 //
 // The model is a fpga::CsrBus, so the control plane (driver/fpga) programs either one; CSR
 // accesses take clock cycles (traffic keeps flowing meanwhile). Ports and ranks of the job table

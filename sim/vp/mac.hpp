@@ -152,7 +152,6 @@ SC_MODULE(MacPort) {
   // starts on the wire while paused (one already started finishes), so the TX crossing fills and
   // the aggregator's tx_<i> sees TREADY low.
   void set_tx_paused(bool paused) { tx_paused_ = paused; }
-  bool tx_paused() const { return tx_paused_; }
   // What the last AXI4-Stream violation on tx_<i> was (counted in tx_protocol_errors); "" if none.
   const std::string& last_tx_protocol_error() const { return tx_last_error_; }
   // Drops every frame on the port: on the wires, in the crossings, half read or written. For a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The protocol engine, sans-IO: packets and time in, packets and a deadline out. The same engine
-// runs over UDP, in-process, and (later) DPDK and inside simulators.
+// runs over UDP, DPDK and in-process transports, and inside the simulators.
 //
 // Slots are used in a fixed pattern: packet P (a global index that continues across operations)
 // goes to slot slot_base + P mod W with set (P / W) mod 2, seq = P mod 2^32. Packet P is sent
