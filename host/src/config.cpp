@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <vector>
 
@@ -28,19 +30,6 @@ namespace {
 [[noreturn]] void config_error(std::string_view where, std::string_view problem) {
   throw Error(Errc::kConfig, fmt::format("{}: {}", where, problem));
 }
-
-// The JSON keys a config file may hold; anything else is a typo the user should hear about.
-// clang-format off
-constexpr std::string_view kFileKeys[] = {
-    "rank", "job_file", "job", "job_id", "aggregator", "transport", "float_wire",
-    "retransmit_timeout_ms", "max_retransmit_timeout_ms", "min_retransmit_timeout_ms",
-    "adaptive_retransmit", "job_timeout_ms", "loss", "loss_seed", "udp_offload",
-    "congestion_control", "pace_gbps", "dpdk", "fallback", "fallback_after_ms",
-    "fallback_timeout_ms", "store"};
-constexpr std::string_view kDpdkKeys[] = {
-    "lcores", "vdevs", "no_huge", "no_pci", "memory_mb", "file_prefix", "eal_args", "port", "mac",
-    "aggregator_mac", "next_hop", "arp_timeout_ms", "burst", "mbufs", "verify_udp_checksum"};
-// clang-format on
 
 // Limits of the DPDK port settings (validate() checks them, the parsers name the field).
 constexpr std::uint32_t kMaxBurst = 512;
@@ -89,7 +78,7 @@ std::optional<std::string> getenv_string(const char* name) {
 }
 
 // Integer from an environment variable; the whole text must be the number.
-std::int64_t parse_env_int(const char* name, const std::string& text, std::int64_t min,
+std::int64_t parse_env_int(std::string_view name, std::string_view text, std::int64_t min,
                            std::int64_t max) {
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
@@ -101,7 +90,7 @@ std::int64_t parse_env_int(const char* name, const std::string& text, std::int64
   return v;
 }
 
-std::uint64_t parse_env_u64(const char* name, const std::string& text) {
+std::uint64_t parse_env_u64(std::string_view name, std::string_view text) {
   std::uint64_t v = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
@@ -112,7 +101,7 @@ std::uint64_t parse_env_u64(const char* name, const std::string& text) {
   return v;
 }
 
-double parse_env_double(const char* name, const std::string& text) {
+double parse_env_double(std::string_view name, std::string_view text) {
   double v = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
@@ -129,16 +118,14 @@ std::optional<std::pair<const char*, std::string>> first_env(
   return std::nullopt;
 }
 
-double get_number(const json& j, const char* key, std::string_view where);
-
-bool parse_env_bool(const char* name, const std::string& text) {
+bool parse_env_bool(std::string_view name, std::string_view text) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off") return false;
   config_error(name, fmt::format("'{}' is not a boolean (1/0, true/false)", text));
 }
 
 // "a b  c" -> {"a", "b", "c"} (EAL arguments from one environment variable).
-std::vector<std::string> split(const std::string& text, char sep) {
+std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : text) {
@@ -153,108 +140,286 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
-void parse_dpdk_object(const json& d, const std::string& where, DpdkConfig& out) {
-  if (!d.is_object()) config_error(where, "must be a JSON object");
-  const auto field = [&](std::string_view key) { return fmt::format("{}.{}", where, key); };
-  for (const auto& [key, value] : d.items()) {
-    bool known = false;
-    for (auto k : kDpdkKeys) known = known || k == key;
-    if (!known) config_error(field(key), "unknown field");
-  }
-  const auto string_of = [&](const char* key) {
-    if (!d[key].is_string()) config_error(field(key), "must be a string");
-    return d[key].get<std::string>();
-  };
-  const auto strings_of = [&](const char* key) {
-    const json& v = d[key];
-    if (!v.is_array()) config_error(field(key), "must be an array of strings");
-    std::vector<std::string> list;
-    for (const auto& e : v) {
-      if (!e.is_string()) config_error(field(key), "must be an array of strings");
-      list.push_back(e.get<std::string>());
-    }
-    return list;
-  };
-  const auto bool_of = [&](const char* key) {
-    if (!d[key].is_boolean()) config_error(field(key), "must be true or false");
-    return d[key].get<bool>();
-  };
-  const auto uint_of = [&](const char* key, std::uint64_t min, std::uint64_t max) {
-    const json& v = d[key];
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max)
-      config_error(field(key), fmt::format("must be an integer in [{}, {}]", min, max));
-    return v.get<std::uint64_t>();
-  };
-  if (d.contains("lcores")) out.lcores = string_of("lcores");
-  if (d.contains("vdevs")) out.vdevs = strings_of("vdevs");
-  if (d.contains("no_huge")) out.no_huge = bool_of("no_huge");
-  if (d.contains("no_pci")) out.no_pci = bool_of("no_pci");
-  if (d.contains("memory_mb"))
-    out.memory_mb = static_cast<std::uint32_t>(uint_of("memory_mb", 0, 1u << 20));
-  if (d.contains("file_prefix")) out.file_prefix = string_of("file_prefix");
-  if (d.contains("eal_args")) out.eal_args = strings_of("eal_args");
-  if (d.contains("port")) out.port = static_cast<std::uint16_t>(uint_of("port", 0, 0xFFFF));
-  if (d.contains("mac")) out.mac = parse_mac(string_of("mac"), field("mac"));
-  if (d.contains("aggregator_mac"))
-    out.aggregator_mac = parse_mac(string_of("aggregator_mac"), field("aggregator_mac"));
-  if (d.contains("next_hop")) out.next_hop = parse_ipv4(string_of("next_hop"), field("next_hop"));
-  if (d.contains("arp_timeout_ms")) {
-    out.arp_timeout =
-        timeout_from_ms(get_number(d, "arp_timeout_ms", where), field("arp_timeout_ms"));
-  }
-  if (d.contains("burst")) out.burst = static_cast<std::uint16_t>(uint_of("burst", 1, kMaxBurst));
-  if (d.contains("mbufs"))
-    out.mbufs = static_cast<std::uint32_t>(uint_of("mbufs", kMinMbufs, kMaxMbufs));
-  if (d.contains("verify_udp_checksum")) out.verify_udp_checksum = bool_of("verify_udp_checksum");
+// ---- the settings -------------------------------------------------------------------------
+// Every setting that a config file and the environment both give is one row of a table: its
+// file key, from which its variable's name follows (NETAGG_ and the key in capitals; a `dpdk`
+// field's NETAGG_DPDK_ and the key), what the docs say of it, and one parser for both sources.
+// docs/configuration.md's tables are generated from the rows (config_settings_markdown, checked
+// by a test), so the docs, the file and the environment cannot drift apart.
+
+// A setting's value as given: a JSON value from a config file, or an environment variable's
+// text; `where` names it in messages ("conf.json: loss", "NETAGG_LOSS").
+struct Given {
+  const json* value = nullptr;  // null: from the environment
+  std::string_view text;
+  std::string where;
+};
+
+double number_of(const Given& g) {
+  if (!g.value) return parse_env_double(g.where, g.text);
+  if (!g.value->is_number()) config_error(g.where, "must be a number");
+  return g.value->get<double>();
 }
 
-// NETAGG_DPDK_* over whatever the file said.
-void apply_dpdk_env(DpdkConfig& d) {
-  if (auto v = getenv_string("NETAGG_DPDK_LCORES")) {
-    if (v->empty()) config_error("NETAGG_DPDK_LCORES", "is set but empty");
-    d.lcores = *v;
+bool bool_of(const Given& g) {
+  if (!g.value) return parse_env_bool(g.where, g.text);
+  if (!g.value->is_boolean()) config_error(g.where, "must be true or false");
+  return g.value->get<bool>();
+}
+
+std::uint64_t uint_of(const Given& g, std::uint64_t min, std::uint64_t max) {
+  if (!g.value)
+    return static_cast<std::uint64_t>(parse_env_int(g.where, g.text, static_cast<std::int64_t>(min),
+                                                    static_cast<std::int64_t>(max)));
+  if (!g.value->is_number_unsigned() || g.value->get<std::uint64_t>() < min ||
+      g.value->get<std::uint64_t>() > max)
+    config_error(g.where, fmt::format("must be an integer in [{}, {}]", min, max));
+  return g.value->get<std::uint64_t>();
+}
+
+std::uint64_t u64_of(const Given& g) {
+  if (!g.value) return parse_env_u64(g.where, g.text);
+  if (!g.value->is_number_unsigned()) config_error(g.where, "must be a non-negative integer");
+  return g.value->get<std::uint64_t>();
+}
+
+// `expected` says what the string holds, for the message of a value of another JSON type.
+std::string text_of(const Given& g, std::string_view expected = "a string") {
+  if (!g.value) return std::string(g.text);
+  if (!g.value->is_string()) config_error(g.where, fmt::format("must be {}", expected));
+  return g.value->get<std::string>();
+}
+
+std::string nonempty_text_of(const Given& g) {
+  std::string t = text_of(g);
+  if (t.empty()) config_error(g.where, g.value ? "must not be empty" : "is set but empty");
+  return t;
+}
+
+// A JSON array of strings, or the variable's text split at `sep`.
+std::vector<std::string> strings_of(const Given& g, char sep) {
+  if (!g.value) return split(g.text, sep);
+  if (!g.value->is_array()) config_error(g.where, "must be an array of strings");
+  std::vector<std::string> list;
+  for (const auto& e : *g.value) {
+    if (!e.is_string()) config_error(g.where, "must be an array of strings");
+    list.push_back(e.get<std::string>());
   }
-  // vdev arguments hold commas themselves, so several vdevs are separated by ';'.
-  if (auto v = getenv_string("NETAGG_DPDK_VDEVS")) d.vdevs = split(*v, ';');
-  if (auto v = getenv_string("NETAGG_DPDK_NO_HUGE"))
-    d.no_huge = parse_env_bool("NETAGG_DPDK_NO_HUGE", *v);
-  if (auto v = getenv_string("NETAGG_DPDK_NO_PCI"))
-    d.no_pci = parse_env_bool("NETAGG_DPDK_NO_PCI", *v);
-  if (auto v = getenv_string("NETAGG_DPDK_MEMORY_MB"))
-    d.memory_mb =
-        static_cast<std::uint32_t>(parse_env_int("NETAGG_DPDK_MEMORY_MB", *v, 0, 1 << 20));
-  if (auto v = getenv_string("NETAGG_DPDK_FILE_PREFIX")) d.file_prefix = *v;
-  if (auto v = getenv_string("NETAGG_DPDK_EAL_ARGS")) d.eal_args = split(*v, ' ');
-  if (auto v = getenv_string("NETAGG_DPDK_PORT"))
-    d.port = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_PORT", *v, 0, 0xFFFF));
-  if (auto v = getenv_string("NETAGG_DPDK_MAC")) d.mac = parse_mac(*v, "NETAGG_DPDK_MAC");
-  if (auto v = getenv_string("NETAGG_DPDK_AGGREGATOR_MAC"))
-    d.aggregator_mac = parse_mac(*v, "NETAGG_DPDK_AGGREGATOR_MAC");
-  if (auto v = getenv_string("NETAGG_DPDK_NEXT_HOP"))
-    d.next_hop = parse_ipv4(*v, "NETAGG_DPDK_NEXT_HOP");
-  if (auto v = getenv_string("NETAGG_DPDK_ARP_TIMEOUT_MS")) {
-    d.arp_timeout = timeout_from_ms(parse_env_double("NETAGG_DPDK_ARP_TIMEOUT_MS", *v),
-                                    "NETAGG_DPDK_ARP_TIMEOUT_MS");
+  return list;
+}
+
+Duration ms_of(const Given& g) { return timeout_from_ms(number_of(g), g.where); }
+
+template <typename T>
+T enum_of(const Given& g, T (*parse)(std::string_view), std::string_view choices) {
+  const std::string t = text_of(g, choices);
+  try {
+    return parse(t);
+  } catch (const Error&) {
+    config_error(g.where, fmt::format("'{}' is not one of {}", t, choices));
   }
-  if (auto v = getenv_string("NETAGG_DPDK_BURST"))
-    d.burst = static_cast<std::uint16_t>(parse_env_int("NETAGG_DPDK_BURST", *v, 1, kMaxBurst));
-  if (auto v = getenv_string("NETAGG_DPDK_MBUFS"))
-    d.mbufs =
-        static_cast<std::uint32_t>(parse_env_int("NETAGG_DPDK_MBUFS", *v, kMinMbufs, kMaxMbufs));
-  if (auto v = getenv_string("NETAGG_DPDK_VERIFY_UDP_CHECKSUM"))
-    d.verify_udp_checksum = parse_env_bool("NETAGG_DPDK_VERIFY_UDP_CHECKSUM", *v);
+}
+
+struct Setting {
+  std::string_view key;  // in a config file (a DPDK setting: in its `dpdk` object)
+  std::string_view type, default_text, meaning;  // for the docs
+  void (*apply)(Config&, const Given&);
+  // Applied by apply_run_environment too: a switch of one run, for a Config made in code.
+  bool run = false;
+  std::string_view alias = {};  // another variable read when the setting's own is not set
+};
+
+// clang-format off
+constexpr Setting kSettings[] = {
+    {"aggregator", "`\"a.b.c.d:port\"`", "the job's `aggregator`",
+     "where contributions go (UDP port of an aggregator: 20033); overrides the job's",
+     [](Config& c, const Given& g) {
+       c.aggregator = Endpoint::parse(text_of(g, "a string \"a.b.c.d:port\""), g.where);
+     }},
+    {"transport", "`\"udp\"` or `\"dpdk\"`", "`\"udp\"`",
+     "kernel UDP, or DPDK (below; `kUnsupported` in a libnetagg built without DPDK)",
+     [](Config& c, const Given& g) { c.transport = nonempty_text_of(g); }},
+    {"float_wire", "`\"int32-bfp\"` or `\"fp32\"`", "`\"int32-bfp\"`",
+     "how fp32 tensors travel: block floating point for integer aggregators (the switch), or fp32 "
+     "as is (an fp32-capable aggregator, the FPGA)",
+     [](Config& c, const Given& g) {
+       c.float_wire = enum_of(g, parse_float_wire, "int32-bfp, fp32");
+     }},
+    {"retransmit_timeout_ms", "number in (0, 86400000]", "20",
+     "first retransmission of an unanswered packet; with `adaptive_retransmit`, the timeout "
+     "until the first round trip is measured",
+     [](Config& c, const Given& g) { c.retransmit_timeout = ms_of(g); }},
+    {"max_retransmit_timeout_ms", "number >= retransmit", "500",
+     "cap of the exponential backoff (the timeout doubles per retransmission)",
+     [](Config& c, const Given& g) { c.max_retransmit_timeout = ms_of(g); }},
+    {"adaptive_retransmit", "boolean", "true",
+     "estimate the timeout from measured round trips as TCP does (RFC 6298: smoothed round trip "
+     "+ 4 × its deviation; Karn's rule: a retransmitted packet gives no sample), within "
+     "[`min_retransmit_timeout_ms`, `max_retransmit_timeout_ms`]; false keeps "
+     "`retransmit_timeout_ms`",
+     [](Config& c, const Given& g) { c.adaptive_retransmit = bool_of(g); }},
+    {"min_retransmit_timeout_ms", "number in (0, 86400000]", "1",
+     "floor of the adaptive timeout",
+     [](Config& c, const Given& g) { c.min_retransmit_timeout = ms_of(g); }},
+    {"job_timeout_ms", "number in (0, 86400000]", "10000",
+     "an all-reduce without any new result for this long fails with `Errc::kTimeout`, naming "
+     "the missing slots",
+     [](Config& c, const Given& g) { c.job_timeout = ms_of(g); }, false, "NETAGG_TIMEOUT_MS"},
+    {"loss", "number in [0, 1)", "0",
+     "injected loss: each packet sent and each packet received is dropped with this probability "
+     "(tests, demos)",
+     [](Config& c, const Given& g) {
+       c.loss = number_of(g);
+       if (!(c.loss >= 0 && c.loss < 1))
+         config_error(g.where, fmt::format("{} is outside [0, 1)", c.loss));
+     }},
+    {"loss_seed", "unsigned integer", "1",
+     "seed of the injected loss; each rank mixes its rank into it so ranks drop different "
+     "packets, and a run with the same seed drops the same packets as long as the traffic is the "
+     "same",
+     [](Config& c, const Given& g) { c.loss_seed = u64_of(g); }},
+    {"congestion_control", "boolean", "false",
+     "a congestion window on ECN marks and loss, packets sent ECT(0) "
+     "([congestion-control.md](congestion-control.md))",
+     [](Config& c, const Given& g) { c.congestion_control = bool_of(g); }, true},
+    {"pace_gbps", "0, or a number in [0.001, 10000]", "0 (off)",
+     "pacing: this worker sends at most this many Gbit/s of UDP payload (netagg header and "
+     "data; retransmissions included), all trees together; a job on several trees gives each "
+     "tree's engine its share by the trees' weights. Packets leave spaced by size × 8 / rate; a "
+     "wake-up up to 0.5 ms late is made up at once (`EngineParams::pace_slack`)",
+     [](Config& c, const Given& g) {
+       c.pace_gbps = number_of(g);
+       check_pace(c.pace_gbps, g.where);
+     }, true},
+    {"udp_offload", "boolean", "true",
+     "the udp transport sends runs of equal-sized packets as UDP GSO messages (`UDP_SEGMENT`) "
+     "and takes results GRO-coalesced (`UDP_GRO`): the datagrams on the wire are the same, the "
+     "kernel passes fewer (docs/performance.md, \"Packet cost\"); false sends one datagram per "
+     "message",
+     [](Config& c, const Given& g) { c.udp_offload = bool_of(g); }, true},
+    {"fallback", "`\"gloo\"` or `\"off\"`", "`\"gloo\"`",
+     "when the aggregator stops answering, the workers finish the all-reduce among themselves "
+     "over Gloo ([fallback.md](fallback.md)); needs `store`. `\"off\"`: the job timeout ends it "
+     "with an error",
+     [](Config& c, const Given& g) { c.fallback = enum_of(g, parse_fallback, "gloo, off"); },
+     true},
+    {"fallback_after_ms", "number, below `job_timeout_ms`", "1000",
+     "the fallback starts after this long without a result from the aggregator",
+     [](Config& c, const Given& g) { c.fallback_after = ms_of(g); }, true},
+    {"fallback_timeout_ms", "number in (0, 86400000]", "60000",
+     "how long a worker waits for the others in the fallback (and in Gloo's rendezvous when the "
+     "communicator is made)",
+     [](Config& c, const Given& g) { c.fallback_timeout = ms_of(g); }, true},
+    {"store", "`\"file:DIR\"`", "none",
+     "the fallback's rendezvous: a directory every worker sees. Without one there is no "
+     "fallback, and the communicator warns (the torch backend uses its process group's store "
+     "instead)",
+     [](Config& c, const Given& g) { c.store = text_of(g, "a string \"file:DIR\""); }, true},
+};
+
+constexpr Setting kDpdkSettings[] = {
+    {"lcores", "string", "`\"0\"`",
+     "EAL `-l`: cores the EAL may use. The communicator's thread is not an EAL thread and keeps "
+     "the process's CPU affinity (the EAL's pinning of the initialising thread is undone)",
+     [](Config& c, const Given& g) { c.dpdk.lcores = nonempty_text_of(g); }},
+    {"vdevs", "strings (variable: `;` between devices)", "none",
+     "EAL `--vdev` each: `net_af_packet0,iface=eth1`, `net_memif0,...`, `net_ring0`",
+     // vdev arguments hold commas themselves, so several vdevs are separated by ';'.
+     [](Config& c, const Given& g) { c.dpdk.vdevs = strings_of(g, ';'); }},
+    {"no_huge", "boolean", "false",
+     "EAL `--no-huge`: ordinary memory instead of hugepages (tests, veths; real NICs want "
+     "hugepages)",
+     [](Config& c, const Given& g) { c.dpdk.no_huge = bool_of(g); }},
+    {"no_pci", "boolean", "false", "EAL `--no-pci`: probe no PCI device (vdevs only)",
+     [](Config& c, const Given& g) { c.dpdk.no_pci = bool_of(g); }},
+    {"memory_mb", "integer in [0, 1048576]", "256 with `no_huge`, else the EAL's", "EAL `-m`",
+     [](Config& c, const Given& g) {
+       c.dpdk.memory_mb = static_cast<std::uint32_t>(uint_of(g, 0, 1u << 20));
+     }},
+    {"file_prefix", "string", "none: `--no-shconf`",
+     "EAL `--file-prefix`. Without it the EAL keeps no shared files, so independent worker "
+     "processes on one host do not collide; set one for DPDK's multi-process tools",
+     [](Config& c, const Given& g) { c.dpdk.file_prefix = text_of(g); }},
+    {"eal_args", "strings (variable: space separated)", "none",
+     "more EAL arguments, appended as they are",
+     [](Config& c, const Given& g) { c.dpdk.eal_args = strings_of(g, ' '); }},
+    {"port", "integer in [0, 65535]", "0", "the DPDK port id (vdevs are numbered first to last)",
+     [](Config& c, const Given& g) { c.dpdk.port = static_cast<std::uint16_t>(uint_of(g, 0, 0xFFFF)); }},
+    {"mac", "`\"aa:bb:cc:dd:ee:ff\"`", "the job's `mac` for this rank, else the port's",
+     "source MAC; if it differs from the port's, the port takes it or goes promiscuous",
+     [](Config& c, const Given& g) { c.dpdk.mac = parse_mac(text_of(g), g.where); }},
+    {"aggregator_mac", "`\"aa:bb:cc:dd:ee:ff\"`", "resolved by ARP",
+     "destination MAC of every frame",
+     [](Config& c, const Given& g) { c.dpdk.aggregator_mac = parse_mac(text_of(g), g.where); }},
+    {"next_hop", "`\"a.b.c.d\"`", "the aggregator",
+     "IPv4 address to ARP for when a router stands between worker and aggregator",
+     [](Config& c, const Given& g) { c.dpdk.next_hop = parse_ipv4(text_of(g), g.where); }},
+    {"arp_timeout_ms", "number in (0, 86400000]", "3000",
+     "how long start-up waits for the ARP reply (requests every 200 ms)",
+     [](Config& c, const Given& g) { c.dpdk.arp_timeout = ms_of(g); }},
+    {"burst", "integer in [1, 512]", "32", "packets per `rte_eth_rx_burst`/`tx_burst`",
+     [](Config& c, const Given& g) { c.dpdk.burst = static_cast<std::uint16_t>(uint_of(g, 1, kMaxBurst)); }},
+    {"mbufs", "integer in [255, 1048576]", "8191",
+     "mbufs in the port's pool (each holds the largest frame, 4160 bytes); at least 2 × window + "
+     "2 × burst",
+     [](Config& c, const Given& g) {
+       c.dpdk.mbufs = static_cast<std::uint32_t>(uint_of(g, kMinMbufs, kMaxMbufs));
+     }},
+    {"verify_udp_checksum", "boolean", "false",
+     "drop (as malformed) received frames whose non-zero UDP checksum is wrong. Off by default "
+     "because a kernel peer on a veth leaves checksums to an offload (a packet socket sees them "
+     "half done); turn the peer's offload off (`ethtool -K eth0 tx off`) to verify",
+     [](Config& c, const Given& g) { c.dpdk.verify_udp_checksum = bool_of(g); }},
+};
+// clang-format on
+
+std::string variable_of(const Setting& s, bool dpdk) {
+  std::string name = dpdk ? "NETAGG_DPDK_" : "NETAGG_";
+  for (const char ch : s.key)
+    name += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+const Setting* file_setting(std::span<const Setting> table, std::string_view key) {
+  for (const Setting& s : table)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+// The settings in a config file's object `j` (the file's top level, or its `dpdk` object), at
+// `where`; the keys `others` are the caller's. An unknown key is an error: a typo should not
+// leave a default in place silently.
+void apply_file_settings(Config& cfg, const json& j, std::span<const Setting> table,
+                         const std::string& where, std::span<const std::string_view> others) {
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(others.begin(), others.end(), key) != others.end()) continue;
+    const Setting* s = file_setting(table, key);
+    if (!s) config_error(fmt::format("{}{}", where, key), "unknown field");
+    s->apply(cfg, Given{&value, {}, fmt::format("{}{}", where, key)});
+  }
+}
+
+// The settings whose variables are set (all, or the run's switches only).
+void apply_env_settings(Config& cfg, bool run_only) {
+  const auto apply = [&](const Setting& s, bool dpdk) {
+    if (run_only && !s.run) return;
+    std::string name = variable_of(s, dpdk);
+    std::optional<std::string> v = getenv_string(name.c_str());
+    if (!v && !s.alias.empty()) {
+      name = std::string(s.alias);
+      v = getenv_string(name.c_str());
+    }
+    if (v) s.apply(cfg, Given{nullptr, *v, name});
+  };
+  for (const Setting& s : kSettings) apply(s, false);
+  if (!run_only)
+    for (const Setting& s : kDpdkSettings) apply(s, true);
 }
 
 struct FileConfig {
   Config cfg;
   bool has_job = false;
 };
-
-double get_number(const json& j, const char* key, std::string_view where) {
-  const json& v = j.at(key);
-  if (!v.is_number()) config_error(fmt::format("{}: {}", where, key), "must be a number");
-  return v.get<double>();
-}
 
 FileConfig parse_file(const std::filesystem::path& file) {
   const std::string where = file.string();
@@ -269,11 +434,6 @@ FileConfig parse_file(const std::filesystem::path& file) {
     config_error(where, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) config_error(where, "must be a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    bool known = false;
-    for (auto k : kFileKeys) known = known || k == key;
-    if (!known) config_error(fmt::format("{}: {}", where, key), "unknown field");
-  }
   const auto field = [&](std::string_view key) { return fmt::format("{}: {}", where, key); };
 
   FileConfig out;
@@ -307,69 +467,12 @@ FileConfig parse_file(const std::filesystem::path& file) {
                    fmt::format("{} but the inline job has job_id {}", *job_id, cfg.job.job_id));
     out.has_job = true;
   }
-  if (j.contains("aggregator")) {
-    if (!j["aggregator"].is_string())
-      config_error(field("aggregator"), "must be a string \"a.b.c.d:port\"");
-    cfg.aggregator = Endpoint::parse(j["aggregator"].get<std::string>(), field("aggregator"));
-  }
-  if (j.contains("transport")) {
-    if (!j["transport"].is_string()) config_error(field("transport"), "must be a string");
-    cfg.transport = j["transport"].get<std::string>();
-  }
-  if (j.contains("dpdk")) parse_dpdk_object(j["dpdk"], field("dpdk"), cfg.dpdk);
-  if (j.contains("float_wire")) {
-    if (!j["float_wire"].is_string()) config_error(field("float_wire"), "must be a string");
-    try {
-      cfg.float_wire = parse_float_wire(j["float_wire"].get<std::string>());
-    } catch (const Error& e) {
-      config_error(where, e.what());
-    }
-  }
-  const auto timeout = [&](const char* key, Duration& d) {
-    if (!j.contains(key)) return;
-    d = timeout_from_ms(get_number(j, key, where), field(key));
-  };
-  timeout("retransmit_timeout_ms", cfg.retransmit_timeout);
-  timeout("max_retransmit_timeout_ms", cfg.max_retransmit_timeout);
-  timeout("min_retransmit_timeout_ms", cfg.min_retransmit_timeout);
-  timeout("job_timeout_ms", cfg.job_timeout);
-  timeout("fallback_after_ms", cfg.fallback_after);
-  timeout("fallback_timeout_ms", cfg.fallback_timeout);
-  if (j.contains("fallback")) {
-    if (!j["fallback"].is_string()) config_error(field("fallback"), "must be \"gloo\" or \"off\"");
-    try {
-      cfg.fallback = parse_fallback(j["fallback"].get<std::string>());
-    } catch (const Error& e) {
-      config_error(where, e.what());
-    }
-  }
-  if (j.contains("store")) {
-    if (!j["store"].is_string()) config_error(field("store"), "must be a string \"file:DIR\"");
-    cfg.store = j["store"].get<std::string>();
-  }
-  if (j.contains("congestion_control")) {
-    if (!j["congestion_control"].is_boolean())
-      config_error(field("congestion_control"), "must be true or false");
-    cfg.congestion_control = j["congestion_control"].get<bool>();
-  }
-  if (j.contains("pace_gbps")) {
-    cfg.pace_gbps = get_number(j, "pace_gbps", where);
-    check_pace(cfg.pace_gbps, field("pace_gbps"));
-  }
-  if (j.contains("udp_offload")) {
-    if (!j["udp_offload"].is_boolean()) config_error(field("udp_offload"), "must be true or false");
-    cfg.udp_offload = j["udp_offload"].get<bool>();
-  }
-  if (j.contains("adaptive_retransmit")) {
-    if (!j["adaptive_retransmit"].is_boolean())
-      config_error(field("adaptive_retransmit"), "must be true or false");
-    cfg.adaptive_retransmit = j["adaptive_retransmit"].get<bool>();
-  }
-  if (j.contains("loss")) cfg.loss = get_number(j, "loss", where);
-  if (j.contains("loss_seed")) {
-    if (!j["loss_seed"].is_number_unsigned())
-      config_error(field("loss_seed"), "must be a non-negative integer");
-    cfg.loss_seed = j["loss_seed"].get<std::uint64_t>();
+  // Everything else: the table's settings, and `dpdk` with its own.
+  static constexpr std::string_view kOwn[] = {"rank", "job_id", "job_file", "job", "dpdk"};
+  apply_file_settings(cfg, j, kSettings, where + ": ", kOwn);
+  if (j.contains("dpdk")) {
+    if (!j["dpdk"].is_object()) config_error(field("dpdk"), "must be a JSON object");
+    apply_file_settings(cfg, j["dpdk"], kDpdkSettings, where + ": dpdk.", {});
   }
   return out;
 }
@@ -446,69 +549,14 @@ Config Config::from_env() {
       throw Error(Errc::kConfig, fmt::format("{}={} but the job has {} workers", w->first, n,
                                              cfg.job.world_size()));
   }
-  if (auto v = getenv_string("NETAGG_AGGREGATOR"))
-    cfg.aggregator = Endpoint::parse(*v, "NETAGG_AGGREGATOR");
-  if (auto v = getenv_string("NETAGG_TRANSPORT")) {
-    if (v->empty()) config_error("NETAGG_TRANSPORT", "is set but empty");
-    cfg.transport = *v;
-  }
-  apply_dpdk_env(cfg.dpdk);
-  if (auto v = getenv_string("NETAGG_FLOAT_WIRE")) {
-    try {
-      cfg.float_wire = parse_float_wire(*v);
-    } catch (const Error&) {
-      config_error("NETAGG_FLOAT_WIRE", fmt::format("'{}' is not one of int32-bfp, fp32", *v));
-    }
-  }
-  const auto timeout = [](const char* name, Duration& d) {
-    if (auto v = getenv_string(name)) d = timeout_from_ms(parse_env_double(name, *v), name);
-  };
-  timeout("NETAGG_TIMEOUT_MS", cfg.job_timeout);
-  timeout("NETAGG_RETRANSMIT_TIMEOUT_MS", cfg.retransmit_timeout);
-  timeout("NETAGG_MAX_RETRANSMIT_TIMEOUT_MS", cfg.max_retransmit_timeout);
-  timeout("NETAGG_MIN_RETRANSMIT_TIMEOUT_MS", cfg.min_retransmit_timeout);
-  if (auto v = getenv_string("NETAGG_ADAPTIVE_RETRANSMIT")) {
-    if (*v != "0" && *v != "1")
-      config_error("NETAGG_ADAPTIVE_RETRANSMIT", fmt::format("'{}' is not 0 or 1", *v));
-    cfg.adaptive_retransmit = *v == "1";
-  }
-  if (auto v = getenv_string("NETAGG_LOSS")) {
-    cfg.loss = parse_env_double("NETAGG_LOSS", *v);
-    if (cfg.loss < 0 || cfg.loss >= 1)
-      config_error("NETAGG_LOSS", fmt::format("{} is outside [0, 1)", *v));
-  }
-  if (auto v = getenv_string("NETAGG_LOSS_SEED"))
-    cfg.loss_seed = parse_env_u64("NETAGG_LOSS_SEED", *v);
+  apply_env_settings(cfg, /*run_only=*/false);
   apply_run_environment(cfg);
   cfg.validate();
   return cfg;
 }
 
 void apply_run_environment(Config& cfg) {
-  for (const auto& [name, field] : {std::pair{"NETAGG_CONGESTION_CONTROL", &cfg.congestion_control},
-                                    std::pair{"NETAGG_UDP_OFFLOAD", &cfg.udp_offload}}) {
-    if (auto v = getenv_string(name)) {
-      if (*v != "0" && *v != "1") config_error(name, fmt::format("'{}' is not 0 or 1", *v));
-      *field = *v == "1";
-    }
-  }
-  if (auto v = getenv_string("NETAGG_PACE_GBPS")) {
-    cfg.pace_gbps = parse_env_double("NETAGG_PACE_GBPS", *v);
-    check_pace(cfg.pace_gbps, "NETAGG_PACE_GBPS");
-  }
-  if (auto v = getenv_string("NETAGG_FALLBACK")) {
-    try {
-      cfg.fallback = parse_fallback(*v);
-    } catch (const Error&) {
-      config_error("NETAGG_FALLBACK", fmt::format("'{}' is not one of gloo, off", *v));
-    }
-  }
-  const auto timeout = [](const char* name, Duration& d) {
-    if (auto v = getenv_string(name)) d = timeout_from_ms(parse_env_double(name, *v), name);
-  };
-  timeout("NETAGG_FALLBACK_AFTER_MS", cfg.fallback_after);
-  timeout("NETAGG_FALLBACK_TIMEOUT_MS", cfg.fallback_timeout);
-  if (auto v = getenv_string("NETAGG_STORE")) cfg.store = *v;
+  apply_env_settings(cfg, /*run_only=*/true);
   if (auto v = getenv_string("NETAGG_EPOCH")) {
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
     check_epoch(*cfg.epoch, "NETAGG_EPOCH");
@@ -609,6 +657,69 @@ std::uint32_t random_epoch() {
   std::random_device rd;
   for (;;)
     if (const auto e = static_cast<std::uint32_t>(rd()); e != 0) return e;
+}
+
+namespace {
+
+// The rows of docs/configuration.md's table that are not settings of the table above: read by
+// code of their own (from_file, from_env), described here so that the whole table is generated.
+struct DocRow {
+  std::string_view key, variable, type, default_text, meaning;
+};
+// clang-format off
+constexpr DocRow kOwnRows[] = {
+    {"", "`NETAGG_CONFIG`", "path", "none",
+     "a config file read first; the variables override it"},
+    {"`rank`", "`NETAGG_RANK`, else the first of `OMPI_COMM_WORLD_RANK` (Open MPI), `PMI_RANK` "
+     "(MPICH, Slurm's PMI), `RANK` (torchrun)", "integer 0..65535",
+     "none (required, in the file or the environment)",
+     "this worker's rank in the job; its address is the job's entry for that rank"},
+    {"", "`NETAGG_WORLD_SIZE`, else the first of `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, "
+     "`WORLD_SIZE`", "integer", "none", "checked against the job's worker count"},
+    {"`job_file`", "`NETAGG_JOB_FILE`", "path", "none",
+     "a job description file; in a config file a relative path is relative to the file's folder, "
+     "in the variable to the working directory"},
+    {"`job`", "", "object", "none",
+     "the job inline instead of `job_file` (same format); give exactly one of the two"},
+    {"`job_id`", "`NETAGG_JOB_ID`", "integer", "none",
+     "picks the job out of a `{\"jobs\": [...]}` file; required when the file holds several"},
+    {"`dpdk`", "`NETAGG_DPDK_*`", "object", "see below",
+     "the DPDK transport's settings, used when `transport` is `\"dpdk\"`"},
+    {"", "`NETAGG_EPOCH`", "decimal or `0x` hex, not 0", "a hash of the launcher's run id",
+     "the run's epoch, the same on every worker of the run and new for each run; never read from "
+     "a file (a file outlives a run). Unset: a hash of the first of `TORCHELASTIC_RUN_ID` "
+     "(torchrun), `OMPI_MCA_ess_base_jobid` (Open MPI), `PMIX_NAMESPACE` (PMIx), `SLURM_JOB_ID` "
+     "with `SLURM_STEP_ID` (srun), unless that id is one every launch repeats (below)"},
+};
+// clang-format on
+
+std::string cell(std::string_view text) { return text.empty() ? "" : std::string(text); }
+
+}  // namespace
+
+std::string config_settings_markdown(ConfigTable table) {
+  std::string out = "| {} | variable | type | default | meaning |\n|---|---|---|---|---|\n";
+  if (table == ConfigTable::kDpdk) {
+    out = fmt::format(fmt::runtime(out), "field of `dpdk`");
+    for (const Setting& s : kDpdkSettings)
+      out += fmt::format("| `{}` | `{}` | {} | {} | {} |\n", s.key, variable_of(s, true), s.type,
+                         s.default_text, s.meaning);
+    return out;
+  }
+  out = fmt::format(fmt::runtime(out), "file key");
+  for (const DocRow& r : kOwnRows)
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", cell(r.key), cell(r.variable), r.type,
+                       r.default_text, r.meaning);
+  for (const Setting& s : kSettings) {
+    std::string variable = fmt::format("`{}`", variable_of(s, false));
+    if (!s.alias.empty()) variable += fmt::format(" (also `{}`)", s.alias);
+    out += fmt::format("| `{}` | {} | {} | {} | {}{} |\n", s.key, variable, s.type, s.default_text,
+                       s.meaning,
+                       s.run ? "; its variable applies to a `Config` made in code too "
+                               "(`apply_run_environment`)"
+                             : "");
+  }
+  return out;
 }
 
 void Config::validate() const {

@@ -4,6 +4,7 @@
 #include "netagg/config.hpp"
 
 #include <gmock/gmock.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -46,6 +47,9 @@ constexpr const char* kVariables[] = {"NETAGG_CONFIG",
                                       "NETAGG_TRANSPORT",
                                       "NETAGG_FLOAT_WIRE",
                                       "NETAGG_TIMEOUT_MS",
+                                      "NETAGG_JOB_TIMEOUT_MS",
+                                      "NETAGG_UDP_OFFLOAD",
+                                      "NETAGG_CONGESTION_CONTROL",
                                       "NETAGG_RETRANSMIT_TIMEOUT_MS",
                                       "NETAGG_MAX_RETRANSMIT_TIMEOUT_MS",
                                       "NETAGG_MIN_RETRANSMIT_TIMEOUT_MS",
@@ -234,6 +238,64 @@ TEST_F(ConfigTest, EnvironmentOfALauncher) {
   EXPECT_EQ(c.loss_seed, UINT64_MAX);
 }
 
+// Every setting of a config file has a variable of the same name (NETAGG_ and the key in
+// capitals), and the two give the same configuration.
+TEST_F(ConfigTest, AFileKeyAndItsVariableGiveTheSameSetting) {
+  const fs::path job = write("job.json", kJob4);
+  const auto describe = [](const Config& c) {
+    return fmt::format(
+        "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", c.aggregator.to_string(), c.transport,
+        to_string(c.float_wire), c.retransmit_timeout.count(), c.max_retransmit_timeout.count(),
+        c.adaptive_retransmit, c.min_retransmit_timeout.count(), c.job_timeout.count(), c.loss,
+        c.loss_seed, c.congestion_control, c.pace_gbps, c.udp_offload, to_string(c.fallback),
+        c.fallback_after.count(), c.fallback_timeout.count(), c.store);
+  };
+  struct Row {
+    const char* key;
+    const char* json_value;
+    const char* text;
+  };
+  const Row rows[] = {{"aggregator", "\"10.0.0.9:20040\"", "10.0.0.9:20040"},
+                      {"float_wire", "\"fp32\"", "fp32"},
+                      {"retransmit_timeout_ms", "2.5", "2.5"},
+                      {"max_retransmit_timeout_ms", "900", "900"},
+                      {"adaptive_retransmit", "false", "0"},
+                      {"min_retransmit_timeout_ms", "0.5", "0.5"},
+                      {"job_timeout_ms", "1500", "1500"},
+                      {"loss", "0.25", "0.25"},
+                      {"loss_seed", "18446744073709551615", "18446744073709551615"},
+                      {"congestion_control", "true", "1"},
+                      {"pace_gbps", "2.5", "2.5"},
+                      {"udp_offload", "false", "0"},
+                      {"fallback", "\"off\"", "off"},
+                      {"fallback_after_ms", "300", "300"},
+                      {"fallback_timeout_ms", "4000", "4000"},
+                      {"store", "\"file:/tmp/x\"", "file:/tmp/x"}};
+  for (const Row& r : rows) {
+    const Config from_file = Config::from_file(
+        write("c.json", fmt::format(R"({{"rank": 1, "job_file": "{}", "{}": {}}})", job.string(),
+                                    r.key, r.json_value)));
+    std::string variable = "NETAGG_";
+    for (const char* c = r.key; *c; ++c) variable += static_cast<char>(std::toupper(*c));
+    ::setenv("NETAGG_JOB_FILE", job.c_str(), 1);
+    ::setenv("NETAGG_RANK", "1", 1);
+    ::setenv(variable.c_str(), r.text, 1);
+    const Config from_env = Config::from_env();
+    ::unsetenv(variable.c_str());
+    EXPECT_EQ(describe(from_file), describe(from_env)) << r.key << " / " << variable;
+    EXPECT_NE(describe(from_file), describe(Config::from_env())) << r.key << " had no effect";
+  }
+}
+
+TEST_F(ConfigTest, TheJobTimeoutIsReadFromItsShortVariableToo) {
+  ::setenv("NETAGG_JOB_FILE", write("job.json", kJob4).c_str(), 1);
+  ::setenv("NETAGG_RANK", "1", 1);
+  ::setenv("NETAGG_TIMEOUT_MS", "1500", 1);
+  EXPECT_EQ(Config::from_env().job_timeout, std::chrono::milliseconds(1500));
+  ::setenv("NETAGG_JOB_TIMEOUT_MS", "2500", 1);  // the setting's own name wins
+  EXPECT_EQ(Config::from_env().job_timeout, std::chrono::milliseconds(2500));
+}
+
 TEST_F(ConfigTest, RankAndSizeFromOtherLaunchers) {
   ::setenv("NETAGG_JOB_FILE", write("job.json", kJob4).c_str(), 1);
   ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
@@ -384,8 +446,8 @@ TEST_F(ConfigTest, EnvironmentErrorsNameTheVariable) {
             "NETAGG_RETRANSMIT_TIMEOUT_MS: 0 ms is outside (0, 86400000] ms");
   EXPECT_EQ(err({{"NETAGG_MAX_RETRANSMIT_TIMEOUT_MS", "1"}}),
             "max_retransmit_timeout: 1 ms is below retransmit_timeout 20 ms");
-  EXPECT_EQ(err({{"NETAGG_ADAPTIVE_RETRANSMIT", "yes"}}),
-            "NETAGG_ADAPTIVE_RETRANSMIT: 'yes' is not 0 or 1");
+  EXPECT_EQ(err({{"NETAGG_ADAPTIVE_RETRANSMIT", "maybe"}}),
+            "NETAGG_ADAPTIVE_RETRANSMIT: 'maybe' is not a boolean (1/0, true/false)");
   EXPECT_EQ(err({{"NETAGG_LOSS", "1"}}), "NETAGG_LOSS: 1 is outside [0, 1)");
   EXPECT_EQ(err({{"NETAGG_LOSS", "lots"}}), "NETAGG_LOSS: 'lots' is not a number");
   EXPECT_EQ(err({{"NETAGG_LOSS_SEED", "-1"}}),

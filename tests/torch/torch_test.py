@@ -16,7 +16,7 @@ launcher sets them. Scenarios:
               a rank outside the job, a rank that differs from the group's, one rank's bad
               setting, one rank's UDP port taken
     failure   the aggregator dies: the next all-reduce fails on every rank (its Work and its
-              future) after NETAGG_TIMEOUT_MS, and every later one at once
+              future) after NETAGG_JOB_TIMEOUT_MS, and every later one at once
     ddp       train_digits.py (examples/pytorch) for two epochs under torchrun through the switch
               model with DDP's built-in all-reduce path: its test accuracy beats a threshold
 """
@@ -247,7 +247,7 @@ def scenario_failure(rank, world):
     import torch
     import torch.distributed as dist
     import netagg_torch
-    os.environ["NETAGG_TIMEOUT_MS"] = "1000"
+    os.environ["NETAGG_JOB_TIMEOUT_MS"] = "1000"
     os.environ["NETAGG_FALLBACK"] = "off"  # the failure itself; scenario_fallback has the rest
     dist.init_process_group("netagg")
     t = torch.ones(5000)

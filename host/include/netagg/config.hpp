@@ -144,4 +144,9 @@ std::string_view to_string(FloatWire w);
 // Whether this libnetagg was built with the DPDK transport.
 bool dpdk_built();
 
+// docs/configuration.md's tables of the settings, as Markdown, generated from the table that
+// the config file and the environment are read by (tests/host/config_doc_test checks the page).
+enum class ConfigTable { kSettings, kDpdk };
+std::string config_settings_markdown(ConfigTable table);
+
 }  // namespace netagg

@@ -7,7 +7,7 @@ waits for its "listening on" line and publishes the job with the daemon's addres
 writes it to a file of its own and points NETAGG_JOB_FILE at it, and NETAGG_RANK and
 NETAGG_WORLD_SIZE at its rank in the group and the group's size (a group made by new_group
 gets a daemon and a job of its own). The daemon stops when rank 0's
-process exits, after every rank has said it is done (at most the job timeout, NETAGG_TIMEOUT_MS,
+process exits, after every rank has said it is done (at most the job timeout, NETAGG_JOB_TIMEOUT_MS,
 and 5 s more: a rank still retransmitting gives up by then), and dies with rank 0 if that is
 killed.
 
@@ -173,7 +173,8 @@ def _finish(store, key, rank, world_size, daemon):
         if rank != 0:
             store.add(key + "done", 1)
             return
-        timeout_s = float(os.environ.get("NETAGG_TIMEOUT_MS", "10000")) / 1000
+        timeout_ms = os.environ.get("NETAGG_JOB_TIMEOUT_MS", os.environ.get("NETAGG_TIMEOUT_MS"))
+        timeout_s = float(timeout_ms or "10000") / 1000
         deadline = time.monotonic() + timeout_s + 5
         while store.add(key + "done", 0) < world_size - 1 and time.monotonic() < deadline:
             time.sleep(0.05)
