@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "netagg/error.hpp"
+#include "netagg/json_in.hpp"
 
 namespace netagg::plan {
 namespace {
@@ -18,43 +19,18 @@ namespace {
 using json = nlohmann::json;
 
 [[noreturn]] void fail(std::string_view source, std::string_view field, std::string_view what) {
-  throw Error(Errc::kConfig, fmt::format("{}: {}: {}", source, field, what));
-}
-
-// Unknown keys are errors: a misspelt optional field would otherwise change the plan silently.
-void check_fields(const json& object, std::string_view source, const std::string& path,
-                  std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : object.items()) {
-    bool ok = false;
-    for (std::string_view k : known) ok = ok || key == k;
-    if (!ok) fail(source, path.empty() ? key : path + "." + key, "unknown field");
-  }
-}
-
-std::string get_string(const json& object, std::string_view key, std::string_view source,
-                       const std::string& path, bool required) {
-  auto it = object.find(key);
-  if (it == object.end()) {
-    if (required) fail(source, fmt::format("{}.{}", path, key), "missing");
-    return {};
-  }
-  if (!it->is_string() || it->get<std::string>().empty())
-    fail(source, fmt::format("{}.{}", path, key), "must be a non-empty string");
-  return it->get<std::string>();
+  json_error(source, field, what);
 }
 
 // A capacity in Gbit/s: a finite number >= 0 (> 0 if `positive`).
-std::optional<double> get_gbps(const json& object, std::string_view key, std::string_view source,
-                               const std::string& path, bool positive) {
-  auto it = object.find(key);
-  if (it == object.end()) return std::nullopt;
-  const std::string field = fmt::format("{}.{}", path, key);
-  if (!it->is_number()) fail(source, field, "must be a number (Gbit/s)");
-  const double v = it->get<double>();
-  if (!std::isfinite(v)) fail(source, field, "must be finite");
-  if (v < 0) fail(source, field, fmt::format("{} is negative", v));
-  if (positive && v == 0) fail(source, field, "must be positive");
-  return v;
+std::optional<double> get_gbps(const JsonIn& object, std::string_view key, bool positive) {
+  const auto v = object.find(key);
+  if (!v) return std::nullopt;
+  if (!v->json().is_number()) v->fail("must be a number (Gbit/s)");
+  const double d = v->number();
+  if (d < 0) v->fail(fmt::format("{} is negative", d));
+  if (positive && d == 0) v->fail("must be positive");
+  return d;
 }
 
 NodeKind parse_kind(const std::string& text, std::string_view source, const std::string& field) {
@@ -101,101 +77,75 @@ void Topology::index() {
 }
 
 Topology parse_topology(std::string_view json_text, std::string_view source) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(Errc::kConfig, fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
+  const json j = JsonIn::parse(json_text, source);
+  const JsonIn in(j, std::string(source));
   if (!j.is_object()) fail(source, "(top level)", "must be an object");
-  check_fields(j, source, "", {"name", "description", "nodes", "links"});
+  in.only({"name", "description", "nodes", "links"});
   Topology t;
-  if (auto it = j.find("name"); it != j.end()) {
-    if (!it->is_string()) fail(source, "name", "must be a string");
-    t.name = it->get<std::string>();
-  }
-  if (auto it = j.find("description"); it != j.end()) {
-    if (!it->is_string()) fail(source, "description", "must be a string");
-    t.description = it->get<std::string>();
-  }
+  in.read("name", t.name);
+  in.read("description", t.description);
 
-  auto nodes = j.find("nodes");
-  if (nodes == j.end()) fail(source, "nodes", "missing");
-  if (!nodes->is_array() || nodes->empty()) fail(source, "nodes", "must be a non-empty array");
   std::map<std::string, int> by_name;
-  for (std::size_t i = 0; i < nodes->size(); ++i) {
-    const json& n = (*nodes)[i];
-    const std::string path = fmt::format("nodes[{}]", i);
-    if (!n.is_object()) fail(source, path, "must be an object");
-    check_fields(n, source, path,
-                 {"name", "kind", "aggregation_gbps", "ingress_gbps", "address", "layer"});
+  const std::vector<JsonIn> nodes = in["nodes"].elements(1);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const JsonIn& n = nodes[i];
+    n.only({"name", "kind", "aggregation_gbps", "ingress_gbps", "address", "layer"});
     Node node;
-    node.name = get_string(n, "name", source, path, true);
-    if (by_name.count(node.name))
-      fail(source, path + ".name", fmt::format("'{}' twice", node.name));
-    node.kind = parse_kind(get_string(n, "kind", source, path, true), source, path + ".kind");
-    if (auto v = get_gbps(n, "aggregation_gbps", source, path, false)) {
+    node.name = n["name"].nonempty_string();
+    if (by_name.count(node.name)) n.fail_at("name", fmt::format("'{}' twice", node.name));
+    node.kind = parse_kind(n["kind"].nonempty_string(), source, n.path_of("kind"));
+    if (auto v = get_gbps(n, "aggregation_gbps", false)) {
       if (node.kind != NodeKind::kSwitch)
-        fail(source, path + ".aggregation_gbps",
-             fmt::format("only a switch aggregates ('{}' is a {})", node.name,
-                         to_string(node.kind)));
+        n.fail_at("aggregation_gbps", fmt::format("only a switch aggregates ('{}' is a {})",
+                                                  node.name, to_string(node.kind)));
       node.aggregation_gbps = *v;
     }
-    if (auto v = get_gbps(n, "ingress_gbps", source, path, true)) {
+    if (auto v = get_gbps(n, "ingress_gbps", true)) {
       if (node.kind != NodeKind::kRoot)
-        fail(source, path + ".ingress_gbps",
-             fmt::format("only a root has an ingress capacity ('{}' is a {})", node.name,
-                         to_string(node.kind)));
+        n.fail_at("ingress_gbps", fmt::format("only a root has an ingress capacity ('{}' is a {})",
+                                              node.name, to_string(node.kind)));
       node.ingress_gbps = *v;
     }
-    if (n.contains("address")) {
-      const std::string text = get_string(n, "address", source, path, true);
+    if (const auto a = n.find("address")) {
+      const std::string text = a->nonempty_string();
       try {
-        node.address = Endpoint::parse(text, path + ".address");
-        check_host_address(*node.address, path + ".address");
+        node.address = Endpoint::parse(text, a->path());
+        check_host_address(*node.address, a->path());
       } catch (const Error& e) {
         throw Error(Errc::kConfig, fmt::format("{}: {}", source, e.what()));
       }
     }
-    if (n.contains("layer")) node.layer = get_string(n, "layer", source, path, true);
+    if (const auto l = n.find("layer")) node.layer = l->nonempty_string();
     by_name[node.name] = static_cast<int>(i);
     t.nodes.push_back(std::move(node));
   }
 
-  auto links = j.find("links");
-  if (links == j.end()) fail(source, "links", "missing");
-  if (!links->is_array() || links->empty()) fail(source, "links", "must be a non-empty array");
   std::map<std::pair<int, int>, std::size_t> seen;  // (from, to) -> the entry that has it
-  for (std::size_t i = 0; i < links->size(); ++i) {
-    const json& l = (*links)[i];
-    const std::string path = fmt::format("links[{}]", i);
-    if (!l.is_object()) fail(source, path, "must be an object");
-    check_fields(l, source, path, {"name", "ends", "gbps", "directed"});
-    auto ends = l.find("ends");
-    if (ends == l.end()) fail(source, path + ".ends", "missing");
-    if (!ends->is_array() || ends->size() != 2)
-      fail(source, path + ".ends", "must be an array of two node names");
+  const std::vector<JsonIn> links = in["links"].elements(1);
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const JsonIn& l = links[i];
+    const std::string& path = l.path();
+    l.only({"name", "ends", "gbps", "directed"});
+    const JsonIn ends_in = l["ends"];
+    if (!ends_in.json().is_array() || ends_in.json().size() != 2)
+      ends_in.fail("must be an array of two node names");
+    const std::vector<JsonIn> ends = ends_in.elements();
     int end[2];
     for (int e = 0; e < 2; ++e) {
-      const json& v = (*ends)[e];
-      const std::string field = fmt::format("{}.ends[{}]", path, e);
-      if (!v.is_string()) fail(source, field, "must be a node name");
-      auto it = by_name.find(v.get<std::string>());
-      if (it == by_name.end())
-        fail(source, field, fmt::format("no node '{}'", v.get<std::string>()));
+      if (!ends[e].json().is_string()) ends[e].fail("must be a node name");
+      const std::string name = ends[e].string();
+      auto it = by_name.find(name);
+      if (it == by_name.end()) ends[e].fail(fmt::format("no node '{}'", name));
       end[e] = it->second;
     }
     if (end[0] == end[1])
-      fail(source, path + ".ends", fmt::format("a link from '{}' to itself", t.nodes[end[0]].name));
-    auto gbps = get_gbps(l, "gbps", source, path, true);
-    if (!gbps) fail(source, path + ".gbps", "missing");
+      ends_in.fail(fmt::format("a link from '{}' to itself", t.nodes[end[0]].name));
+    auto gbps = get_gbps(l, "gbps", true);
+    if (!gbps) l.fail_at("gbps", "missing");
     bool directed = false;
-    if (auto d = l.find("directed"); d != l.end()) {
-      if (!d->is_boolean()) fail(source, path + ".directed", "must be true or false");
-      directed = d->get<bool>();
-    }
-    std::string name = l.contains("name")
-                           ? get_string(l, "name", source, path, true)
+    l.read("directed", directed);
+    std::string name = l.has("name")
+                           ? l["name"].nonempty_string()
                            : fmt::format("{}-{}", t.nodes[end[0]].name, t.nodes[end[1]].name);
     const int first = static_cast<int>(t.links.size());
     for (int dir = 0; dir < (directed ? 1 : 2); ++dir) {

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "netagg/json_in.hpp"
+
 namespace netagg::fabric {
 
 namespace {
@@ -19,25 +21,7 @@ namespace {
 using nlohmann::json;
 
 [[noreturn]] void fail(const std::string& field, const std::string& what) {
-  throw std::runtime_error(fmt::format("scenario: {}: {}", field, what));
-}
-
-void only_keys(const json& o, const std::string& where, std::initializer_list<const char*> keys) {
-  if (!o.is_object()) fail(where, "expected an object");
-  for (auto it = o.begin(); it != o.end(); ++it)
-    if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
-      fail(where.empty() ? it.key() : where + "." + it.key(), "unknown field");
-}
-
-template <typename T>
-void get(const json& o, const std::string& where, const char* key, T& out) {
-  if (!o.contains(key)) return;
-  const std::string field = where.empty() ? key : where + "." + key;
-  try {
-    out = o.at(key).get<T>();
-  } catch (const json::exception& e) {
-    fail(field, e.what());
-  }
+  json_error("scenario", field, what);
 }
 
 void positive(double v, const std::string& field) {
@@ -125,14 +109,14 @@ json plan_of_report(const json& report, const std::string& policy) {
 
 Scenario parse_scenario(const json& j, const std::string& base_dir) {
   Scenario s;
-  only_keys(j, "",
-            {"name", "topology", "queues", "job", "aggregator", "ring", "background", "kill",
-             "modes", "start_us", "time_limit_s"});
-  get(j, "", "name", s.name);
-  get(j, "", "start_us", s.start_us);
-  get(j, "", "time_limit_s", s.time_limit_s);
+  const JsonIn in(j, "scenario");
+  in.only({"name", "topology", "queues", "job", "aggregator", "ring", "background", "kill", "modes",
+           "start_us", "time_limit_s"});
+  in.read("name", s.name);
+  in.read("start_us", s.start_us);
+  in.read("time_limit_s", s.time_limit_s);
   if (j.contains("modes")) {
-    get(j, "", "modes", s.modes);
+    in.read("modes", s.modes);
     if (s.modes.empty()) fail("modes", "empty");
     for (const auto& m : s.modes)
       if (m != "innetwork" && m != "ring")
@@ -142,40 +126,39 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   positive(s.time_limit_s, "time_limit_s");
 
   if (j.contains("topology")) {
-    const json& o = j.at("topology");
-    only_keys(o, "topology",
-              {"kind", "k", "graph", "file", "leaves", "spines", "hosts_per_leaf", "host_gbps",
-               "spine_gbps", "oversubscription", "delay_us", "mtu", "ecmp"});
+    const JsonIn o = in["topology"];
+    o.only({"kind", "k", "graph", "file", "leaves", "spines", "hosts_per_leaf", "host_gbps",
+            "spine_gbps", "oversubscription", "delay_us", "mtu", "ecmp"});
     Topology& t = s.topology;
-    get(o, "topology", "kind", t.kind);
-    get(o, "topology", "k", t.k);
-    get(o, "topology", "file", t.file);
-    if (o.contains("graph")) t.graph_json = o.at("graph");
-    if (t.kind != "graph" && (o.contains("graph") || o.contains("file")))
+    o.read("kind", t.kind);
+    o.read("k", t.k);
+    o.read("file", t.file);
+    if (o.has("graph")) t.graph_json = o.json().at("graph");
+    if (t.kind != "graph" && (o.has("graph") || o.has("file")))
       fail("topology", "graph and file are for kind \"graph\"");
     if (t.kind == "graph") {
       for (const char* f : {"leaves", "spines", "hosts_per_leaf", "k", "spine_gbps", "host_gbps",
                             "oversubscription"})
-        if (o.contains(f))
+        if (o.has(f))
           fail(std::string("topology.") + f, "not a field of a graph (its links have rates)");
-      if (o.contains("graph") == o.contains("file"))
+      if (o.has("graph") == o.has("file"))
         fail("topology", "a graph needs one of graph (inline) and file");
     } else if (t.kind == "fat-tree") {
       for (const char* f : {"leaves", "spines", "hosts_per_leaf"})
-        if (o.contains(f)) fail(std::string("topology.") + f, "not a field of a fat tree (k)");
-    } else if (o.contains("k")) {
+        if (o.has(f)) fail(std::string("topology.") + f, "not a field of a fat tree (k)");
+    } else if (o.has("k")) {
       fail("topology.k", "only a fat tree has k");
     }
-    get(o, "topology", "leaves", t.leaves);
-    get(o, "topology", "spines", t.spines);
-    get(o, "topology", "hosts_per_leaf", t.hosts_per_leaf);
-    get(o, "topology", "host_gbps", t.host_gbps);
-    get(o, "topology", "spine_gbps", t.spine_gbps);
-    get(o, "topology", "oversubscription", t.oversubscription);
-    get(o, "topology", "delay_us", t.delay_us);
-    get(o, "topology", "mtu", t.mtu);
-    get(o, "topology", "ecmp", t.ecmp);
-    if (o.contains("spine_gbps") && o.contains("oversubscription"))
+    o.read("leaves", t.leaves);
+    o.read("spines", t.spines);
+    o.read("hosts_per_leaf", t.hosts_per_leaf);
+    o.read("host_gbps", t.host_gbps);
+    o.read("spine_gbps", t.spine_gbps);
+    o.read("oversubscription", t.oversubscription);
+    o.read("delay_us", t.delay_us);
+    o.read("mtu", t.mtu);
+    o.read("ecmp", t.ecmp);
+    if (o.has("spine_gbps") && o.has("oversubscription"))
       fail("topology", "give spine_gbps or oversubscription, not both");
   }
   Topology& t = s.topology;
@@ -221,13 +204,12 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   if (s.hosts() > 65535) fail("topology", "more than 65535 hosts");
 
   if (j.contains("queues")) {
-    const json& o = j.at("queues");
-    only_keys(o, "queues",
-              {"kind", "ecn_threshold_packets", "capacity_packets", "host_capacity_packets"});
-    get(o, "queues", "kind", s.queues.kind);
-    get(o, "queues", "ecn_threshold_packets", s.queues.ecn_threshold_packets);
-    get(o, "queues", "capacity_packets", s.queues.capacity_packets);
-    get(o, "queues", "host_capacity_packets", s.queues.host_capacity_packets);
+    const JsonIn o = in["queues"];
+    o.only({"kind", "ecn_threshold_packets", "capacity_packets", "host_capacity_packets"});
+    o.read("kind", s.queues.kind);
+    o.read("ecn_threshold_packets", s.queues.ecn_threshold_packets);
+    o.read("capacity_packets", s.queues.capacity_packets);
+    o.read("host_capacity_packets", s.queues.host_capacity_packets);
   }
   if (s.queues.kind != "red-ecn" && s.queues.kind != "drop-tail")
     fail("queues.kind", "\"red-ecn\" or \"drop-tail\"");
@@ -238,58 +220,57 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
 
   bool pace_plan = false;  // job.pace_gbps: "plan"
   if (j.contains("job")) {
-    const json& o = j.at("job");
-    only_keys(o, "job",
-              {"workers",
-               "tensor_bytes",
-               "elements_per_packet",
-               "window",
-               "aggregation",
-               "trees",
-               "congestion_control",
-               "ecn_capable",
-               "epoch",
-               "retransmit_timeout_us",
-               "min_retransmit_timeout_us",
-               "max_retransmit_timeout_us",
-               "job_timeout_ms",
-               "corrupt_rank",
-               "plan",
-               "plan_file",
-               "policy",
-               "pace_gbps",
-               "fallback_after_ms",
-               "fallback_step_us"});
+    const JsonIn o = in["job"];
+    o.only({"workers",
+            "tensor_bytes",
+            "elements_per_packet",
+            "window",
+            "aggregation",
+            "trees",
+            "congestion_control",
+            "ecn_capable",
+            "epoch",
+            "retransmit_timeout_us",
+            "min_retransmit_timeout_us",
+            "max_retransmit_timeout_us",
+            "job_timeout_ms",
+            "corrupt_rank",
+            "plan",
+            "plan_file",
+            "policy",
+            "pace_gbps",
+            "fallback_after_ms",
+            "fallback_step_us"});
     Job& b = s.job;
-    get(o, "job", "workers", b.workers);
-    get(o, "job", "tensor_bytes", b.tensor_bytes);
-    get(o, "job", "elements_per_packet", b.elements_per_packet);
-    get(o, "job", "window", b.window);
-    get(o, "job", "aggregation", b.aggregation);
-    get(o, "job", "trees", b.trees);
-    get(o, "job", "plan_file", b.plan_file);
-    get(o, "job", "policy", b.policy);
-    if (o.contains("pace_gbps")) {
-      if (o.at("pace_gbps") == "plan")
+    o.read("workers", b.workers);
+    o.read("tensor_bytes", b.tensor_bytes);
+    o.read("elements_per_packet", b.elements_per_packet);
+    o.read("window", b.window);
+    o.read("aggregation", b.aggregation);
+    o.read("trees", b.trees);
+    o.read("plan_file", b.plan_file);
+    o.read("policy", b.policy);
+    if (o.has("pace_gbps")) {
+      if (o.json().at("pace_gbps") == "plan")
         pace_plan = true;
       else
-        get(o, "job", "pace_gbps", b.pace_gbps);
+        o.read("pace_gbps", b.pace_gbps);
     }
-    if (o.contains("plan")) b.plan = o.at("plan");
-    get(o, "job", "congestion_control", b.congestion_control);
-    if (o.contains("ecn_capable")) {
+    if (o.has("plan")) b.plan = o.json().at("plan");
+    o.read("congestion_control", b.congestion_control);
+    if (o.has("ecn_capable")) {
       bool v = false;
-      get(o, "job", "ecn_capable", v);
+      o.read("ecn_capable", v);
       b.ecn_capable = v;
     }
-    get(o, "job", "epoch", b.epoch);
-    get(o, "job", "retransmit_timeout_us", b.retransmit_timeout_us);
-    get(o, "job", "min_retransmit_timeout_us", b.min_retransmit_timeout_us);
-    get(o, "job", "max_retransmit_timeout_us", b.max_retransmit_timeout_us);
-    get(o, "job", "job_timeout_ms", b.job_timeout_ms);
-    get(o, "job", "corrupt_rank", b.corrupt_rank);
-    get(o, "job", "fallback_after_ms", b.fallback_after_ms);
-    get(o, "job", "fallback_step_us", b.fallback_step_us);
+    o.read("epoch", b.epoch);
+    o.read("retransmit_timeout_us", b.retransmit_timeout_us);
+    o.read("min_retransmit_timeout_us", b.min_retransmit_timeout_us);
+    o.read("max_retransmit_timeout_us", b.max_retransmit_timeout_us);
+    o.read("job_timeout_ms", b.job_timeout_ms);
+    o.read("corrupt_rank", b.corrupt_rank);
+    o.read("fallback_after_ms", b.fallback_after_ms);
+    o.read("fallback_step_us", b.fallback_step_us);
   }
   Job& b = s.job;
   if (b.workers > s.hosts())
@@ -346,23 +327,23 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   in_range(b.fallback_step_us, 0, 1e9, "job.fallback_step_us");
 
   if (j.contains("kill")) {
-    const json& o = j.at("kill");
-    only_keys(o, "kill", {"aggregator", "at_us"});
+    const JsonIn o = in["kill"];
+    o.only({"aggregator", "at_us"});
     Kill k;
-    get(o, "kill", "aggregator", k.aggregator);
-    get(o, "kill", "at_us", k.at_us);
+    o.read("aggregator", k.aggregator);
+    o.read("at_us", k.at_us);
     if (k.aggregator.empty()) fail("kill.aggregator", "the name of an aggregator of the job");
     in_range(k.at_us, 0, 1e12, "kill.at_us");
     s.kill = k;
   }
 
   if (j.contains("aggregator")) {
-    const json& o = j.at("aggregator");
-    only_keys(o, "aggregator", {"model", "rate_gbps", "rate_mpps", "queue_packets"});
-    get(o, "aggregator", "model", s.aggregator.model);
-    get(o, "aggregator", "rate_gbps", s.aggregator.rate_gbps);
-    get(o, "aggregator", "rate_mpps", s.aggregator.rate_mpps);
-    get(o, "aggregator", "queue_packets", s.aggregator.queue_packets);
+    const JsonIn o = in["aggregator"];
+    o.only({"model", "rate_gbps", "rate_mpps", "queue_packets"});
+    o.read("model", s.aggregator.model);
+    o.read("rate_gbps", s.aggregator.rate_gbps);
+    o.read("rate_mpps", s.aggregator.rate_mpps);
+    o.read("queue_packets", s.aggregator.queue_packets);
   }
   if (s.aggregator.model != "switch" && s.aggregator.model != "fpga-hls")
     fail("aggregator.model", "\"switch\" or \"fpga-hls\"");
@@ -372,12 +353,12 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
     fail("aggregator", "give rate_gbps or rate_mpps, not both");
 
   if (j.contains("ring")) {
-    const json& o = j.at("ring");
-    only_keys(o, "ring", {"tcp", "segment_bytes", "buffer_bytes", "min_rto_us"});
-    get(o, "ring", "tcp", s.ring.tcp);
-    get(o, "ring", "segment_bytes", s.ring.segment_bytes);
-    get(o, "ring", "buffer_bytes", s.ring.buffer_bytes);
-    get(o, "ring", "min_rto_us", s.ring.min_rto_us);
+    const JsonIn o = in["ring"];
+    o.only({"tcp", "segment_bytes", "buffer_bytes", "min_rto_us"});
+    o.read("tcp", s.ring.tcp);
+    o.read("segment_bytes", s.ring.segment_bytes);
+    o.read("buffer_bytes", s.ring.buffer_bytes);
+    o.read("min_rto_us", s.ring.min_rto_us);
   }
   if (s.ring.segment_bytes + 52 > t.mtu || s.ring.segment_bytes < 64)
     fail("ring.segment_bytes", "between 64 and MTU - 52 (IPv4, TCP and its timestamp option)");
@@ -385,12 +366,12 @@ Scenario parse_scenario(const json& j, const std::string& base_dir) {
   positive(s.ring.min_rto_us, "ring.min_rto_us");
 
   if (j.contains("background")) {
-    const json& o = j.at("background");
-    only_keys(o, "background", {"load", "flow_bytes", "long_flows", "seed"});
-    get(o, "background", "long_flows", s.background.long_flows);
-    get(o, "background", "load", s.background.load);
-    get(o, "background", "flow_bytes", s.background.flow_bytes);
-    get(o, "background", "seed", s.background.seed);
+    const JsonIn o = in["background"];
+    o.only({"load", "flow_bytes", "long_flows", "seed"});
+    o.read("long_flows", s.background.long_flows);
+    o.read("load", s.background.load);
+    o.read("flow_bytes", s.background.flow_bytes);
+    o.read("seed", s.background.seed);
   }
   in_range(s.background.load, 0, 1, "background.load");
   if (s.background.flow_bytes == 0) fail("background.flow_bytes", "must be > 0");
