@@ -12,6 +12,7 @@
 
 #include "netagg/address.hpp"
 #include "netagg/error.hpp"
+#include "netagg/json_in.hpp"
 
 namespace netagg {
 
@@ -24,100 +25,72 @@ namespace {
   throw Error(Errc::kConfig, fmt::format("{}: {}: {}", source, field, problem));
 }
 
-template <typename T>
-T get_uint(const json& obj, const char* key, std::string_view source, std::string_view path,
-           std::uint64_t min, std::uint64_t max, std::optional<T> fallback = std::nullopt) {
-  const std::string field = fmt::format("{}{}", path, key);
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (fallback) return *fallback;
-    config_error(source, field, "missing");
-  }
-  if (!it->is_number_integer() || (!it->is_number_unsigned() && it->get<std::int64_t>() < 0))
-    config_error(source, field, "must be a non-negative integer");
-  const auto v = it->get<std::uint64_t>();
-  if (v < min || v > max)
-    config_error(source, field, fmt::format("{} is out of range [{}, {}]", v, min, max));
-  return static_cast<T>(v);
-}
-
-Endpoint parse_endpoint_field(const json& v, std::string_view source, const std::string& field) {
-  if (!v.is_string()) config_error(source, field, "must be a string \"a.b.c.d:port\"");
+// "a.b.c.d:port" of a host.
+Endpoint endpoint_of(const JsonIn& v) {
+  if (!v.json().is_string()) v.fail("must be a string \"a.b.c.d:port\"");
+  const std::string text = v.string();
   try {
-    const Endpoint e = Endpoint::parse(v.get<std::string>(), field);
-    check_host_address(e, field);
+    const Endpoint e = Endpoint::parse(text, v.path());
+    check_host_address(e, v.path());
     return e;
   } catch (const Error& e) {
-    throw Error(Errc::kConfig, fmt::format("{}: {}", source, e.what()));
+    throw Error(Errc::kConfig, fmt::format("{}: {}", v.source(), e.what()));
   }
+}
+
+wire::Mac mac_of(const JsonIn& v) {
+  return parse_mac(v.string(), fmt::format("{}: {}", v.source(), v.path()));
 }
 
 // One entry of "trees" (docs/job-format.md, "Trees"), checked against the job's workers.
-TreeSpec parse_tree(const json& t, const JobSpec& job, std::size_t index, std::string_view source,
-                    const std::string& path) {
-  const std::string self = path.substr(0, path.size() - 1);
-  if (!t.is_object()) config_error(source, self, "must be an object");
+TreeSpec parse_tree(const JsonIn& t, const JobSpec& job, std::size_t index) {
+  t.object();
   TreeSpec tree;
-  tree.job_id = get_uint<std::uint16_t>(t, "job_id", source, path, 0, 0xFFFF,
-                                        static_cast<std::uint16_t>(job.job_id + index));
-  tree.weight = get_uint<std::uint32_t>(t, "weight", source, path, 1, 1u << 20, 1u);
-  tree.window = get_uint<std::uint16_t>(
-      t, "window", source, path, 1, 0xFFFF,
+  tree.job_id =
+      t.integer<std::uint16_t>("job_id", 0, 0xFFFF, static_cast<std::uint16_t>(job.job_id + index));
+  tree.weight = t.integer<std::uint32_t>("weight", 1, 1u << 20, 1u);
+  tree.window = t.integer<std::uint16_t>(
+      "window", 1, 0xFFFF,
       job.slot_count ? std::optional<std::uint16_t>(job.slot_count) : std::nullopt);
-  auto aggs = t.find("aggregators");
-  if (aggs == t.end()) config_error(source, path + "aggregators", "missing");
-  if (!aggs->is_array() || aggs->empty())
-    config_error(source, path + "aggregators", "must be a non-empty array");
-  std::vector<std::string> parent_names(aggs->size());
+  const JsonIn aggs_in = t["aggregators"];
+  if (!aggs_in.json().is_array() || aggs_in.json().empty())
+    aggs_in.fail("must be a non-empty array");
+  const std::vector<JsonIn> aggs = aggs_in.elements();
+  std::vector<std::string> parent_names(aggs.size());
   std::vector<int> sends_to(job.workers.size(), -1);
-  for (std::size_t i = 0; i < aggs->size(); ++i) {
-    const json& a = (*aggs)[i];
-    const std::string ap = fmt::format("{}aggregators[{}].", path, i);
-    if (!a.is_object()) config_error(source, ap.substr(0, ap.size() - 1), "must be an object");
+  for (std::size_t i = 0; i < aggs.size(); ++i) {
+    const JsonIn& a = aggs[i];
+    a.object();
     TreeNode node;
-    auto name = a.find("name");
-    if (name == a.end()) config_error(source, ap + "name", "missing");
-    if (!name->is_string() || name->get<std::string>().empty())
-      config_error(source, ap + "name", "must be a non-empty string");
-    node.name = name->get<std::string>();
+    const JsonIn name = a["name"];
+    if (!name.json().is_string() || name.string().empty()) name.fail("must be a non-empty string");
+    node.name = name.string();
     for (const TreeNode& other : tree.aggregators)
-      if (other.name == node.name)
-        config_error(source, ap + "name", fmt::format("'{}' twice", node.name));
-    auto addr = a.find("address");
-    if (addr == a.end()) config_error(source, ap + "address", "missing");
-    node.address = parse_endpoint_field(*addr, source, ap + "address");
+      if (other.name == node.name) name.fail(fmt::format("'{}' twice", node.name));
+    const JsonIn addr = a["address"];
+    node.address = endpoint_of(addr);
     for (const TreeNode& other : tree.aggregators)
       if (other.address == node.address)
-        config_error(
-            source, ap + "address",
-            fmt::format("{} is aggregator '{}''s too", node.address.to_string(), other.name));
+        addr.fail(fmt::format("{} is aggregator '{}''s too", node.address.to_string(), other.name));
     if (job.find_worker(node.address))
-      config_error(source, ap + "address",
-                   fmt::format("{} is a worker's address", node.address.to_string()));
-    node.slot_base =
-        get_uint<std::uint16_t>(a, "slot_base", source, ap, 0, 0xFFFF, std::uint16_t{0});
+      addr.fail(fmt::format("{} is a worker's address", node.address.to_string()));
+    node.slot_base = a.integer<std::uint16_t>("slot_base", 0, 0xFFFF, std::uint16_t{0});
     if (std::uint32_t(node.slot_base) + tree.window > 0x10000)
-      config_error(source, ap + "slot_base", "slot_base + window exceeds the 16-bit slot space");
-    if (auto p = a.find("parent"); p != a.end()) {
-      if (!p->is_string() || p->get<std::string>().empty())
-        config_error(source, ap + "parent", "must be an aggregator's name");
-      parent_names[i] = p->get<std::string>();
+      a.fail_at("slot_base", "slot_base + window exceeds the 16-bit slot space");
+    if (const auto p = a.find("parent")) {
+      if (!p->json().is_string() || p->string().empty()) p->fail("must be an aggregator's name");
+      parent_names[i] = p->string();
     }
-    if (auto w = a.find("workers"); w != a.end()) {
-      if (!w->is_array()) config_error(source, ap + "workers", "must be an array of ranks");
-      for (std::size_t k = 0; k < w->size(); ++k) {
-        const json& r = (*w)[k];
-        const std::string rp = fmt::format("{}workers[{}]", ap, k);
-        if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= job.workers.size())
-          config_error(source, rp,
-                       fmt::format("must be a rank of the job, 0..{}", job.workers.size() - 1));
-        const auto rank = r.get<std::uint16_t>();
+    if (const auto w = a.find("workers")) {
+      if (!w->json().is_array()) w->fail("must be an array of ranks");
+      for (const JsonIn& r : w->elements()) {
+        if (!r.json().is_number_unsigned() || r.json().get<std::uint64_t>() >= job.workers.size())
+          r.fail(fmt::format("must be a rank of the job, 0..{}", job.workers.size() - 1));
+        const auto rank = r.json().get<std::uint16_t>();
         if (sends_to[rank] >= 0)
-          config_error(
-              source, rp,
-              fmt::format(
-                  "rank {} is aggregator '{}''s already", rank,
-                  sends_to[rank] == int(i) ? node.name : tree.aggregators[sends_to[rank]].name));
+          r.fail(fmt::format(
+              "rank {} is aggregator '{}''s already", rank,
+              sends_to[rank] == int(i) ? node.name : tree.aggregators[sends_to[rank]].name));
         sends_to[rank] = static_cast<int>(i);
         node.workers.push_back(rank);
       }
@@ -126,143 +99,111 @@ TreeSpec parse_tree(const json& t, const JobSpec& job, std::size_t index, std::s
   }
   std::size_t roots = 0;
   for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
-    const std::string ap = fmt::format("{}aggregators[{}].", path, i);
     if (parent_names[i].empty()) {
       ++roots;
       continue;
     }
     const auto p = find_tree_node(tree, parent_names[i]);
-    if (!p) config_error(source, ap + "parent", fmt::format("no aggregator '{}'", parent_names[i]));
-    if (*p == i) config_error(source, ap + "parent", "is the aggregator itself");
+    if (!p) aggs[i].fail_at("parent", fmt::format("no aggregator '{}'", parent_names[i]));
+    if (*p == i) aggs[i].fail_at("parent", "is the aggregator itself");
     tree.aggregators[i].parent = *p;
   }
   if (roots != 1)
-    config_error(
-        source, path + "aggregators",
+    aggs_in.fail(
         fmt::format("a tree has one root (an aggregator without a parent), found {}", roots));
   // No cycles: from every aggregator the root is at most n - 1 steps up.
   for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
     std::size_t at = i, steps = 0;
     while (tree.aggregators[at].parent) {
       at = *tree.aggregators[at].parent;
-      if (++steps >= tree.aggregators.size())
-        config_error(source, fmt::format("{}aggregators[{}].parent", path, i),
-                     "the parents form a cycle");
+      if (++steps >= tree.aggregators.size()) aggs[i].fail_at("parent", "the parents form a cycle");
     }
   }
   for (std::size_t r = 0; r < sends_to.size(); ++r)
-    if (sends_to[r] < 0)
-      config_error(source, path + "aggregators",
-                   fmt::format("rank {} sends to no aggregator of the tree", r));
+    if (sends_to[r] < 0) aggs_in.fail(fmt::format("rank {} sends to no aggregator of the tree", r));
   for (std::size_t i = 0; i < tree.aggregators.size(); ++i) {
     bool has_child = false;
     for (const TreeNode& n : tree.aggregators) has_child = has_child || n.parent == i;
     if (tree.aggregators[i].workers.empty() && !has_child)
-      config_error(source, fmt::format("{}aggregators[{}]", path, i),
-                   "has neither workers nor child aggregators");
+      aggs[i].fail("has neither workers nor child aggregators");
   }
   return tree;
 }
 
-JobSpec parse_job_object(const json& j, std::string_view source, const std::string& path) {
-  if (!j.is_object())
-    config_error(source, path.empty() ? "job" : path.substr(0, path.size() - 1),  // no final '.'
-                 "must be an object");
+JobSpec parse_job_object(const JsonIn& j) {
+  if (!j.json().is_object()) {
+    if (j.path().empty()) json_error(j.source(), "job", "must be an object");
+    j.fail("must be an object");
+  }
   JobSpec job;
-  job.job_id = get_uint<std::uint16_t>(j, "job_id", source, path, 0, 0xFFFF);
-  auto slots = j.find("slots");
-  if (slots == j.end() && !j.contains("trees")) config_error(source, path + "slots", "missing");
-  if (slots != j.end()) {
-    if (!slots->is_object()) config_error(source, path + "slots", "must be an object");
-    job.slot_base = get_uint<std::uint16_t>(*slots, "base", source, path + "slots.", 0, 0xFFFF);
-    job.slot_count = get_uint<std::uint16_t>(*slots, "count", source, path + "slots.", 1, 0xFFFF);
+  job.job_id = j.integer<std::uint16_t>("job_id", 0, 0xFFFF);
+  const auto slots = j.find("slots");
+  if (!slots && !j.has("trees")) j.fail_at("slots", "missing");
+  if (slots) {
+    slots->object();
+    job.slot_base = slots->integer<std::uint16_t>("base", 0, 0xFFFF);
+    job.slot_count = slots->integer<std::uint16_t>("count", 1, 0xFFFF);
     if (std::uint32_t(job.slot_base) + job.slot_count > 0x10000)
-      config_error(source, path + "slots", "base + count exceeds the 16-bit slot space");
+      slots->fail("base + count exceeds the 16-bit slot space");
   }
   job.elements_per_packet =
-      get_uint<std::uint16_t>(j, "elements_per_packet", source, path, 1, wire::kMaxCount);
-  if (auto a = j.find("aggregator"); a != j.end())
-    job.aggregator = parse_endpoint_field(*a, source, path + "aggregator");
+      j.integer<std::uint16_t>("elements_per_packet", 1, std::uint16_t{wire::kMaxCount});
+  if (const auto a = j.find("aggregator")) job.aggregator = endpoint_of(*a);
 
-  auto workers = j.find("workers");
-  if (workers == j.end()) config_error(source, path + "workers", "missing");
-  if (!workers->is_array() || workers->empty())
-    config_error(source, path + "workers", "must be a non-empty array");
-  if (workers->size() > 0xFFFF) config_error(source, path + "workers", "too many workers");
-  job.workers.resize(workers->size());
-  std::vector<bool> seen(workers->size(), false);
-  for (std::size_t i = 0; i < workers->size(); ++i) {
-    const json& w = (*workers)[i];
-    const std::string wp = fmt::format("{}workers[{}].", path, i);
-    if (!w.is_object()) config_error(source, wp.substr(0, wp.size() - 1), "must be an object");
+  const JsonIn workers_in = j["workers"];
+  if (!workers_in.json().is_array() || workers_in.json().empty())
+    workers_in.fail("must be a non-empty array");
+  if (workers_in.json().size() > 0xFFFF) workers_in.fail("too many workers");
+  const std::vector<JsonIn> workers = workers_in.elements();
+  job.workers.resize(workers.size());
+  std::vector<bool> seen(workers.size(), false);
+  for (const JsonIn& w : workers) {
+    w.object();
     WorkerSpec spec;
-    spec.rank = get_uint<std::uint16_t>(w, "rank", source, wp, 0, workers->size() - 1);
-    if (seen[spec.rank]) config_error(source, wp + "rank", fmt::format("rank {} twice", spec.rank));
+    spec.rank = w.integer<std::uint16_t>("rank", 0, static_cast<std::uint16_t>(workers.size() - 1));
+    if (seen[spec.rank]) w.fail_at("rank", fmt::format("rank {} twice", spec.rank));
     seen[spec.rank] = true;
-    auto addr = w.find("address");
-    if (addr == w.end()) config_error(source, wp + "address", "missing");
-    spec.address = parse_endpoint_field(*addr, source, wp + "address");
-    if (auto m = w.find("mac"); m != w.end()) {
-      if (!m->is_string()) config_error(source, wp + "mac", "must be a string");
-      spec.mac = parse_mac(m->get<std::string>(), fmt::format("{}: {}mac", source, wp));
-    }
-    if (w.contains("switch_port"))
-      spec.switch_port = get_uint<std::uint16_t>(w, "switch_port", source, wp, 0, 0xFFFF);
-    spec.covers = get_uint<std::uint16_t>(w, "covers", source, wp, 1, 0xFFFF, std::uint16_t{1});
+    spec.address = endpoint_of(w["address"]);
+    if (const auto m = w.find("mac")) spec.mac = mac_of(*m);
+    if (w.has("switch_port")) spec.switch_port = w.integer<std::uint16_t>("switch_port", 0, 0xFFFF);
+    spec.covers = w.integer<std::uint16_t>("covers", 1, 0xFFFF, std::uint16_t{1});
     job.workers[spec.rank] = spec;
   }
   for (std::size_t a = 0; a < job.workers.size(); ++a)
     for (std::size_t b = a + 1; b < job.workers.size(); ++b)
       if (job.workers[a].address == job.workers[b].address)
-        config_error(source, fmt::format("{}workers", path),
-                     fmt::format("ranks {} and {} share address {}", a, b,
-                                 job.workers[a].address.to_string()));
-  if (auto parent = j.find("parent"); parent != j.end()) {
-    const std::string pp = path + "parent.";
-    if (!parent->is_object()) config_error(source, path + "parent", "must be an object");
+        workers_in.fail(fmt::format("ranks {} and {} share address {}", a, b,
+                                    job.workers[a].address.to_string()));
+  if (const auto parent = j.find("parent")) {
+    parent->object();
     ParentSpec ps;
-    auto addr = parent->find("address");
-    if (addr == parent->end()) config_error(source, pp + "address", "missing");
-    ps.address = parse_endpoint_field(*addr, source, pp + "address");
-    ps.job_id = get_uint<std::uint16_t>(*parent, "job_id", source, pp, 0, 0xFFFF, job.job_id);
-    ps.rank = get_uint<std::uint16_t>(*parent, "rank", source, pp, 0, 0xFFFF);
-    ps.slot_base = get_uint<std::uint16_t>(*parent, "slot_base", source, pp, 0, 0xFFFF);
-    if (auto m = parent->find("mac"); m != parent->end()) {
-      if (!m->is_string()) config_error(source, pp + "mac", "must be a string");
-      ps.mac = parse_mac(m->get<std::string>(), fmt::format("{}: {}mac", source, pp));
-    }
-    if (parent->contains("switch_port"))
-      ps.switch_port = get_uint<std::uint16_t>(*parent, "switch_port", source, pp, 0, 0xFFFF);
+    ps.address = endpoint_of((*parent)["address"]);
+    ps.job_id = parent->integer<std::uint16_t>("job_id", 0, 0xFFFF, job.job_id);
+    ps.rank = parent->integer<std::uint16_t>("rank", 0, 0xFFFF);
+    ps.slot_base = parent->integer<std::uint16_t>("slot_base", 0, 0xFFFF);
+    if (const auto m = parent->find("mac")) ps.mac = mac_of(*m);
+    if (parent->has("switch_port"))
+      ps.switch_port = parent->integer<std::uint16_t>("switch_port", 0, 0xFFFF);
     if (std::uint32_t(ps.slot_base) + job.slot_count > 0x10000)
-      config_error(source, pp + "slot_base",
-                   "slot_base + slots.count exceeds the 16-bit slot space");
+      parent->fail_at("slot_base", "slot_base + slots.count exceeds the 16-bit slot space");
     if (job.find_worker(ps.address))
-      config_error(source, pp + "address",
-                   fmt::format("{} is also a member's address", ps.address.to_string()));
+      parent->fail_at("address",
+                      fmt::format("{} is also a member's address", ps.address.to_string()));
     job.parent = ps;
   }
-  if (auto trees = j.find("trees"); trees != j.end()) {
-    if (job.parent) config_error(source, path + "trees", "a job with trees has no parent");
-    if (!trees->is_array() || trees->empty())
-      config_error(source, path + "trees", "must be a non-empty array");
-    for (std::size_t t = 0; t < trees->size(); ++t)
-      job.trees.push_back(
-          parse_tree((*trees)[t], job, t, source, fmt::format("{}trees[{}].", path, t)));
+  if (const auto trees_in = j.find("trees")) {
+    if (job.parent) trees_in->fail("a job with trees has no parent");
+    if (!trees_in->json().is_array() || trees_in->json().empty())
+      trees_in->fail("must be a non-empty array");
+    const std::vector<JsonIn> trees = trees_in->elements();
+    for (std::size_t t = 0; t < trees.size(); ++t)
+      job.trees.push_back(parse_tree(trees[t], job, t));
     for (std::size_t a = 0; a < job.trees.size(); ++a)
       for (std::size_t b = a + 1; b < job.trees.size(); ++b)
         if (job.trees[a].job_id == job.trees[b].job_id)
-          config_error(source, fmt::format("{}trees[{}].job_id", path, b),
-                       fmt::format("{} is tree {}'s too", job.trees[b].job_id, a));
+          trees[b].fail_at("job_id", fmt::format("{} is tree {}'s too", job.trees[b].job_id, a));
   }
   return job;
-}
-
-json parse_text(std::string_view text, std::string_view source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(Errc::kConfig, fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
 }
 
 std::string read_file(const std::filesystem::path& file) {
@@ -311,20 +252,21 @@ const WorkerSpec* JobSpec::find_worker(const Endpoint& source) const {
 }
 
 JobSpec parse_job(std::string_view json_text, std::string_view source) {
-  return parse_job_object(parse_text(json_text, source), source, "");
+  const json j = JsonIn::parse(json_text, source);
+  return parse_job_object(JsonIn(j, std::string(source)));
 }
 
 std::vector<JobSpec> load_jobs(const std::filesystem::path& file) {
   const std::string source = file.string();
-  const json j = parse_text(read_file(file), source);
+  const json j = JsonIn::parse(read_file(file), source);
+  const JsonIn in(j, source);
   std::vector<JobSpec> jobs;
   if (j.is_object() && j.contains("jobs")) {
-    const json& arr = j["jobs"];
-    if (!arr.is_array() || arr.empty()) config_error(source, "jobs", "must be a non-empty array");
-    for (std::size_t i = 0; i < arr.size(); ++i)
-      jobs.push_back(parse_job_object(arr[i], source, fmt::format("jobs[{}].", i)));
+    const JsonIn arr = in["jobs"];
+    if (!arr.json().is_array() || arr.json().empty()) arr.fail("must be a non-empty array");
+    for (const JsonIn& one : arr.elements()) jobs.push_back(parse_job_object(one));
   } else {
-    jobs.push_back(parse_job_object(j, source, ""));
+    jobs.push_back(parse_job_object(in));
   }
   for (std::size_t a = 0; a < jobs.size(); ++a)
     for (std::size_t b = a + 1; b < jobs.size(); ++b) {

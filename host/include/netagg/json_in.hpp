@@ -125,24 +125,38 @@ class JsonIn {
     if (!(d >= min && d <= max)) fail(num(d) + " is outside [" + num(min) + ", " + num(max) + "]");
     return d;
   }
-  // An integer in [min, max] (of T's range by default).
+  // An integer in [min, max] (of T's range by default): "must be an integer" ("a non-negative
+  // integer" for an unsigned T), or "V is out of range [MIN, MAX]".
   template <typename T>
   T integer(T min = std::numeric_limits<T>::lowest(), T max = std::numeric_limits<T>::max()) const {
     static_assert(std::is_integral_v<T>);
-    const auto range = [&] {
-      return "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    const bool is_unsigned = std::is_unsigned_v<T>;
+    if (!v_->is_number_integer() ||
+        (is_unsigned && !v_->is_number_unsigned() && v_->get<std::int64_t>() < 0))
+      fail(is_unsigned ? "must be a non-negative integer" : "must be an integer");
+    const auto out_of_range = [&](const std::string& v) {
+      fail(v + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     };
-    if (!v_->is_number_integer()) fail(range());
     if (v_->is_number_unsigned()) {
       const auto u = v_->get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(max) || (min > 0 && u < static_cast<std::uint64_t>(min)))
-        fail(range());
+        out_of_range(std::to_string(u));
       return static_cast<T>(u);
     }
     const auto s = v_->get<std::int64_t>();
-    if (s < 0 && !std::is_signed_v<T>) fail(range());
-    if (s < static_cast<std::int64_t>(min) || s > static_cast<std::int64_t>(max)) fail(range());
+    if (s < static_cast<std::int64_t>(min) ||
+        (max <= static_cast<T>(std::numeric_limits<std::int64_t>::max()) &&
+         s > static_cast<std::int64_t>(max)))
+      out_of_range(std::to_string(s));
     return static_cast<T>(s);
+  }
+  // Member `key` as an integer in [min, max], or `fallback` when it is not there (nothing:
+  // "missing").
+  template <typename T>
+  T integer(std::string_view key, T min, T max, std::optional<T> fallback = std::nullopt) const {
+    if (const auto m = find(key)) return m->template integer<T>(min, max);
+    if (!fallback) fail_at(key, "missing");
+    return *fallback;
   }
   std::vector<std::string> strings() const {
     std::vector<std::string> out;
