@@ -1384,6 +1384,26 @@ def render_csr_hls(m):
     w("#define NETAGG_HLS_CSR_INTERFACE \\")
     w(" \\\n".join(lines))
     w("")
+    # The top's register ports, and the structs that carry them into the model: the read-write
+    # registers are inputs, the read-only ones outputs (pointers), each in map order.
+    inputs = [r["name"].lower() for r in m["registers"] if r["access"] != "ro"]
+    outputs = [r["name"].lower() for r in m["registers"] if r["access"] == "ro"]
+    w("// The top's register ports: the read-write registers as inputs, the read-only ones as")
+    w("// outputs, in map order.")
+    w("#define NETAGG_HLS_CSR_PORTS \\")
+    w(" \\\n".join(pack([f"uint32_t {n}," for n in inputs] +
+                        [f"uint32_t* {n}," for n in outputs[:-1]] + [f"uint32_t* {outputs[-1]}"],
+                        "  ", 97)))
+    w("// The input registers' names: CsrInputs's fields, and its initializer from the ports.")
+    w("#define NETAGG_HLS_CSR_INPUT_FIELDS \\")
+    w(" \\\n".join(pack([f"{n}," for n in inputs[:-1]] + [inputs[-1]], "  ", 97)))
+    w("// The output registers' names: CsrOutputs's fields.")
+    w("#define NETAGG_HLS_CSR_OUTPUT_FIELDS \\")
+    w(" \\\n".join(pack([f"{n}," for n in outputs[:-1]] + [outputs[-1]], "  ", 97)))
+    w("// Stores a CsrOutputs into the top's output ports.")
+    w("#define NETAGG_HLS_CSR_STORE_OUTPUTS(out) \\")
+    w(" \\\n".join(pack([f"*{n} = (out).{n};" for n in outputs], "  ", 97)))
+    w("")
     w("#endif  // NETAGG_HLS_CSR14_HPP")
     return "\n".join(out) + "\n"
 

@@ -17,17 +17,7 @@
 
 extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg::fpga::NUM_PORTS],
                                   hls::stream<netagg::fpga::AxisBeat> tx[netagg::fpga::NUM_PORTS],
-                                  uint32_t control, uint32_t agg_mac_lo, uint32_t agg_mac_hi,
-                                  uint32_t agg_ip, uint32_t agg_udp_port, uint32_t job_index,
-                                  uint32_t job_id, uint32_t job_workers, uint32_t job_slots,
-                                  uint32_t job_elements, uint32_t worker_index, uint32_t worker_ip,
-                                  uint32_t worker_udp_port, uint32_t worker_mac_lo,
-                                  uint32_t worker_mac_hi, uint32_t commit, uint32_t counter_index,
-                                  uint32_t job_parent_id, uint32_t job_parent_rank,
-                                  uint32_t job_parent_slots, uint32_t job_parent_ip,
-                                  uint32_t job_parent_udp_port, uint32_t job_parent_mac_lo,
-                                  uint32_t job_parent_mac_hi, uint32_t* version, uint32_t* features,
-                                  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi) {
+                                  NETAGG_HLS_CSR_PORTS) {
 #pragma HLS INTERFACE axis register both port = rx
 #pragma HLS INTERFACE axis register both port = tx
   NETAGG_HLS_CSR_INTERFACE
@@ -35,37 +25,10 @@ extern "C" void netagg_aggregator(hls::stream<netagg::fpga::AxisBeat> rx[netagg:
 #pragma HLS INTERFACE ap_ctrl_none port = return
   static netagg::fpga::Aggregator<netagg::fpga::DefaultParams> aggregator;
 
-  const netagg::fpga::CsrInputs in = {control,
-                                      agg_mac_lo,
-                                      agg_mac_hi,
-                                      agg_ip,
-                                      agg_udp_port,
-                                      job_index,
-                                      job_id,
-                                      job_workers,
-                                      job_slots,
-                                      job_elements,
-                                      worker_index,
-                                      worker_ip,
-                                      worker_udp_port,
-                                      worker_mac_lo,
-                                      worker_mac_hi,
-                                      commit,
-                                      counter_index,
-                                      job_parent_id,
-                                      job_parent_rank,
-                                      job_parent_slots,
-                                      job_parent_ip,
-                                      job_parent_udp_port,
-                                      job_parent_mac_lo,
-                                      job_parent_mac_hi};
+  const netagg::fpga::CsrInputs in = {NETAGG_HLS_CSR_INPUT_FIELDS};
   aggregator.apply_csr_inputs(in);
   aggregator.step(rx, tx);
   netagg::fpga::CsrOutputs out;
   aggregator.csr_outputs(out);
-  *version = out.version;
-  *features = out.features;
-  *status = out.status;
-  *counter_lo = out.counter_lo;
-  *counter_hi = out.counter_hi;
+  NETAGG_HLS_CSR_STORE_OUTPUTS(out)
 }

@@ -38,14 +38,12 @@ constexpr uint32_t kDesignVersion = 1;
 
 // The values of the s_axilite registers the kernel reads (rw in the CSR map) and writes (ro),
 // for the synthesized top; the C simulation uses csr_read/csr_write instead.
+// The registers of the top's ports (netagg_hls/csr14.hpp, generated from formats/csr.json).
 struct CsrInputs {
-  uint32_t control, agg_mac_lo, agg_mac_hi, agg_ip, agg_udp_port, job_index, job_id, job_workers,
-      job_slots, job_elements, worker_index, worker_ip, worker_udp_port, worker_mac_lo,
-      worker_mac_hi, commit, counter_index, job_parent_id, job_parent_rank, job_parent_slots,
-      job_parent_ip, job_parent_udp_port, job_parent_mac_lo, job_parent_mac_hi;
+  uint32_t NETAGG_HLS_CSR_INPUT_FIELDS;
 };
 struct CsrOutputs {
-  uint32_t version, features, status, counter_lo, counter_hi;
+  uint32_t NETAGG_HLS_CSR_OUTPUT_FIELDS;
 };
 
 // The round state of one (slot, set), as in sim/switch plus dtype and the ECN OR.

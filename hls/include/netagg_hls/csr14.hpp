@@ -107,4 +107,29 @@ enum Counter {
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_lo offset = 0x070 bundle = control) \
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_hi offset = 0x074 bundle = control)
 
+// The top's register ports: the read-write registers as inputs, the read-only ones as
+// outputs, in map order.
+#define NETAGG_HLS_CSR_PORTS \
+  uint32_t control, uint32_t agg_mac_lo, uint32_t agg_mac_hi, uint32_t agg_ip, \
+  uint32_t agg_udp_port, uint32_t job_index, uint32_t job_id, uint32_t job_workers, \
+  uint32_t job_slots, uint32_t job_elements, uint32_t worker_index, uint32_t worker_ip, \
+  uint32_t worker_udp_port, uint32_t worker_mac_lo, uint32_t worker_mac_hi, uint32_t commit, \
+  uint32_t counter_index, uint32_t job_parent_id, uint32_t job_parent_rank, \
+  uint32_t job_parent_slots, uint32_t job_parent_ip, uint32_t job_parent_udp_port, \
+  uint32_t job_parent_mac_lo, uint32_t job_parent_mac_hi, uint32_t* version, uint32_t* features, \
+  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi
+// The input registers' names: CsrInputs's fields, and its initializer from the ports.
+#define NETAGG_HLS_CSR_INPUT_FIELDS \
+  control, agg_mac_lo, agg_mac_hi, agg_ip, agg_udp_port, job_index, job_id, job_workers, \
+  job_slots, job_elements, worker_index, worker_ip, worker_udp_port, worker_mac_lo, \
+  worker_mac_hi, commit, counter_index, job_parent_id, job_parent_rank, job_parent_slots, \
+  job_parent_ip, job_parent_udp_port, job_parent_mac_lo, job_parent_mac_hi
+// The output registers' names: CsrOutputs's fields.
+#define NETAGG_HLS_CSR_OUTPUT_FIELDS \
+  version, features, status, counter_lo, counter_hi
+// Stores a CsrOutputs into the top's output ports.
+#define NETAGG_HLS_CSR_STORE_OUTPUTS(out) \
+  *version = (out).version; *features = (out).features; *status = (out).status; \
+  *counter_lo = (out).counter_lo; *counter_hi = (out).counter_hi;
+
 #endif  // NETAGG_HLS_CSR14_HPP
