@@ -1264,8 +1264,17 @@ def load_csr(path, wire):
             if (c.startswith("malformed_") or c.startswith("dropped_")) and c not in known:
                 raise FormatError(f"counter {c}: no such wire error or FPGA drop reason in "
                                   f"{WIRE_SOURCE}")
+    params = []
+    for i, prm in enumerate(raw.get("parameters", [])):
+        name = prm.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise FormatError(f"parameters[{i}]: name must match {NAME.pattern}")
+        if any(q["name"] == name for q in params):
+            raise FormatError(f"parameter {name}: name used twice")
+        params.append({"name": name, "default": parse_int(prm.get("default"), f"parameter {name}"),
+                       "doc": str(prm.get("doc", ""))})
     return {"addr_bits": addr_bits, "registers": registers, "counters": counters, "values": vals,
-            "raw": raw}
+            "params": params, "raw": raw}
 
 
 def render_csr_hpp(m):
@@ -1327,6 +1336,10 @@ def render_csr_hpp(m):
     w("constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }")
     w("constexpr std::string_view name(Counter c) { return kCounterNames[index(c)]; }")
     w("")
+    w("// The design's parameters as built by default (docs/fpga-aggregator.md, \"Parameters\").")
+    for prm in m["params"]:
+        w(f"constexpr int kDefault{camel(prm['name'])} = {prm['default']};  // {prm['doc']}")
+    w("")
     w("}  // namespace netagg::fpga::csr")
     return "\n".join(out) + "\n"
 
@@ -1345,6 +1358,10 @@ def render_csr_hls(m):
     w("namespace csr14 {")
     w("")
     w(f"constexpr unsigned kAddrBits = {m['addr_bits']};")
+    w("")
+    w("// The design's parameters as built by default (docs/fpga-aggregator.md, \"Parameters\").")
+    for prm in m["params"]:
+        w(f"constexpr int kDefault{camel(prm['name'])} = {prm['default']};  // {prm['doc']}")
     w("")
     w("// Register byte offsets.")
     for r in m["registers"]:
@@ -1406,6 +1423,17 @@ def render_csr_hls(m):
     w("")
     w("#endif  // NETAGG_HLS_CSR14_HPP")
     return "\n".join(out) + "\n"
+
+
+def render_sv_params(m):
+    """The design parameters' defaults, a region of netagg_pkg.sv."""
+    width = max(len(p["name"]) for p in m["params"]) + len("_DEFAULT")
+    out = []
+    for p in m["params"]:
+        name = f"{p['name'].upper()}_DEFAULT"
+        value = f"{p['default']};"
+        out.append(f"  localparam int unsigned {name:<{width}} = {value:<4} // {p['doc']}")
+    return out
 
 
 def render_csr_sv(m):
@@ -1488,6 +1516,7 @@ def outputs(wire, csr):
             ("driver/fpga/include/netagg/fpga_csr.hpp", "file", render_csr_hpp(csr), CSR_SOURCE),
             ("hls/include/netagg_hls/csr14.hpp", "file", render_csr_hls(csr), CSR_SOURCE),
             ("hw/rtl/netagg_csr_pkg.sv", "file", render_csr_sv(csr), CSR_SOURCE),
+            ("hw/rtl/netagg_pkg.sv", "region:cpp:params", render_sv_params(csr), CSR_SOURCE),
         ]
     return out
 

@@ -255,12 +255,14 @@ package netagg_pkg;
   localparam logic [15:0] BF16_QUIET_BIT   = 16'h0040;
 
   // ==== Design parameters: defaults (docs/fpga-aggregator.md, "Parameters") ==================
+  // BEGIN GENERATED [params] from formats/csr.json by scripts/gen_formats.py; do not edit
   localparam int unsigned NUM_PORTS_DEFAULT       = 4;   // ingress and egress ports
   localparam int unsigned SLOTS_DEFAULT           = 64;  // slots, two sets each
   localparam int unsigned MAX_BEATS_DEFAULT       = 16;  // payload beats a slot holds
   localparam int unsigned MAX_JOBS_DEFAULT        = 8;   // job table entries
   localparam int unsigned MAX_WORKERS_DEFAULT     = 32;  // workers per job (bitmap width)
   localparam int unsigned FP32_ADD_STAGES_DEFAULT = 3;   // netagg_fp32_add latency in cycles
+  // END GENERATED [params]
 
   /* verilator lint_on UNUSEDPARAM */
 

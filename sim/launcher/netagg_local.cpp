@@ -35,6 +35,7 @@
 #include "child_process.hpp"
 #include "netagg/config.hpp"
 #include "netagg/error.hpp"
+#include "netagg/fpga_csr.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
@@ -57,10 +58,10 @@ constexpr int kExitFailed = 3;
 // The worker bitmap of the wire header has 32 bits.
 constexpr int kMaxWorkers = 32;
 
-// The FPGA aggregator's defaults (docs/fpga-aggregator.md, "Parameters"): a slot holds
-// MAX_BEATS * LANES = 256 32-bit elements, the pool has SLOTS = 64 slots.
-constexpr int kFpgaMaxElementsPerPacket = 256;
-constexpr int kFpgaSlots = 64;
+// The FPGA aggregator's defaults (formats/csr.json's parameters): a slot holds MAX_BEATS * 16
+// lanes of 32-bit elements, the pool has SLOTS slots.
+constexpr int kFpgaMaxElementsPerPacket = netagg::fpga::csr::kDefaultMaxBeats * 16;
+constexpr int kFpgaSlots = netagg::fpga::csr::kDefaultSlots;
 // The Verilated RTL simulates some 2.5 * 10^5 busy cycles a second: 16 slots per worker keep all
 // ports busy. 32 and 64 were measured no faster for `make demo`'s tensor (docs/performance.md,
 // "The simulator's speed").

@@ -12,6 +12,14 @@ namespace csr14 {
 
 constexpr unsigned kAddrBits = 12;
 
+// The design's parameters as built by default (docs/fpga-aggregator.md, "Parameters").
+constexpr int kDefaultNumPorts = 4;  // ingress and egress ports
+constexpr int kDefaultSlots = 64;  // slots, two sets each
+constexpr int kDefaultMaxBeats = 16;  // payload beats a slot holds
+constexpr int kDefaultMaxJobs = 8;  // job table entries
+constexpr int kDefaultMaxWorkers = 32;  // workers per job (bitmap width)
+constexpr int kDefaultFp32AddStages = 3;  // netagg_fp32_add latency in cycles
+
 // Register byte offsets.
 constexpr unsigned kVersion = 0x000;
 constexpr unsigned kFeatures = 0x004;

@@ -4,6 +4,8 @@
 #ifndef NETAGG_HLS_PARAMS_HPP
 #define NETAGG_HLS_PARAMS_HPP
 
+#include "netagg_hls/csr14.hpp"
+
 namespace netagg {
 namespace fpga {
 
@@ -38,8 +40,11 @@ struct Params {
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 32, "MAX_WORKERS must be 1..32 (bitmap)");
 };
 
-// The defaults of the spec; the synthesized top uses these.
-using DefaultParams = Params<4, 64, 16, 8, 32>;
+// The defaults (formats/csr.json's parameters, as the RTL's *_DEFAULT); the synthesized top uses
+// these.
+using DefaultParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots,
+                             csr14::kDefaultMaxBeats, csr14::kDefaultMaxJobs,
+                             csr14::kDefaultMaxWorkers>;
 
 constexpr int NUM_PORTS = DefaultParams::kNumPorts;
 constexpr int LANES = DefaultParams::kLanes;

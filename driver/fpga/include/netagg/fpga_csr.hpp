@@ -213,4 +213,12 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }
 constexpr std::string_view name(Counter c) { return kCounterNames[index(c)]; }
 
+// The design's parameters as built by default (docs/fpga-aggregator.md, "Parameters").
+constexpr int kDefaultNumPorts = 4;  // ingress and egress ports
+constexpr int kDefaultSlots = 64;  // slots, two sets each
+constexpr int kDefaultMaxBeats = 16;  // payload beats a slot holds
+constexpr int kDefaultMaxJobs = 8;  // job table entries
+constexpr int kDefaultMaxWorkers = 32;  // workers per job (bitmap width)
+constexpr int kDefaultFp32AddStages = 3;  // netagg_fp32_add latency in cycles
+
 }  // namespace netagg::fpga::csr
