@@ -311,6 +311,7 @@ struct Target {
   std::uint64_t count, lossy_count;  // elements of the plain and of the lossy runs
   std::string float_wire;            // how fp32 travels to it
   std::string fpga_model;            // "" for the switch model
+  friend void PrintTo(const Target& t, std::ostream* os) { *os << t.label; }
 };
 
 std::vector<Target> targets() {
