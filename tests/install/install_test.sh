@@ -20,8 +20,14 @@ run() {  # a step's output only when it fails
 }
 run cmake -S "$source" -B "$scratch/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DNETAGG_BUILD_TOOLS=OFF -DNETAGG_BUILD_HW=OFF -DNETAGG_BUILD_DRIVER=OFF -DNETAGG_BUILD_SIM=OFF \
-  -DNETAGG_BUILD_TESTS=OFF -DNETAGG_BUILD_BENCH=OFF -DNETAGG_DPDK=OFF
+  -DNETAGG_BUILD_TESTS=OFF -DNETAGG_BUILD_BENCH=OFF -DNETAGG_BUILD_PLAN=OFF \
+  -DNETAGG_BUILD_TORCH=OFF -DNETAGG_DPDK=OFF
 run cmake --build "$scratch/lib"
+# Nothing but the library was built: no torch extension, no netagg-plan.
+if find "$scratch/lib" -name '_C*.so' -o -name 'netagg-plan' | grep -q .; then
+  echo "install_test: the library alone built more than libnetagg" >&2
+  exit 1
+fi
 run cmake --install "$scratch/lib" --prefix "$prefix"
 for f in include/netagg/communicator.hpp include/netagg/wire_format.hpp \
          lib/cmake/netagg/netaggConfig.cmake lib/pkgconfig/netagg.pc \
