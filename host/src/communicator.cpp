@@ -24,6 +24,7 @@
 #include "netagg/dpdk.hpp"
 #endif
 #include "netagg/engine.hpp"
+#include "netagg/fallback.hpp"
 #include "netagg/split.hpp"
 #include "netagg/trees.hpp"
 

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "netagg/engine.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {

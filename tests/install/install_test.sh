@@ -34,6 +34,15 @@ for f in include/netagg/communicator.hpp include/netagg/wire_format.hpp \
          share/netagg/wireshark/netagg.lua; do
   [ -f "$prefix/$f" ] || { echo "install_test: $f was not installed" >&2; exit 1; }
 done
+# Only the public headers: the library's internals stay in the tree.
+for f in engine.hpp codec.hpp fallback.hpp inproc.hpp rto.hpp split.hpp trees.hpp dpdk.hpp; do
+  [ ! -e "$prefix/include/netagg/$f" ] || { echo "install_test: $f was installed" >&2; exit 1; }
+done
+# Every installed header compiles on its own, with only the installed ones beside it.
+for h in "$prefix"/include/netagg/*.hpp; do
+  echo "#include <netagg/$(basename "$h")>" > "$scratch/header.cpp"
+  run c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$prefix/include" "$scratch/header.cpp"
+done
 # CMake
 run cmake -S "$here/consumer" -B "$scratch/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
 run cmake --build "$scratch/cmake"
