@@ -4,6 +4,8 @@
 BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
+# ON: compiler warnings are errors (-DNETAGG_WERROR=ON); .ci/run sets it.
+NETAGG_WERROR ?= OFF
 JOBS ?= $(shell nproc)
 DEPS_STAMP := $(BUILD)/.deps-installed
 
@@ -21,10 +23,12 @@ $(DEPS_STAMP): scripts/install-deps.sh
 
 # CMake re-runs itself when a CMakeLists.txt changes; `make configure` forces it (new CMAKE_FLAGS).
 $(BUILD)/build.ninja: | $(DEPS_STAMP)
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DNETAGG_WERROR=$(NETAGG_WERROR) $(CMAKE_FLAGS)
 
 configure: $(DEPS_STAMP)
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DNETAGG_WERROR=$(NETAGG_WERROR) $(CMAKE_FLAGS)
 
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)

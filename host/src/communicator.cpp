@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include "netagg/engine.hpp"
+#include "netagg/fallback.hpp"
 #include "netagg/split.hpp"
 #include "netagg/trees.hpp"
 #include "packet_sources.hpp"

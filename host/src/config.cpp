@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netagg/address.hpp"
+#include "netagg/engine.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Vector {
   const std::string& at(const std::string& key) const;  // throws if missing
   std::optional<std::string> get(const std::string& key) const;
   std::int64_t integer(const std::string& key) const;
+
+  // GoogleTest prints a parameter of a failed test this way: the file, not every byte.
+  friend void PrintTo(const Vector& v, std::ostream* os) { *os << v.file.filename().string(); }
 };
 
 Vector load_vector(const std::filesystem::path& file);

@@ -163,6 +163,7 @@ struct DropCase {
   std::string name;
   Counter reason;
   std::function<std::vector<std::byte>(const JobSpec&)> frame;
+  friend void PrintTo(const DropCase& c, std::ostream* os) { *os << c.name; }
 };
 
 // Rank 1's contribution of 4 int32 to slot 5 (job 7, slots [4, 8), 16 elements per packet),

@@ -25,6 +25,7 @@
 
 #include "expect_error.hpp"
 #include "netagg/codec.hpp"
+#include "netagg/engine.hpp"
 #include "netagg/error.hpp"
 #include "netagg/inproc.hpp"
 #include "netagg/split.hpp"

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "expect_error.hpp"
+#include "netagg/engine.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg {

@@ -276,6 +276,7 @@ struct Point {
   const char* name;
   double fraction;  // of kAllPackets, when the aggregator fails
   bool restart;     // restarted at once, or dead for good
+  friend void PrintTo(const Point& p, std::ostream* os) { *os << p.name; }
 };
 
 class AggregatorFailure : public ::testing::TestWithParam<Point> {};

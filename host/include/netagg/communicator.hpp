@@ -15,8 +15,8 @@
 
 #include "netagg/config.hpp"
 #include "netagg/error.hpp"
-#include "netagg/fallback.hpp"
 #include "netagg/peers.hpp"
+#include "netagg/stats.hpp"
 #include "netagg/transport.hpp"
 
 namespace netagg {

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "netagg/engine.hpp"
 #include "netagg/job.hpp"
+#include "netagg/stats.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg {
+
+struct EngineParams;  // netagg/engine.hpp: what engine_params() gives the library's engines
 
 // How fp32 tensors travel: block floating point int32 (for integer aggregators: the switch),
 // or fp32 as is (the FPGA aggregator).

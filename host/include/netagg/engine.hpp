@@ -22,13 +22,10 @@
 #include <vector>
 
 #include "netagg/rto.hpp"
+#include "netagg/stats.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg {
-
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
-using Duration = std::chrono::nanoseconds;
 
 struct EngineParams {
   std::uint16_t job_id = 0;
@@ -74,43 +71,6 @@ class PacketSource {
   // Whether fill(p) needs nothing but the caller's data (no earlier packet's result, as block
   // floating point needs its exponents): then the host fallback fills packets in any order.
   virtual bool independent() const { return false; }
-};
-
-struct EngineStats {
-  std::uint64_t packets_sent = 0;  // first transmissions
-  std::uint64_t retransmissions = 0;
-  std::uint64_t results = 0;        // results accepted (one per packet)
-  std::uint64_t duplicates = 0;     // results for packets already answered or not in flight
-  std::uint64_t rejected = 0;       // undecodable, wrong job/rank/type, slot out of range, or the
-                                    // in-flight packet's slot/set/seq with another count or dtype
-  std::uint64_t foreign_epoch = 0;  // results of this job with another run's epoch, dropped
-  // Packets sent again for others: a packet's predecessor on its slot, whose result this worker
-  // has, sent along with the packet's later retransmissions (Engine::kRecoveryAfter).
-  std::uint64_t recovery_resends = 0;
-  std::uint64_t ce_results = 0;   // results that carried ECN's CE mark (congestion experienced)
-  std::uint64_t window_cuts = 0;  // congestion window reductions (marks or loss)
-  double cwnd = 0;   // the congestion window now, in slots (the window W when not controlled)
-  double alpha = 0;  // the EWMA of the marked fraction
-  std::uint64_t operations = 0;   // operations completed
-  std::uint64_t rtt_samples = 0;  // round trips measured (packets answered without a resend)
-  // Retransmissions shown unnecessary: a result came again for a packet already answered that
-  // had been retransmitted, i.e. the aggregator answered the original and the copy. Then the
-  // first result answered the original, so its round trip is known after all and is measured
-  // (as Eifel detection does in TCP). (A copy the aggregator drops as a duplicate while the
-  // round waits for other workers is not seen here.)
-  std::uint64_t spurious_retransmissions = 0;
-  // Adaptive only: retransmissions of packets overtaken by a later one's result (taken as lost
-  // without waiting for the RTO); the others were timeouts.
-  std::uint64_t overtaken_retransmissions = 0;
-  // Results this engine did not take from the network: given by the host fallback
-  // (deliver_external), computed by the workers or copied from one that had it.
-  std::uint64_t host_results = 0;
-  // Datagrams of no tree's job (or too short to say): counted by a worker's TreeEngines
-  // (netagg/trees.hpp), never by an engine.
-  std::uint64_t unroutable = 0;
-  // The retransmission timeout now and the round-trip estimate behind it (zero before the
-  // first sample, and always without adaptive_retransmit).
-  Duration rto{0}, srtt{0}, rttvar{0};
 };
 
 // Drive it like this (one thread per engine; the engine is not thread-safe):

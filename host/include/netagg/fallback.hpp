@@ -28,19 +28,9 @@
 
 #include "netagg/engine.hpp"
 #include "netagg/peers.hpp"
+#include "netagg/stats.hpp"
 
 namespace netagg {
-
-struct FallbackStats {
-  std::uint64_t sessions = 0;        // sessions joined
-  std::uint64_t shared_results = 0;  // results this rank got from another rank's copy
-  std::uint64_t host_packets = 0;    // packets whose results the workers computed (all ranks)
-  std::uint64_t resumed = 0;         // sessions that gave the operation back to the network
-  std::uint64_t to_hosts = 0;    // trees that went to host mode (their later operations go there)
-  std::uint64_t to_network = 0;  // trees that came back (a probe their aggregators answered)
-  std::uint64_t probes = 0;      // operations of trees in host mode tried in the network
-  double seconds = 0;            // time spent in sessions
-};
 
 class HostFallback {
  public:

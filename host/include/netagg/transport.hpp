@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "netagg/engine.hpp"
 #include "netagg/job.hpp"
+#include "netagg/stats.hpp"
 
 namespace netagg {
 

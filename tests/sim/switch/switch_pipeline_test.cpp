@@ -17,6 +17,11 @@
 #include "switch_vectors.hpp"
 
 namespace netagg::sim {
+
+// A failed vector's parameter as GoogleTest prints it: its name, not every byte (found by
+// argument-dependent lookup, so in SwitchVector's namespace).
+void PrintTo(const SwitchVector& v, std::ostream* os) { *os << v.name; }
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test-only stand-in with the FPGA aggregator's top-level ports (docs/fpga-aggregator.md), for
-// the Verilator harness's own tests (tests/sim/rtl_harness_test.cpp): every ingress beat leaves
+// the Verilator harness's own tests (tests/sim/fpga/rtl_harness_test.cpp): every ingress beat leaves
 // unchanged on the egress port of the same index, through a 4-deep FIFO per port (so egress
 // backpressure reaches ingress TREADY), and the AXI4-Lite CSRs are a plain register file with
 // byte strobes. It aggregates nothing. Generated ports are spelled out: Verilator keeps the
