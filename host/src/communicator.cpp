@@ -64,6 +64,10 @@ std::uint64_t rank_seed(std::uint64_t seed, int rank) {
   return seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1));
 }
 
+// How long an aggregator that never answered may refuse every packet before the all-reduce ends
+// (a daemon started a little after its workers is answering by then).
+constexpr Duration kRefusedFor = std::chrono::seconds(1);
+
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
 constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
 
@@ -176,6 +180,31 @@ struct Communicator::Impl {
       report(
           fmt::format("closing: the other workers did not all close with this one ({})", e.what()));
     }
+  }
+
+  // The aggregator's address refuses our packets (ICMP port unreachable: nothing listens there)
+  // and it never answered this communicator: a wrong address or port, or a daemon that is not
+  // running. Without the host fallback that ends the all-reduce after kRefusedFor, not after the
+  // job timeout; with it, the fallback's message names the cause.
+  void check_refused() {
+    const std::uint64_t refused = transport->counters().refused;
+    if (refused == refusals_seen) return;
+    const TimePoint now = Clock::now();
+    if (refusals_seen == 0) first_refusal = now;
+    refusals_seen = refused;
+    if (engines.stats().results > 0 || fallback) return;
+    if (now - first_refusal >= kRefusedFor) throw Error(Errc::kTransport, refused_text());
+  }
+  std::string refused_text() const {
+    const std::optional<Endpoint> at = transport->last_refused();
+    return fmt::format(
+        "job {} rank {}: nothing listens at aggregator {}: {} packets sent there were refused "
+        "(ICMP port unreachable) and it never answered. Is its daemon running, and on the "
+        "address and port the job names?",
+        cfg.job.job_id, cfg.rank, at ? at->to_string() : aggregators_text(), refusals_seen);
+  }
+  bool refused_and_never_answered() const {
+    return refusals_seen > 0 && engines.stats().results == 0;
   }
 
   // Runs a session of the host fallback for the operation the engines hold; returns true when
@@ -348,12 +377,17 @@ struct Communicator::Impl {
         // No result on any tree for fallback_after: the aggregator may be gone.
         if (const auto now = Clock::now(); engines.stalled(now, cfg.fallback_after)) {
           report(fmt::format(
-              "no result from aggregator {} for {} ms: finishing the all-reduce with the other "
+              "no result from aggregator {} for {} ms{}: finishing the all-reduce with the other "
               "workers (fallback {})",
               aggregators_text(),
               std::chrono::duration_cast<std::chrono::milliseconds>(
                   now - engines.last_progress().value_or(now))
                   .count(),
+              refused_and_never_answered()
+                  ? fmt::format(" ({} packets refused: nothing listens there, and it never "
+                                "answered; is its daemon running, on the job's address?)",
+                                refusals_seen)
+                  : "",
               to_string(cfg.fallback)));
           if (host_session()) return;
           continue;
@@ -364,6 +398,7 @@ struct Communicator::Impl {
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);
+      check_refused();
       engines.on_timer(Clock::now());  // what it sends goes at the top of the loop
     }
     for (std::size_t k = 0; k < engines.size(); ++k)
@@ -431,6 +466,9 @@ struct Communicator::Impl {
   TreeEngines engines;                     // one per tree
   std::optional<Error> broken;             // the first failure; only the worker thread touches it
   std::unique_ptr<HostFallback> fallback;  // null: no host fallback
+  // Refusals (Transport::counters().refused) seen, and when the first came.
+  std::uint64_t refusals_seen = 0;
+  TimePoint first_refusal{};
 
   mutable std::mutex mutex;
   std::condition_variable queue_cv;

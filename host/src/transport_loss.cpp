@@ -65,6 +65,7 @@ class LossyTransport final : public Transport {
   }
 
   std::uint8_t last_ecn() const override { return inner_->last_ecn(); }
+  std::optional<Endpoint> last_refused() const override { return inner_->last_refused(); }
 
   std::string name() const override { return fmt::format("{} (lossy)", inner_->name()); }
 

@@ -8,6 +8,7 @@
 // and the socket takes results coalesced by UDP GRO (UDP_GRO), split here by the segment size
 // the kernel reports. The datagrams on the wire are the same either way.
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -78,6 +79,12 @@ class UdpTransport final : public Transport {
       const int on = 1;
       gro_ = ::setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &on, sizeof on) == 0;
     }
+    {
+      // ICMP errors for an unconnected socket come only through its error queue: a port that
+      // refuses (nothing listens at the aggregator's address) is seen and counted there.
+      const int on = 1;
+      ::setsockopt(fd_, IPPROTO_IP, IP_RECVERR, &on, sizeof on);
+    }
     if (ecn_capable) {  // ECT(0) on every packet, and the ECN bits of what arrives
       const int tos = 0x02, on = 1;
       ::setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
@@ -117,6 +124,11 @@ class UdpTransport final : public Transport {
       }
       const int err = errno;
       if (sent < 0 && err == EINTR) continue;
+      if (sent < 0 && (err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH)) {
+        // An earlier packet's ICMP error, reported on this call: counted, and sent again.
+        drain_errors();
+        continue;
+      }
       if (sent < 0 && gso_ && (err == EIO || err == EINVAL || err == ENOPROTOOPT)) {
         gso_ = false;  // the kernel or the device cannot segment: one datagram a message
         continue;
@@ -148,7 +160,8 @@ class UdpTransport final : public Transport {
         socket_error("ppoll", errno);
       }
       if (r == 0) return 0;
-      if (pfd.revents & (POLLERR | POLLNVAL)) socket_error("ppoll", EIO);
+      if (pfd.revents & POLLNVAL) socket_error("ppoll", EIO);
+      if (pfd.revents & POLLERR) drain_errors();
       got = receive_batch();
     }
     std::size_t handed = 0;
@@ -197,6 +210,7 @@ class UdpTransport final : public Transport {
   }
 
   TransportCounters counters() const override { return counters_; }
+  std::optional<Endpoint> last_refused() const override { return last_refused_; }
   std::uint8_t last_ecn() const override { return last_ecn_; }
 
  private:
@@ -259,10 +273,42 @@ class UdpTransport final : public Transport {
       if (n >= 0) return n;
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-      // An ICMP error queued on the socket (e.g. port unreachable) is reported once; it says
-      // nothing the protocol's timeouts do not already handle.
-      if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) return 0;
+      // An ICMP error queued on the socket (e.g. port unreachable): counted from the error
+      // queue; the protocol's timeouts handle the packet.
+      if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
+        drain_errors();
+        return 0;
+      }
       socket_error(fmt::format("recvmmsg on {}", local_.to_string()), errno);
+    }
+  }
+
+  // Reads the socket's error queue: each ICMP "port unreachable" for a packet to an aggregator
+  // is a refusal (counted, its address kept); anything else there is let go.
+  void drain_errors() {
+    for (int i = 0; i < 256; ++i) {
+      sockaddr_in to{};
+      std::byte data[64];
+      alignas(cmsghdr) std::byte control[256];
+      iovec iov{data, sizeof data};
+      msghdr h{};
+      h.msg_name = &to;
+      h.msg_namelen = sizeof to;
+      h.msg_iov = &iov;
+      h.msg_iovlen = 1;
+      h.msg_control = control;
+      h.msg_controllen = sizeof control;
+      if (::recvmsg(fd_, &h, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+        if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR) continue;
+        sock_extended_err e{};
+        std::memcpy(&e, CMSG_DATA(c), sizeof e);
+        if (e.ee_origin == SO_EE_ORIGIN_ICMP && e.ee_type == 3 && e.ee_code == 3 &&
+            h.msg_namelen >= sizeof(sockaddr_in) && is_peer(to)) {
+          ++counters_.refused;
+          last_refused_ = Endpoint{ntohl(to.sin_addr.s_addr), ntohs(to.sin_port)};
+        }
+      }
     }
   }
 
@@ -279,6 +325,7 @@ class UdpTransport final : public Transport {
   int fd_ = -1;
   bool gso_ = false, gro_ = false;
   std::uint8_t last_ecn_ = 0;
+  std::optional<Endpoint> last_refused_;
   std::size_t rx_size_ = kReceiveBufferSize;  // bytes per receive buffer
   TransportCounters counters_;
   std::vector<std::byte> rx_buffers_;

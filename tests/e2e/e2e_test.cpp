@@ -2,9 +2,12 @@
 // End to end over UDP on loopback: `netagg-local --workers 4` starts netagg-switchd (or
 // netagg-fpgad) and four netagg-allreduce processes, which all-reduce through the daemon and
 // verify their results. The tests read the launcher's --json summary; one runs a worker alone.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -260,6 +263,40 @@ TEST(EndToEnd, AWrongResultIsCaught) {
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_THAT(text.out, AllOf(HasSubstr("verification: FAILED at index 0: got "),
                               HasSubstr(", want "), HasSubstr("verification: FAILED")));
+}
+
+// A worker whose aggregator's port has nothing behind it says so within 2 s, naming the address,
+// instead of waiting for the job timeout (10 s here).
+TEST(EndToEnd, NothingListeningAtTheAggregatorEndsTheRunAtOnce) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("e2e-refused-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // The worker's port: one the kernel gave a socket a moment ago (closed again before use).
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  std::ofstream(dir / "job.json") << R"({"job_id": 1, "slots": {"base": 0, "count": 8},
+      "elements_per_packet": 64, "aggregator": "127.0.0.1:9",
+      "workers": [{"rank": 0, "address": "127.0.0.1:)"
+                                  << ntohs(a.sin_port) << R"("}]})";
+  const auto start = std::chrono::steady_clock::now();
+  const ToolRun run =
+      run_tool({"--rank", "0", "--job", (dir / "job.json").string(), "--epoch", "7", "--fallback",
+                "off", "--count", "100", "--dtype", "int32", "--timeout", "10"},
+               std::chrono::seconds(30), kWorker);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, AllOf(HasSubstr("nothing listens at aggregator 127.0.0.1:9"),
+                             HasSubstr("ICMP port unreachable")))
+      << run.err;
+  EXPECT_LT(seconds, 2.0);
+  fs::remove_all(dir);
 }
 
 // Options out of range are usage errors (exit 2, the option named), for the launcher and for a

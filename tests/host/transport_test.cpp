@@ -195,6 +195,40 @@ TEST(UdpTransportTest, ReceiveWithNothingQueuedReturnsZero) {
   EXPECT_THAT(t->name(), HasSubstr("udp"));
 }
 
+// Nothing listens at the aggregator's port: the kernel's ICMP "port unreachable" for each packet
+// is counted, and the address named, instead of vanishing in the unconnected socket.
+TEST(UdpTransportTest, APortThatRefusesIsCountedAndNamed) {
+  const Endpoint nobody = free_endpoint();
+  auto t = make_udp_transport(free_endpoint(), nobody);
+  const Bytes p = packet(64, 1);
+  const std::span<const std::byte> one(p);
+  for (int i = 0; i < 20 && t->counters().refused < 3; ++i) {
+    t->send(std::span(&one, 1));
+    t->receive(std::chrono::milliseconds(50), [](std::span<const std::byte>) {});
+  }
+  EXPECT_GE(t->counters().refused, 3u);
+  ASSERT_TRUE(t->last_refused());
+  EXPECT_EQ(*t->last_refused(), nobody);
+  // The loss decorator passes both on.
+  auto lossy = with_loss(std::move(t), 0.5, 1);
+  EXPECT_GE(lossy->counters().refused, 3u);
+  EXPECT_EQ(lossy->last_refused(), nobody);
+}
+
+TEST(UdpTransportTest, AListeningAggregatorIsNeverCountedAsRefusing) {
+  RawSocket aggregator;
+  auto t = make_udp_transport(free_endpoint(), aggregator.endpoint());
+  const Bytes p = packet(64, 1);
+  const std::span<const std::byte> one(p);
+  for (int i = 0; i < 5; ++i) {
+    t->send(std::span(&one, 1));
+    aggregator.receive();
+    t->receive(std::chrono::milliseconds(10), [](std::span<const std::byte>) {});
+  }
+  EXPECT_EQ(t->counters().refused, 0u);
+  EXPECT_FALSE(t->last_refused());
+}
+
 TEST(UdpTransportTest, SocketErrorsAreTransportErrors) {
   RawSocket taken;
   try {

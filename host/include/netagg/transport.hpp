@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ struct TransportCounters {
   std::uint64_t sent = 0, received = 0, dropped_foreign = 0;  // foreign: not from the aggregator
   std::uint64_t dropped_malformed = 0;                        // truncated or oversized datagrams
   std::uint64_t injected_drops = 0;  // dropped on purpose by with_loss(), both directions
+  // ICMP "port unreachable" for a packet to an aggregator: nothing listens at its address.
+  std::uint64_t refused = 0;
 };
 
 class Transport {
@@ -42,6 +45,8 @@ class Transport {
   virtual std::uint8_t last_ecn() const { return 0; }
   // What the transport saw; decorators add their own counts to the inner transport's.
   virtual TransportCounters counters() const { return {}; }
+  // The aggregator address that last refused a packet (counters().refused), if any.
+  virtual std::optional<Endpoint> last_refused() const { return std::nullopt; }
 };
 
 // Kernel UDP with sendmmsg/recvmmsg, bound to `local`, talking to `aggregator`. With `offload`,
