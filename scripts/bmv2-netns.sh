@@ -194,12 +194,13 @@ done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 end=$(date +%s.%N)
-# Counters: drops by sim::DropReason index, completions, resent results.
+# Counters: drops by sim::DropReason index, completions, resent results, epoch takeovers.
 drop_reasons=$(awk '$2 == "NETAGG_DROP_REASONS" {print $3}' "$root/p4/common/constants.p4")
 {
   echo "counter_read NetaggIngress.packets_in 0"
   echo "counter_read NetaggIngress.completions 0"
   echo "counter_read NetaggIngress.results_resent 0"
+  echo "counter_read NetaggIngress.epoch_takeovers 0"
   for (( i = 0; i < drop_reasons; ++i )); do echo "counter_read NetaggIngress.drops $i"; done
 } | cli > "$tmp/counters.log" 2>&1
 

@@ -415,6 +415,8 @@ class Switch:
             r.exponent = max(r.exponent, exponent)
             r.values = [((a + b + 2**31) % 2**32) - 2**31 for a, b in zip(r.values, values)]
         r.remaining -= 1
+        if takeover:
+            self.count("epoch_takeovers")  # besides aggregated: the set held another run's round
         self.count("aggregated")
         if r.remaining:
             return "aggregated", []
@@ -643,6 +645,12 @@ class Case:
         for p, o in sorted(out, key=lambda x: x[0]):
             self.lines.append(f"out: {p} {layers(o)}")
         return out
+
+    def counter(self, name, expect):
+        """The author's value of one of the model's counters so far, checked like an outcome."""
+        got = self.switch.counters.get(name, 0)
+        if got != expect:
+            raise SystemExit(f"{self.name}: counter {name}: model says {got}, case says {expect}")
 
     def run_flags(self, job_id, rank, slot, s, seq, epoch=None, fresh=None, type=CONTRIBUTION):
         """The epoch (the case's unless given) and fresh flag a worker of that run puts on the
@@ -912,9 +920,10 @@ def cases():
     RUN_B = 0x5EED0002
     c = Case("rerun", "The job runs again with a new epoch (0x5eed0002) after a run (0x5eed0001) "
              "that completed rounds 0, 1 and 2 on slot 8 (W = 1). The new run numbers its packets "
-             "from 0 again; its fresh packets take both sets over and it gets its own sums, not "
-             "the stored results of the first run; a late copy of the first run's packet 2 (not "
-             "fresh) is dropped as stale_epoch.", [J2one])
+             "from 0 again; its fresh packets take both sets over (epoch_takeovers counts each "
+             "set once) and it gets its own sums, not the stored results of the first run; a "
+             "late copy of the first run's packet 2 (not fresh) is dropped as stale_epoch.",
+             [J2one])
     c.send(1, 0, 8, 0, 0, [1, 2], "aggregated")
     c.send(1, 1, 8, 0, 0, [3, 4], "completed", sums=[4, 6])
     c.send(1, 0, 8, 1, 1, [5, 6], "aggregated")
@@ -924,7 +933,9 @@ def cases():
     c.send(1, 0, 8, 0, 0, [100, 200], "aggregated", epoch=RUN_B,
            note="second run, rank 0: slot 8 set 0 seq 0 takes over the complete round 2 (by seq "
            "alone a stale copy)")
+    c.counter("epoch_takeovers", 1)
     c.send(1, 1, 8, 0, 0, [300, 400], "completed", epoch=RUN_B, sums=[400, 600])
+    c.counter("epoch_takeovers", 1)  # the second run's own round: joined, not taken over
     c.send(1, 1, 8, 0, 2, [20, 20], "dropped stale_epoch",
            note="first run's late copy of rank 1's packet 2 (by seq alone a new round)")
     c.send(1, 0, 8, 1, 1, [1000, 2000], "aggregated", epoch=RUN_B,
@@ -933,21 +944,25 @@ def cases():
     c.send(1, 1, 8, 1, 1, [3000, 4000], "completed", epoch=RUN_B, sums=[4000, 6000])
     c.send(1, 0, 8, 0, 0, [100, 200], "result_resent", epoch=RUN_B, sums=[400, 600],
            note="second run, rank 0 retransmits its packet 0: the second run's result")
+    c.counter("epoch_takeovers", 2)
     out.append(c)
 
     c = Case("takeover_unfinished", "A run (epoch 0x5eed0001) stops after rank 0's contribution "
              "to slot 9, set 0; the next run (0x5eed0002) takes the set over with its first "
-             "packet: the bitmap restarts from its sender's bit (rank 0's contribution of the new "
+             "packet (counted once in epoch_takeovers; the new run's other fresh packets join its "
+             "round): the bitmap restarts from its sender's bit (rank 0's contribution of the new "
              "run is no duplicate), count and exponent are the new run's (no count_mismatch), and "
              "the sum holds the new run's three contributions only.", [J1])
     c.send(1, 0, 9, 0, 1, [1, 1, 1], "aggregated", exponent=9, why="the first run's last packet")
     c.send(1, 1, 9, 0, 1, [10, 10], "aggregated", exponent=1, epoch=RUN_B,
            why="the next run takes the set over")
+    c.counter("epoch_takeovers", 1)
     c.send(1, 0, 9, 0, 1, [20, 20], "aggregated", exponent=2, epoch=RUN_B,
            why="rank 0's bit of the first run is gone")
     c.send(1, 0, 9, 0, 1, [20, 20], "dropped duplicate", exponent=2, epoch=RUN_B,
            why="a copy within the new run")
     c.send(1, 2, 9, 0, 1, [30, 30], "completed", exponent=3, epoch=RUN_B, sums=[60, 60])
+    c.counter("epoch_takeovers", 1)
     out.append(c)
 
     FOREIGN = 0x0BADCAFE
@@ -972,6 +987,7 @@ def cases():
     c.send(1, 2, 10, 1, 6, [5, 6], "dropped stale_epoch", epoch=FOREIGN, fresh=0,
            why="by seq it would get the result")
     c.send(1, 2, 10, 1, 6, [5, 6], "result_resent", sums=[9, 12])
+    c.counter("epoch_takeovers", 0)  # no packet of another epoch was fresh
     out.append(c)
 
     c = Case("fresh_same_epoch", "fresh on a packet of the round's own epoch changes nothing: it "
@@ -1045,6 +1061,7 @@ def cases():
            "no_round copy of packet 3 left no bit")
     c.send(1, 0, 8, 1, 3, [8, 8], "aggregated")
     c.send(1, 1, 8, 1, 3, [9, 9], "completed", sums=[24, 24])
+    c.counter("epoch_takeovers", 0)  # a recovery copy takes no set over, fresh or not
     out.append(c)
 
     # After a restart of the switch every set is empty, as at the start of a case. Packets 6, 7

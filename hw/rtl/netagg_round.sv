@@ -214,6 +214,7 @@ module netagg_round #(
   logic r1_res_q, r2_res_q;        // the group is a result from the job's parent
   logic r1_parent_q, r2_parent_q;  // the job has a parent
   logic r1_s_up_q, r2_s_up_q, r1_s_fresh_q, r2_s_fresh_q;
+  logic r2_s_other_q;  // the state holds a round of another epoch than the group's
   logic [31:0] r1_epoch_q, r2_epoch_q;  // the group's epoch (every member's)
   logic [31:0] r1_s_epoch_q;
   logic [15:0] r1_count_q[NP], r2_count_q[NP];
@@ -491,6 +492,7 @@ module netagg_round #(
       r2_parent_q <= r1_parent_q;
       r2_s_up_q <= r1_s_up_q;
       r2_s_fresh_q <= r1_s_fresh_q;
+      r2_s_other_q <= r1_s_has_q && !epoch_eq;
       r2_res_ok_q <= res_ok;
       r2_locked_q <= locked;
       for (int p = 0; p < NP; p++) begin
@@ -684,7 +686,7 @@ module netagg_round #(
 
   // ---- D3 -> D4 ------------------------------------------------------------------------------
   logic r3_started_q, r3_acc_any_q, r3_resend_any_q, r3_res_take_q, r3_parent_q;
-  logic r3_s_up_q, r3_s_fresh_q;
+  logic r3_s_up_q, r3_s_fresh_q, r3_s_other_q;
   logic [NP-1:0] r3_fresh_q;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [NP:0] r3_nw_eq_q;  // (workers >= 1)
@@ -724,6 +726,7 @@ module netagg_round #(
     r3_parent_q <= r2_parent_q;
     r3_s_up_q <= r2_s_up_q;
     r3_s_fresh_q <= r2_s_fresh_q;
+    r3_s_other_q <= r2_s_other_q;
     r3_fresh_q <= r2_fresh_q;
     r3_acc_any_q <= acc_any;
     r3_resend_any_q <= resend_any;
@@ -891,6 +894,9 @@ module netagg_round #(
     inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_up_q ? r3_n_resent_q : '0;
     inc[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT*INC_W+:INC_W] =
         INC_W'(r3_valid_q && r3_res_take_q);
+    // A round started over another epoch's: the group's starter took the set over.
+    inc[netagg_csr_pkg::CNT_EPOCH_TAKEOVERS*INC_W+:INC_W] =
+        INC_W'(r3_valid_q && r3_started_q && r3_s_other_q);
   end
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;

@@ -25,7 +25,8 @@
  * a join ORs the bit in; no packet touches the other set's word.
  * Epoch (the model's takeover rule): a contribution to a set that holds a round of another
  * epoch takes the set over when it is fresh (a new round, as for "no round", whose bitmap is
- * the sender's bit alone) and is dropped as stale_epoch otherwise, before any seq rule.
+ * the sender's bit alone; counter epoch_takeovers) and is dropped as stale_epoch otherwise,
+ * before any seq rule.
  * Recovery copies (flag recovery: a packet whose result its sender has, sent again for the
  * workers still waiting on its round) never start a round: a round of another epoch drops one
  * as stale_epoch even when it is fresh (never a takeover), a set with no round or a seq newer
@@ -139,6 +140,7 @@ struct metadata_t {
     bit<1>  drop;
     bit<8>  has_round;        /* before this packet; NONE for a takeover */
     bit<32> round_epoch;      /* the set's epoch before this packet */
+    bit<1>  takeover;         /* the packet takes over a round of another epoch */
     bit<1>  stale_epoch;      /* not fresh or a recovery copy, and the set holds a round of
                                * another epoch */
     bit<1>  recovery;         /* the packet is a recovery copy: it never starts a round */
@@ -240,6 +242,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(1, CounterType.packets) sent_to_parent;       /* trees: a round's partial sum */
     counter(1, CounterType.packets) resent_to_parent;     /* again: a retransmission, a recovery */
     counter(1, CounterType.packets) results_from_parent;  /* completions by a parent's result */
+    counter(1, CounterType.packets) epoch_takeovers;      /* sets taken from another epoch's round */
 
     register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
     register<bit<32>>(NETAGG_REGISTER_SIZE) epoch;      /* the epoch of the set's round */
@@ -613,6 +616,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.round_epoch != hdr.netagg.epoch) {
                         if ((hdr.netagg.flags & NETAGG_FLAG_FRESH) != 0 && meta.recovery == 0) {
                             meta.has_round = NETAGG_ROUND_NONE;     /* a takeover */
+                            meta.takeover = 1;
                         } else {
                             meta.stale_epoch = 1;
                         }
@@ -695,6 +699,9 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                         if (meta.class == CLASS_NEW) {
                             meta.op = OP_WRITE;
+                            if (meta.takeover == 1) {
+                                epoch_takeovers.count(32w0);
+                            }
                             if (meta.has_round == NETAGG_ROUND_NONE) {
                                 /* no round, or a takeover: OPEN (also over SEEN, whose
                                  * completed_seq belongs to the other epoch's rounds) */

@@ -83,7 +83,9 @@
  * round_epoch {touched, epoch} returns the set's epoch before the packet (a fresh packet writes
  * its own, any other only into a set that has had no round); round_state, a stage later,
  * opens a new round for a takeover (a fresh packet, another epoch) and is otherwise touched
- * (NONE -> OPEN) or read.
+ * (NONE -> OPEN) or read. The opening action returns the state before: not NONE, the set held
+ * a round of another epoch (counter epoch_takeovers); NONE, the set had none (a set that has
+ * never had a round keeps epoch 0, "another epoch" for a fresh packet of any other).
  *
  * Recovery copies (the model's rule): a contribution with the recovery flag (a packet whose
  * result its sender has, sent again for the workers still waiting on its round) never starts a
@@ -320,6 +322,7 @@ struct ig_metadata_t {
     /* the decision pass */
     bit<32> epoch_before;     /* round_epoch's epoch before this packet */
     bit<8>  state_before;     /* round_state's state before this packet (not for a takeover) */
+    bit<8>  state_taken;      /* a takeover's: round_state's state before it (NONE: no round) */
     bit<8>  has_round;        /* before this packet; NONE for a takeover, or ROUND_STALE_EPOCH */
     bit<32> completed_seq;
     bit<32> round_seq;        /* before this packet */
@@ -570,6 +573,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) sent_to_parent;       /* trees */
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) resent_to_parent;
     Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) results_from_parent;
+    Counter<bit<64>, bit<1>>(1, CounterType_t.PACKETS) epoch_takeovers;
 
     /* ---- tables of the control-plane contract ---- */
     action set_switch_identity(bit<48> mac, bit<32> ip) {
@@ -731,9 +735,13 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
      * a register takes; each returns the state before (or nothing). */
     Register<bit<8>, bit<16>>(NETAGG_REGISTER_SIZE, 0) round_state;
     /* a takeover: a fresh packet to a round of another epoch (round_epoch returned another
-     * epoch) opens a new round */
+     * epoch) opens a new round; returns the state before (NONE: the set had no round, so it
+     * was no takeover) */
     RegisterAction<bit<8>, bit<16>, bit<8>>(round_state) round_state_start = {
-        void apply(inout bit<8> value) { value = NETAGG_ROUND_OPEN; }
+        void apply(inout bit<8> value, out bit<8> before) {
+            before = value;
+            value = NETAGG_ROUND_OPEN;
+        }
     };
     /* any packet that reads or writes the round of its epoch: NONE opens the set's first round;
      * returns the state before */
@@ -1162,7 +1170,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
             if (hdr.bridge.kind == BRIDGE_DECIDE_FROM_PARENT || hdr.netagg.flags[2:2] == 1) {
                 md.state_before = round_state_read.execute(hdr.bridge.at);
             } else if (hdr.netagg.flags[1:1] == 1 && md.epoch_before != hdr.netagg.epoch) {
-                round_state_start.execute(hdr.bridge.at);
+                md.state_taken = round_state_start.execute(hdr.bridge.at);
             } else {
                 md.state_before = round_state_touch.execute(hdr.bridge.at);
             }
@@ -1231,6 +1239,9 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 results_resent.count(0);
             } else if (md.outcome == OUTCOME_TO_PARENT) {
                 resent_to_parent.count(0);
+            }
+            if (md.state_taken != NETAGG_ROUND_NONE) {
+                epoch_takeovers.count(0);     /* a new round over another epoch's */
             }
             if (md.agg != 0) {
                 /* to its lane passes, through the recirculation port */

@@ -27,6 +27,7 @@ std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() 
   std::vector<std::pair<std::string_view, std::uint64_t>> out = {
       {"packets_in", packets_in},
       {"aggregated", aggregated},
+      {"epoch_takeovers", epoch_takeovers},
       {"completions", completions},
       {"results_multicast", results_multicast},
       {"results_resent", results_resent},
@@ -307,6 +308,7 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   // other set; with a round's seq that is not needed, and after a restart it would be wrong:
   // that set may hold a round formed again that its sender still adds recovery copies to.
   reg.bitmap = first ? bit : reg.bitmap | bit;
+  if (takeover) ++counters_.epoch_takeovers;
   if (first) {
     reg.has_round = true;
     reg.epoch = h.epoch;

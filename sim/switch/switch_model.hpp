@@ -16,7 +16,8 @@
 //
 // A contribution from rank r to (slot, set s) that passed the job table, first by its epoch:
 //   s holds a round of another epoch and the packet is fresh (its sender's first packet on s in
-//       its run): a takeover, a new round as if s held none, with bitmap = bit r alone.
+//       its run): a takeover, a new round as if s held none, with bitmap = bit r alone
+//       (counted in epoch_takeovers as well as in aggregated).
 //   s holds a round of another epoch and the packet is not fresh, or is a recovery copy:
 //       dropped (kStaleEpoch).
 // A recovery copy (flag `recovery`: a packet whose result its sender has, sent again after an
@@ -110,6 +111,7 @@ using pipeline::to_string;
 struct SwitchCounters {
   std::uint64_t packets_in = 0;         // every packet handed to process()
   std::uint64_t aggregated = 0;         // contributions added to a slot (includes completing ones)
+  std::uint64_t epoch_takeovers = 0;    // sets taken over from a round of another epoch
   std::uint64_t completions = 0;        // rounds completed
   std::uint64_t results_multicast = 0;  // result packets sent on completion (one per worker)
   std::uint64_t results_resent = 0;     // stored results sent again to a retransmitting worker

@@ -558,6 +558,9 @@ TEST_P(Aggregators, ARerunAgainstARunningDaemonGetsItsOwnSums) {
         std::string("epoch ") + epoch);
   }
   EXPECT_EQ(job.daemon().stop(SIGTERM), 0) << job.daemon().stderr_text();
+  // Each run uses both sets of the job's 4 slots (47 packets), and each rerun takes every one of
+  // those 8 sets over from the run before, once.
+  EXPECT_EQ(job.daemon().last_counters().at("epoch_takeovers"), 2u * 8u);
 }
 
 // The aggregator of a four-worker run under 1 % loss kills itself (SIGKILL: every round it held is

@@ -555,6 +555,32 @@ TEST_F(HlsRounds, StaleAndPreviousSet) {
   EXPECT_EQ(count(Counter::kDroppedStale), 2u);
 }
 
+// Another run (epoch) takes a set over with its first fresh packet, whatever round of the
+// earlier run the set holds: counted once in epoch_takeovers (and in aggregated). The run's
+// other fresh packets join its round; a packet of it that is not fresh is stale_epoch.
+TEST_F(HlsRounds, AnotherRunTakesASetOverOnce) {
+  EXPECT_TRUE(send(0, 0).empty());  // the earlier run (epoch 0) leaves packet 0's round open
+  auto next_run = [&](std::uint16_t rank, std::uint8_t fresh) {
+    return model_.process_frame(rank, contribution_frame(job_, Contribution{.job = job_.job_id,
+                                                                            .rank = rank,
+                                                                            .slot = 10,
+                                                                            .values = {5, 6},
+                                                                            .epoch = 2,
+                                                                            .fresh = fresh}));
+  };
+  EXPECT_TRUE(next_run(1, 0).empty());  // not fresh: stale_epoch
+  EXPECT_EQ(count(Counter::kEpochTakeovers), 0u);
+  EXPECT_TRUE(next_run(0, 1).empty());  // takes the set over
+  EXPECT_EQ(count(Counter::kEpochTakeovers), 1u);
+  EXPECT_EQ(next_run(1, 1).size(), 2u);  // joins and completes the new run's round
+  expect_only({{Counter::kFramesIn, 4},
+               {Counter::kAggregated, 3},
+               {Counter::kDroppedStaleEpoch, 1},
+               {Counter::kEpochTakeovers, 1},
+               {Counter::kCompletions, 1},
+               {Counter::kFramesOut, 2}});
+}
+
 TEST_F(HlsRounds, SeqComparisonWrapsAround) {
   JobSpec job = make_job(3, 2, 0, 1, 4);
   install(1, job);

@@ -74,6 +74,7 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
     EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
     EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
+    EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
     EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
@@ -84,7 +85,7 @@ class Crosscheck {
           Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
           Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
           Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
-          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound})
+          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -304,6 +305,7 @@ class TreeCrosscheck {
               s.results_multicast + s.results_resent + s.sent_to_parent + s.resent_to_parent);
     EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
     EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
+    EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
     EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
     EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
     EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
@@ -319,7 +321,7 @@ class TreeCrosscheck {
           Counter::kResentToParent, Counter::kResultsFromParent, Counter::kDroppedDuplicate,
           Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
           Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
-          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound})
+          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 

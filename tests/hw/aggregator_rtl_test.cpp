@@ -50,7 +50,7 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
   // frames_in = aggregated + results_resent + every drop (once nothing is in flight).
   void expect_balanced() {
     std::uint64_t drops = 0;
-    for (unsigned i = csr::index(C::kMalformedTruncated); i < csr::kCounterCount; ++i)
+    for (unsigned i = csr::index(C::kMalformedTruncated); i <= csr::index(C::kDroppedNoRound); ++i)
       drops += counter(i);
     EXPECT_EQ(count(C::kFramesIn), count(C::kAggregated) + count(C::kResultsResent) + drops);
   }
@@ -541,7 +541,8 @@ TEST_F(Rtl, RunsOfAJobNeverMix) {
   for (std::uint16_t r = 0; r < 3; ++r) send(job, c(r, 10, kA, 1, 1));
   send(job, c(0, 11, kA, 1, 100));
   // Run B numbers its packets from 0 again.
-  EXPECT_TRUE(send(job, c(0, 10, kB, 1, 2)).empty());   // takes slot 10 over: no stored result
+  EXPECT_TRUE(send(job, c(0, 10, kB, 1, 2)).empty());  // takes slot 10 over: no stored result
+  EXPECT_EQ(count(C::kEpochTakeovers), 1u);
   EXPECT_TRUE(send(job, c(1, 10, kA, 0, 50)).empty());  // run A, not fresh: stale_epoch
   EXPECT_EQ(count(C::kDroppedStaleEpoch), 1u);
   send(job, c(1, 10, kB, 1, 2));
@@ -573,6 +574,8 @@ TEST_F(Rtl, RunsOfAJobNeverMix) {
     EXPECT_EQ(r.header.epoch, kC);
   }
   EXPECT_EQ(count(C::kDroppedDuplicate), 0u);
+  // One takeover per set taken (slot 10 by B, slot 11 by B and by C), not per fresh packet.
+  EXPECT_EQ(count(C::kEpochTakeovers), 3u);
   expect_balanced();
 }
 
@@ -614,6 +617,7 @@ TEST_F(Rtl, RecoveryCopiesNeverStartARound) {
   other.fresh = 1;
   EXPECT_TRUE(send(job, other).empty());  // never a takeover: stale_epoch
   EXPECT_EQ(count(C::kDroppedStaleEpoch), 1u);
+  EXPECT_EQ(count(C::kEpochTakeovers), 0u);
   // In one cycle: a copy that would start the round next to the packet that does.
   results = send_together(job, {c(0, 13, 1, 100), c(1, 13, 0, 200), c(2, 13, 1, 300)});
   expect_balanced();

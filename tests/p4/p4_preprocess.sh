@@ -26,6 +26,7 @@ check() {  # NAME PREPROCESSED
       'action set_egress_port' 'table result_destination' 'action set_result_destination' \
       'has_round' 'completed_seq' 'round_seq' 'round_count' 'bitmap' 'remaining' 'exponent' \
       'value_0' 'value_31' 'drops' 'packets_in' 'completions' 'results_resent' \
+      'epoch_takeovers' \
       'hdr.netagg.job_id : exact' 'hdr.ipv4.src_addr : exact' 'hdr.udp.src_port : exact' \
       'hdr.ethernet.dst_addr : exact' 'egress_rid : exact' 'header netagg_h' 'header udp_h'; do
     grep -qF -- "$word" "$out" || { echo "$name: '$word' not found"; fail=1; }

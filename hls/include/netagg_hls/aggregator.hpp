@@ -284,6 +284,7 @@ class Aggregator {
         if (r >= 0) runs[r].open = false;
         r = -1;
       }
+      if (decision == kTakeover) ++counters_[csr14::kEpochTakeovers];
       if (decision == kNewRound || decision == kTakeover) {
         // A new round's bitmap is its starter's bit alone: the bits set belong to an earlier
         // round.

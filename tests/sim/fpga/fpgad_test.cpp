@@ -259,6 +259,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"sent_to_parent", 0},
       {"resent_to_parent", 0},
       {"results_from_parent", 0},
+      {"epoch_takeovers", 0},
       {"datagrams_in", sent},
       {"egress_frames", 3 * kPackets + 1},
       {"egress_undecodable", 0},

@@ -1202,8 +1202,8 @@ TEST(SwitchModelConfig, CounterNamesAreUniqueAndComplete) {
   for (std::size_t r = 0; r < kDropReasonCount; ++r)
     EXPECT_TRUE(names.count("dropped_" + std::string(to_string(DropReason(r))))) << r;
   for (const char* n :
-       {"packets_in", "aggregated", "completions", "results_multicast", "results_resent",
-        "dropped_total", "malformed_truncated", "malformed_length_mismatch"})
+       {"packets_in", "aggregated", "epoch_takeovers", "completions", "results_multicast",
+        "results_resent", "dropped_total", "malformed_truncated", "malformed_length_mismatch"})
     EXPECT_TRUE(names.count(n)) << n;
   // One per packet-level wire error (kTruncated .. kLengthMismatch).
   std::size_t malformed = 0;

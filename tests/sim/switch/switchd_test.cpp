@@ -226,6 +226,7 @@ void reduces_answers_and_counts_everything(
   const Counters expected = {
       {"packets_in", sent},
       {"aggregated", 3 * kPackets + 1},
+      {"epoch_takeovers", 0},
       {"completions", kPackets},
       {"results_multicast", 3 * kPackets},
       {"results_resent", 1},

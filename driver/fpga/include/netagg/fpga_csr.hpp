@@ -172,8 +172,9 @@ enum class Counter : std::uint32_t {
   kSentToParent = 30,
   kResentToParent = 31,
   kResultsFromParent = 32,
+  kEpochTakeovers = 33,
 };
-inline constexpr std::size_t kCounterCount = 33;
+inline constexpr std::size_t kCounterCount = 34;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -208,6 +209,7 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "sent_to_parent",
     "resent_to_parent",
     "results_from_parent",
+    "epoch_takeovers",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }
