@@ -1157,13 +1157,23 @@ def render_doc_header(w):
     na = w["headers"]["netagg"]
     out = ["| offset | size | field | values |", "|---|---|---|---|"]
     for f in na["fields"]:
-        vals = one_line(f["doc"])
+        # A field of flags is its bits: the field's own doc only names them again.
+        vals = "" if f["flags"] else one_line(f["doc"])
         if f["enum"]:
             e = w["enums"][f["enum"]]
             vals += ": " + ", ".join(f"{v['value']} {v['name']}" for v in e["values"])
         if f["flags"]:
-            vals += "; " + ", ".join(f"bit {fl['bit']}: **{fl['name']}** ({one_line(fl['doc'])})"
-                                     for fl in f["flags"]) + "; other bits 0"
+            used = {fl["bit"] for fl in f["flags"]}
+            others = [b for b in range(f["bits"]) if b not in used]
+            vals += "; ".join(f"bit {fl['bit']}, **{fl['name']}**: {one_line(fl['doc'])}"
+                              for fl in f["flags"])
+            if others:
+                error = f["check"]["error"] if f["check"] else None
+                contiguous = others == list(range(others[0], others[-1] + 1))
+                bits = (f"bit {others[0]}" if len(others) == 1
+                        else f"bits {others[0]}..{others[-1]}" if contiguous
+                        else "bits " + ", ".join(map(str, others)))
+                vals += f"; {bits}: 0" + (f" (else `{error}`)" if error else "")
         if f["check"]:
             k = f["check_kind"]
             if k == "equals":

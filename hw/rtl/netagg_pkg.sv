@@ -58,8 +58,8 @@ package netagg_pkg;
   //  DTYPE_FP32   4 bytes
   //  DTYPE_BF16   2 bytes
   localparam logic [7:0] FLAG_SET = 8'h01;  // which of the slot's two copies (the shadow copy)
-  localparam logic [7:0] FLAG_FRESH = 8'h02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
-  localparam logic [7:0] FLAG_RECOVERY = 8'h04;  // contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results
+  localparam logic [7:0] FLAG_FRESH = 8'h02;  // in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it
+  localparam logic [7:0] FLAG_RECOVERY = 8'h04;  // in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it
   localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hF8;
 
   localparam int unsigned MAX_ELEMENT_SIZE = 4;

@@ -21,8 +21,8 @@
 #define NETAGG_DTYPE_FP32          1  /* IEEE binary32 */
 #define NETAGG_DTYPE_BF16          2  /* bfloat16, accumulated in fp32 */
 #define NETAGG_FLAG_SET            0x01  /* which of the slot's two copies (the shadow copy) */
-#define NETAGG_FLAG_FRESH          0x02  /* contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results */
-#define NETAGG_FLAG_RECOVERY       0x04  /* contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results */
+#define NETAGG_FLAG_FRESH          0x02  /* in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it */
+#define NETAGG_FLAG_RECOVERY       0x04  /* in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it */
 #define NETAGG_FLAGS_RESERVED_MASK 0xF8
 
 /* ---- framing --------------------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <ostream>
 #include <queue>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1481,6 +1482,122 @@ TEST(EngineCongestionTest, OffMeansNoWindowAndNoCuts) {
   EXPECT_EQ(engine.stats().window_cuts, 0u);
   EXPECT_EQ(engine.stats().ce_results, 0u);
   EXPECT_DOUBLE_EQ(engine.stats().cwnd, 16.0);
+}
+
+// ---- the marks and windows of a job's workers ----------------------------------------------
+
+// Workers of one job in simulated time behind an aggregator that ORs the ECN bits of a round's
+// contributions into its result, also when it answers a retransmission from the stored result.
+// Rank 0's contribution of packet seq arrives CE-marked when marked(seq) (a queue on its way up
+// above its threshold), every other contribution ECT(0); nothing marks the results on their way
+// down, and every copy of a result takes the same time. lose(rank, seq): the first copy of
+// seq's result to rank is lost.
+std::vector<EngineStats> run_with_marked_uplink(
+    std::uint16_t workers, std::uint16_t window, std::size_t packets,
+    const std::function<bool(std::uint32_t)>& marked,
+    const std::function<bool(std::uint16_t, std::uint32_t)>& lose) {
+  constexpr Duration kLatency = 10us;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<Int32Source>> sources;
+  for (std::uint16_t r = 0; r < workers; ++r) {
+    EngineParams params = sim_params(r, window);
+    params.congestion_control = true;
+    engines.push_back(std::make_unique<Engine>(params));
+    sources.push_back(std::make_unique<Int32Source>(r, packets, window, /*per_packet=*/1));
+  }
+  ReferenceAggregator aggregator(workers, window);
+  std::map<std::uint32_t, std::uint8_t> round_ecn;         // per seq: its contributions' OR
+  std::set<std::pair<std::uint16_t, std::uint32_t>> lost;  // (rank, seq) lost once already
+  struct Arrival {
+    TimePoint at;
+    std::uint64_t order;  // ties in time arrive in sending order
+    int dest;             // a rank, or -1: the aggregator
+    std::uint16_t source;
+    Bytes bytes;
+    std::uint8_t ecn;
+    bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : order > o.order; }
+  };
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> network;
+  std::uint64_t order = 0;
+  TimePoint now = TimePoint{} + 1s;
+  const auto flush = [&] {
+    for (std::uint16_t r = 0; r < workers; ++r) {
+      for (std::span<const std::byte> t : engines[r]->transmits()) {
+        const std::uint32_t seq = wire::decode(t).header.seq;
+        const std::uint8_t ecn = r == 0 && marked(seq) ? 3 : 2;
+        network.push({now + kLatency, order++, -1, r, Bytes(t.begin(), t.end()), ecn});
+      }
+      engines[r]->clear_transmits();
+    }
+  };
+  for (std::uint16_t r = 0; r < workers; ++r) engines[r]->start(*sources[r], now);
+  flush();
+  for (;;) {
+    std::optional<TimePoint> next;
+    if (!network.empty()) next = network.top().at;
+    for (const auto& e : engines)
+      if (const auto d = e->next_deadline()) next = next ? std::min(*next, *d) : *d;
+    if (!next) break;
+    now = std::max(now, *next);
+    while (!network.empty() && network.top().at <= now) {
+      const Arrival a = network.top();
+      network.pop();
+      if (a.dest >= 0) {
+        engines[a.dest]->on_packet(a.bytes, now, a.ecn);
+        continue;
+      }
+      const std::uint32_t seq = wire::decode(a.bytes).header.seq;
+      round_ecn[seq] |= a.ecn;
+      aggregator.handle(a.source, a.bytes,
+                        [&](std::uint16_t rank, std::span<const std::byte> result) {
+                          if (lose(rank, seq) && lost.insert({rank, seq}).second) return;
+                          network.push({now + kLatency, order++, rank, 0,
+                                        Bytes(result.begin(), result.end()), round_ecn[seq]});
+                        });
+    }
+    for (const auto& e : engines)
+      if (const auto d = e->next_deadline(); d && *d <= now) e->on_timer(now);
+    flush();
+  }
+  std::vector<EngineStats> stats;
+  for (std::uint16_t r = 0; r < workers; ++r) {
+    EXPECT_EQ(engines[r]->state(), Engine::State::kDone) << "rank " << r;
+    EXPECT_EQ(sources[r]->deliveries(), packets) << "rank " << r;
+    stats.push_back(engines[r]->stats());
+  }
+  return stats;
+}
+
+// One worker's contributions marked: every worker's results carry the marks (the aggregator's
+// OR), and with no loss and equal delays every worker's window follows the same course.
+TEST(EngineCongestionTest, OneWorkersMarksGiveEveryWorkerTheSameWindowWithoutLoss) {
+  const auto stats = run_with_marked_uplink(
+      4, 64, 20000, [](std::uint32_t seq) { return seq % 8 == 0; },
+      [](std::uint16_t, std::uint32_t) { return false; });
+  EXPECT_EQ(stats[0].ce_results, 20000u / 8);
+  EXPECT_GT(stats[0].window_cuts, 0u);
+  for (const EngineStats& s : stats) {
+    EXPECT_EQ(s.ce_results, stats[0].ce_results);
+    EXPECT_EQ(s.window_cuts, stats[0].window_cuts);
+    EXPECT_DOUBLE_EQ(s.cwnd, stats[0].cwnd);
+    EXPECT_DOUBLE_EQ(s.alpha, stats[0].alpha);
+  }
+}
+
+// The same marks do not make the same windows: a worker that loses a result retransmits, and
+// its own timeout halves its own window. Here the last result is lost to rank 2 only.
+TEST(EngineCongestionTest, ALostResultCutsOnlyTheWindowOfTheWorkerThatLostIt) {
+  constexpr std::size_t kPackets = 20000;
+  const auto stats = run_with_marked_uplink(
+      4, 64, kPackets, [](std::uint32_t seq) { return seq < 2000 && seq % 8 == 0; },
+      [](std::uint16_t rank, std::uint32_t seq) { return rank == 2 && seq == kPackets - 1; });
+  for (const EngineStats& s : stats) EXPECT_EQ(s.ce_results, stats[0].ce_results);
+  EXPECT_GT(stats[0].ce_results, 0u);
+  EXPECT_EQ(stats[2].retransmissions, 1u);
+  EXPECT_EQ(stats[2].window_cuts, stats[0].window_cuts + 1);
+  // Halved by the timeout, then the last result's growth (1 / cwnd above ssthresh).
+  EXPECT_NEAR(stats[2].cwnd, stats[0].cwnd / 2, 1.0);
+  for (const std::uint16_t r : {1, 3}) EXPECT_DOUBLE_EQ(stats[r].cwnd, stats[0].cwnd);
 }
 
 }  // namespace

@@ -76,8 +76,8 @@ inline constexpr std::size_t kMaxElementSize = 4;
 
 // Bits of the flags field.
 inline constexpr std::uint8_t kFlagSet = 0x01;  // which of the slot's two copies (the shadow copy)
-inline constexpr std::uint8_t kFlagFresh = 0x02;  // contribution: the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; 0 in results
-inline constexpr std::uint8_t kFlagRecovery = 0x04;  // contribution: a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round; 0 in results
+inline constexpr std::uint8_t kFlagFresh = 0x02;  // in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it
+inline constexpr std::uint8_t kFlagRecovery = 0x04;  // in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it
 inline constexpr std::uint8_t kFlagsReservedMask = 0xF8;
 
 // ---- the netagg header ----------------------------------------------------------------
