@@ -288,9 +288,20 @@ struct Communicator::Impl {
       execute_raw<float, wire::DataType::kFp32>(data);
       return;
     }
+    // Block floating point scales by the number of workers whose values are summed: all of the
+    // job's (the workers its entries stand for, `covers` counted). A file of one aggregator below
+    // the root of a tree (a job with a parent) stands only for that aggregator's subtree, so its
+    // count is not the sum's: refused rather than overflowed.
+    if (cfg.job.parent)
+      throw Error(Errc::kConfig,
+                  fmt::format("job {}: an fp32 all-reduce as block floating point (float_wire "
+                              "int32-bfp) needs the whole job's worker count, and this job is one "
+                              "aggregator's part of a tree (it has a parent): give the workers the "
+                              "whole job, with its trees (docs/job-format.md, \"Trees\")",
+                              cfg.job.job_id));
     // Block floating point, on each tree: pipelined with the exponents a window ahead, or for a
     // share of fewer chunks than the tree's window in two operations (exponents, then values).
-    const int world = static_cast<int>(cfg.job.world_size());
+    const int world = static_cast<int>(cfg.job.covered());
     std::vector<std::unique_ptr<BlockFloatSource>> sources;
     std::vector<std::unique_ptr<PacketSource>> first(engines.size()), second(engines.size());
     bool two_phases = false;

@@ -594,6 +594,23 @@ TEST(TreeTest, TheViewsOfATreeJob) {
   EXPECT_NO_THROW(c.validate());
 }
 
+// A leaf's own file stands for its subtree only: block floating point on it would quantize for
+// too few workers, so an fp32 all-reduce as int32-bfp is refused (int32 is not).
+TEST(TreeTest, BlockFloatingPointOnALeafsOwnFileIsRefused) {
+  const JobSpec job = tree_job({2, 3, 3}, 3);
+  JobSpec leaf1 = aggregator_view(job, 0, "leaf1");
+  ASSERT_TRUE(leaf1.parent);
+  leaf1.aggregator = Endpoint{0x7F000001, 20011};
+  InprocNetwork net(
+      [](const Endpoint&, std::span<const std::byte>, const InprocNetwork::SendFn&) {});
+  Config c = test_config(leaf1, 0);
+  c.float_wire = FloatWire::kBlockInt32;
+  Communicator comm(c, net.attach(leaf1.workers[0].address));
+  std::vector<float> data(100, 1.0f);
+  EXPECT_THAT(testing::error_of([&] { comm.allreduce(std::span(data)); }),
+              AllOf(HasSubstr("needs the whole job's worker count"), HasSubstr("has a parent")));
+}
+
 // int32 through two- and three-level trees is exact, with loss on every hop: between workers
 // and leaves (the network) and between aggregators.
 class TreeLossTest : public ::testing::TestWithParam<int> {};
