@@ -53,11 +53,11 @@ struct Options : netagg::report::TensorOptions {
   int rank = -1;
   std::string job_file;
   std::string target = "switch-sim";
-  std::string transport;            // empty: the config's (NETAGG_TRANSPORT, else udp)
+  std::string transport;             // empty: the config's (NETAGG_TRANSPORT, else udp)
   std::optional<std::string> epoch;  // none: NETAGG_EPOCH, else the launcher's run id
-  std::optional<double> pace_gbps;  // unset: NETAGG_PACE_GBPS (or the config file's), else off
-  std::string fallback;             // empty: NETAGG_FALLBACK (or the config file's), else gloo
-  std::string store;                // empty: NETAGG_STORE (or the config file's)
+  std::optional<double> pace_gbps;   // unset: NETAGG_PACE_GBPS (or the config file's), else off
+  std::string fallback;              // empty: NETAGG_FALLBACK (or the config file's), else gloo
+  std::string store;                 // empty: NETAGG_STORE (or the config file's)
   std::optional<double> fallback_after_ms;
   bool json = false;
   std::int64_t die_after_packets = -1;  // hidden: SIGKILL itself mid-way, as a crashed worker

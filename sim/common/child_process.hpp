@@ -77,8 +77,8 @@ class ChildProcess {
   void wait_exit() { wait_exit(Clock::time_point::max()); }
 
   bool exited() const { return exited_; }
-  std::optional<int> exit_code() const;        // if it exited normally
-  std::optional<int> term_signal() const;      // if a signal killed it
+  std::optional<int> exit_code() const;    // if it exited normally
+  std::optional<int> term_signal() const;  // if a signal killed it
   bool succeeded() const { return exit_code() == 0; }
   // "still running", "exited with status 3", "killed by signal 9 (Killed)".
   std::string describe_exit() const;

@@ -33,8 +33,8 @@ TEST(ConfigDoc, ThePagesTablesAreTheSettingsTables) {
   std::string page = ss.str();
   ASSERT_FALSE(page.empty()) << path;
   const bool update = std::getenv("NETAGG_UPDATE_DOCS") != nullptr;
-  for (const Region r : {Region{"settings", ConfigTable::kSettings},
-                         Region{"dpdk settings", ConfigTable::kDpdk}}) {
+  for (const Region r :
+       {Region{"settings", ConfigTable::kSettings}, Region{"dpdk settings", ConfigTable::kDpdk}}) {
     const std::string begin = begin_marker(r.name);
     const auto a = page.find(begin);
     ASSERT_NE(a, std::string::npos) << path << " has no line " << begin;
@@ -47,8 +47,8 @@ TEST(ConfigDoc, ThePagesTablesAreTheSettingsTables) {
       continue;
     }
     EXPECT_EQ(page.substr(from, to - from), want)
-        << path << "'s " << r.name
-        << " table differs from the settings: NETAGG_UPDATE_DOCS=1 " << "config_doc_test "
+        << path << "'s " << r.name << " table differs from the settings: NETAGG_UPDATE_DOCS=1 "
+        << "config_doc_test "
         << "rewrites it";
   }
   if (update) std::ofstream(path) << page;

@@ -3,8 +3,8 @@
 // names the field or variable at fault.
 #include "netagg/config.hpp"
 
-#include <gmock/gmock.h>
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

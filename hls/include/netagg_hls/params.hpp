@@ -42,9 +42,8 @@ struct Params {
 
 // The defaults (formats/csr.json's parameters, as the RTL's *_DEFAULT); the synthesized top uses
 // these.
-using DefaultParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots,
-                             csr14::kDefaultMaxBeats, csr14::kDefaultMaxJobs,
-                             csr14::kDefaultMaxWorkers>;
+using DefaultParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
+                             csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers>;
 
 constexpr int NUM_PORTS = DefaultParams::kNumPorts;
 constexpr int LANES = DefaultParams::kLanes;
