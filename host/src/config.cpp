@@ -558,6 +558,14 @@ Config Config::from_env() {
 
 void apply_run_environment(Config& cfg) {
   apply_env_settings(cfg, /*run_only=*/true);
+  // A world size that the job does not have is a mistake of the launch: said at once, not after
+  // a timeout waiting for workers that will never come.
+  if (auto v = getenv_string("NETAGG_WORLD_SIZE"); v && cfg.job.world_size() > 0) {
+    const auto n = parse_env_int("NETAGG_WORLD_SIZE", *v, 1, 0xFFFF);
+    if (static_cast<std::size_t>(n) != cfg.job.world_size())
+      throw Error(Errc::kConfig, fmt::format("NETAGG_WORLD_SIZE={} but the job has {} workers", n,
+                                             cfg.job.world_size()));
+  }
   if (auto v = getenv_string("NETAGG_EPOCH")) {
     cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
     check_epoch(*cfg.epoch, "NETAGG_EPOCH");
@@ -676,7 +684,9 @@ constexpr DocRow kOwnRows[] = {
      "none (required, in the file or the environment)",
      "this worker's rank in the job; its address is the job's entry for that rank"},
     {"", "`NETAGG_WORLD_SIZE`, else the first of `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, "
-     "`WORLD_SIZE`", "integer", "none", "checked against the job's worker count"},
+     "`WORLD_SIZE`", "integer", "none",
+     "checked against the job's worker count (`NETAGG_WORLD_SIZE` also by "
+     "`apply_run_environment`, so by `netagg-allreduce --rank/--job`)"},
     {"`job_file`", "`NETAGG_JOB_FILE`", "path", "none",
      "a job description file; in a config file a relative path is relative to the file's folder, "
      "in the variable to the working directory"},

@@ -498,6 +498,16 @@ TEST_F(ConfigTest, PaceFromTheFileTheEnvironmentAndItsErrors) {
   apply_run_environment(hand);
   EXPECT_DOUBLE_EQ(hand.pace_gbps, 1.25);
 
+  // A world size the job does not have is refused for a Config built by hand too.
+  Config four;
+  four.job = parse_job(kJob4, "job.json");
+  ::setenv("NETAGG_WORLD_SIZE", "3", 1);
+  EXPECT_EQ(error_of([&] { apply_run_environment(four); }),
+            "NETAGG_WORLD_SIZE=3 but the job has 4 workers");
+  ::setenv("NETAGG_WORLD_SIZE", "4", 1);
+  EXPECT_NO_THROW(apply_run_environment(four));
+  ::unsetenv("NETAGG_WORLD_SIZE");
+
   ::setenv("NETAGG_PACE_GBPS", "fast", 1);
   EXPECT_EQ(error_of([] { Config::from_env(); }), "NETAGG_PACE_GBPS: 'fast' is not a number");
   ::setenv("NETAGG_PACE_GBPS", "-1", 1);
