@@ -57,11 +57,13 @@ void print_run(const json& r) {
     for (const auto& p : r["ports"])
       if (p.contains("wire_gbps"))
         fmt::print(
-            "port {}: {} frames in, {} out, {:.2f} Gb/s on the wire ({:.1f}% of line rate), "
-            "{:.3g} elements/s\n",
+            "port {}: {} frames in, {} out, {:.2f} Gb/s on the wire ({:.1f}% of line rate, "
+            "±{:.1f}: the measuring window ends on kernel clock edges), {:.3g} elements/s\n",
             p["port"].get<unsigned>(), p["rx_frames"].get<std::uint64_t>(),
             p["tx_frames"].get<std::uint64_t>(), p["wire_gbps"].get<double>(),
-            100 * p["line_rate_fraction"].get<double>(), p["elements_per_s"].get<double>());
+            100 * p["line_rate_fraction"].get<double>(),
+            100 * p["line_rate_fraction"].get<double>() * p.value("rate_resolution", 0.0),
+            p["elements_per_s"].get<double>());
 }
 
 int measure(const RunOptions& base, const std::string& json_path, std::uint32_t packets) {

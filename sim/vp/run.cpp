@@ -84,6 +84,9 @@ json run_once(const RunOptions& o) {
       j["frames_per_s"] = fps;
       j["wire_gbps"] = fps * frame_wire_bits / 1e9;  // line rate is line_gbps
       j["line_rate_fraction"] = fps * frame_wire_bits / (o.platform.mac.line_gbps * 1e9);
+      // The window's ends fall on kernel clock edges: it is known to one cycle, so the rate
+      // (above 100 % by up to this much on a saturated line) to this fraction of itself.
+      j["rate_resolution"] = 1.0 / (o.platform.kernel_mhz * 1e6 * seconds);
       j["elements_per_s"] =
           fps * static_cast<double>(s.rx_elements) / static_cast<double>(s.rx_frames);
       j["kernel_cycles_per_frame"] = o.platform.kernel_mhz * 1e6 / fps;
