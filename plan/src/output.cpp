@@ -262,14 +262,22 @@ std::string table(const Problem& p, const std::vector<PlanResult>& plans, bool d
       }
     }
     const std::vector<Load> binding = binding_constraints(p, plan);
-    out << "  at capacity:";
-    if (binding.empty()) out << " none";
+    // The constraints at capacity, load/capacity in Gbit/s, wrapped at 100 columns.
+    std::string line = "  at capacity (load/capacity, Gbit/s):";
+    if (binding.empty()) line += " none";
     const std::size_t shown = details ? binding.size() : std::min<std::size_t>(binding.size(), 8);
-    for (std::size_t i = 0; i < shown; ++i)
-      out << fmt::format("{} {} {} {}/{}", i ? "," : "", binding[i].kind, binding[i].name,
-                         gbps(binding[i].load), binding[i].capacity);
-    if (shown < binding.size()) out << fmt::format(", and {} more", binding.size() - shown);
-    out << "\n";
+    for (std::size_t i = 0; i < shown; ++i) {
+      std::string item =
+          fmt::format(" {} {} {}/{}{}", binding[i].kind, binding[i].name, gbps(binding[i].load),
+                      binding[i].capacity, i + 1 < shown || shown < binding.size() ? "," : "");
+      if (line.size() + item.size() > 100) {
+        out << line << "\n";
+        line = "   ";
+      }
+      line += item;
+    }
+    if (shown < binding.size()) line += fmt::format(" and {} more", binding.size() - shown);
+    out << line << "\n";
   }
   return out.str();
 }
@@ -280,8 +288,9 @@ std::string dot(const Problem& p, const PlanResult& plan) {
   std::ostringstream out;
   out << "digraph plan {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
       << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
-  out << fmt::format("  labelloc=t; label=\"{}: {}, {} Gbit/s per worker\";\n",
-                     t.name.empty() ? "plan" : t.name, plan.policy, gbps(x));
+  out << fmt::format(
+      "  labelloc=t; label=\"{}: {}, {} Gbit/s per worker (loads/capacities in Gbit/s)\";\n",
+      t.name.empty() ? "plan" : t.name, plan.policy, gbps(x));
   for (std::size_t n = 0; n < t.nodes.size(); ++n) {
     const Node& node = t.nodes[n];
     std::string label = node.name, attrs;
