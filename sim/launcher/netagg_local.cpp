@@ -173,7 +173,8 @@ struct Program {
 };
 
 // `given` if the command line named one, else where the build puts `name`: `relative` to this
-// executable (sim/launcher/CMakeLists.txt passes those paths in).
+// executable (sim/launcher/CMakeLists.txt passes those paths in), else beside it (installed: all
+// in one bin/).
 Program find_program(std::string name, std::string flag, const std::string& given,
                      const char* relative) {
   if (!given.empty()) return {std::move(name), std::move(flag), given};
@@ -181,7 +182,10 @@ Program find_program(std::string name, std::string flag, const std::string& give
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec)
     throw Error(Errc::kConfig, fmt::format("cannot find my own executable: {}", ec.message()));
-  return {std::move(name), std::move(flag), (self.parent_path() / relative).lexically_normal()};
+  const fs::path built = (self.parent_path() / relative).lexically_normal();
+  const fs::path beside = self.parent_path() / fs::path(relative).filename();
+  return {std::move(name), std::move(flag),
+          !fs::exists(built) && fs::exists(beside) ? beside : built};
 }
 
 void check_exists(const Program& p) {
