@@ -209,6 +209,14 @@ def scenario_fpga(rank, world):
     dist.init_process_group("netagg")
     pg = dist.distributed_c10d._get_default_group()
     check(pg.float_wire == "fp32", f"float_wire {pg.float_wire}: the FPGA adds floats")
+    # NETAGG_LOCAL_PORT_BASE (set by the launcher for this scenario): the job's addresses are
+    # the fixed ports.
+    with open(os.environ["NETAGG_JOB_FILE"]) as f:
+        job = json.load(f)
+    base = int(os.environ["NETAGG_LOCAL_PORT_BASE"])
+    check(job["aggregator"] == f"127.0.0.1:{base}", f"aggregator {job['aggregator']}, base {base}")
+    check(job["workers"][rank]["address"] == f"127.0.0.1:{base + 1 + rank}",
+          f"rank {rank} at {job['workers'][rank]['address']}, base {base}")
 
     # bfloat16 whose sums are exact in any order: equal to the exact sum.
     k = torch.arange(3000)
@@ -464,6 +472,8 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         if args.scenario in ("switch", "fpga", "failure", "fallback"):
             env["NETAGG_LOCAL_AGGREGATOR"] = "fpga-hls" if args.scenario == "fpga" else "switch"
+        if args.scenario == "fpga":
+            env["NETAGG_LOCAL_PORT_BASE"] = str(free_port_run(args.world + 1))
         if args.scenario == "errors":
             env["TEST_FOLDER"] = folder
             write_job(os.path.join(folder, "right.json"), args.world)
@@ -471,6 +481,29 @@ def main():
         ok = launch(args.scenario, args.world, env)
     print(f"{args.scenario}: {'passed' if ok else 'FAILED'}")
     return 0 if ok else 1
+
+
+def free_port_run(n):
+    """A port p such that p .. p + n - 1 are free UDP ports on 127.0.0.1 right now."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p + n > 65535:
+            continue
+        socks = []
+        try:
+            for q in range(p, p + n):
+                t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(t)
+                t.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    raise RuntimeError(f"no run of {n} free UDP ports")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ killed.
     NETAGG_LOCAL_ELEMENTS_PER_PACKET   default 1024 for switch, 256 for the FPGA (what a slot
                               holds)
     NETAGG_SWITCHD, NETAGG_FPGAD       the daemons' paths; default: this build's
+    NETAGG_LOCAL_PORT_BASE=P  fixed UDP ports instead of free ones (a firewall, a capture
+                              filter): the daemon listens on P and rank r sends from P + 1 + r;
+                              the n-th process group made (0 the default group) adds 1024 n
     NETAGG_LOCAL_VERBOSE=1    the daemon's output on stderr
     NETAGG_LOCAL_DIE_AT_DATAGRAM=N   fault injection: the daemon kills itself (SIGKILL) when
                               its N-th datagram arrives; the workers finish on the hosts
@@ -71,6 +74,22 @@ def _program(name):
     return path
 
 
+def _port_base(generation, world_size):
+    """NETAGG_LOCAL_PORT_BASE for this process group, or 0 (free ports)."""
+    text = os.environ.get("NETAGG_LOCAL_PORT_BASE")
+    if not text:
+        return 0
+    try:
+        base = int(text)
+    except ValueError:
+        raise ValueError(f"NETAGG_LOCAL_PORT_BASE: '{text}' is not a port number") from None
+    base += 1024 * generation
+    if world_size > 1023 or not 1 <= base or base + world_size > 65535:
+        raise ValueError(f"NETAGG_LOCAL_PORT_BASE: ports {base}..{base + world_size} of process "
+                         f"group {generation} ({world_size} ranks) are not all UDP ports")
+    return base
+
+
 def _free_udp_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -99,14 +118,14 @@ def _die_with_parent():
 class _Daemon:
     """One aggregator daemon: started, its ready line awaited, its output drained."""
 
-    def __init__(self, kind, job, workdir):
+    def __init__(self, kind, job, workdir, port=0):
         program, args, _, _ = AGGREGATORS[kind]
         self.name = program
         self.workdir = workdir
         job_path = os.path.join(workdir, "job.json")
         with open(job_path, "w") as f:
             json.dump(job, f)
-        command = [_program(program), "--listen", "127.0.0.1:0", "--job", job_path] + args
+        command = [_program(program), "--listen", f"127.0.0.1:{port}", "--job", job_path] + args
         die_at = os.environ.get("NETAGG_LOCAL_DIE_AT_DATAGRAM")
         if die_at:
             command += ["--die-at-datagram", die_at]
@@ -208,7 +227,8 @@ def prepare(store, rank, world_size, timeout):
     # Keys of this process group (see ProcessGroupNetagg's generation).
     generation = (store.add("netagg-local/arrivals", 1) - 1) // world_size
     key = f"netagg-local/{generation}/"
-    store.set(key + f"port/{rank}", str(_free_udp_port()))
+    base = _port_base(generation, world_size)
+    store.set(key + f"port/{rank}", str(base + 1 + rank if base else _free_udp_port()))
     daemon = None
     if rank == 0:
         try:
@@ -217,7 +237,7 @@ def prepare(store, rank, world_size, timeout):
                 raise RuntimeError(f"netagg: two ranks drew the same UDP port ({ports}): retry")
             job = _job(kind, ports)
             workdir = tempfile.mkdtemp(prefix="netagg-torch-")
-            daemon = _Daemon(kind, job, workdir)
+            daemon = _Daemon(kind, job, workdir, base)
             _started.append(daemon)
             job["aggregator"] = daemon.address
             store.set(key + "job", json.dumps(job))
