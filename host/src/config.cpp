@@ -228,6 +228,7 @@ struct Setting {
   // Applied by apply_run_environment too: a switch of one run, for a Config made in code.
   bool run = false;
   std::string_view alias = {};  // another variable read when the setting's own is not set
+  std::string_view cli = {};    // netagg-allreduce's option that sets it (docs; checked by a test)
 };
 
 // clang-format off
@@ -236,20 +237,20 @@ constexpr Setting kSettings[] = {
      "where contributions go (UDP port of an aggregator: 20033); overrides the job's",
      [](Config& c, const Given& g) {
        c.aggregator = Endpoint::parse(text_of(g, "a string \"a.b.c.d:port\""), g.where);
-     }},
+     }, false, {}, "`--target IP:PORT`"},
     {"transport", "`\"udp\"` or `\"dpdk\"`", "`\"udp\"`",
      "kernel UDP, or DPDK (below; `kUnsupported` in a libnetagg built without DPDK)",
-     [](Config& c, const Given& g) { c.transport = nonempty_text_of(g); }},
+     [](Config& c, const Given& g) { c.transport = nonempty_text_of(g); }, false, {}, "`--transport`"},
     {"float_wire", "`\"int32-bfp\"` or `\"fp32\"`", "`\"int32-bfp\"`",
      "how fp32 tensors travel: block floating point for integer aggregators (the switch), or fp32 "
      "as is (an fp32-capable aggregator, the FPGA)",
      [](Config& c, const Given& g) {
        c.float_wire = enum_of(g, parse_float_wire, "int32-bfp, fp32");
-     }},
+     }, false, {}, "`--float-wire`"},
     {"retransmit_timeout_ms", "number in (0, 86400000]", "20",
      "first retransmission of an unanswered packet; with `adaptive_retransmit`, the timeout "
      "until the first round trip is measured",
-     [](Config& c, const Given& g) { c.retransmit_timeout = ms_of(g); }},
+     [](Config& c, const Given& g) { c.retransmit_timeout = ms_of(g); }, false, {}, "`--retransmit-timeout-ms`"},
     {"max_retransmit_timeout_ms", "number >= retransmit", "500",
      "cap of the exponential backoff (the timeout doubles per retransmission)",
      [](Config& c, const Given& g) { c.max_retransmit_timeout = ms_of(g); }},
@@ -258,14 +259,14 @@ constexpr Setting kSettings[] = {
      "+ 4 × its deviation; Karn's rule: a retransmitted packet gives no sample), within "
      "[`min_retransmit_timeout_ms`, `max_retransmit_timeout_ms`]; false keeps "
      "`retransmit_timeout_ms`",
-     [](Config& c, const Given& g) { c.adaptive_retransmit = bool_of(g); }},
+     [](Config& c, const Given& g) { c.adaptive_retransmit = bool_of(g); }, false, {}, "`--retransmit adaptive` or `fixed`"},
     {"min_retransmit_timeout_ms", "number in (0, 86400000]", "1",
      "floor of the adaptive timeout",
      [](Config& c, const Given& g) { c.min_retransmit_timeout = ms_of(g); }},
     {"job_timeout_ms", "number in (0, 86400000]", "10000",
      "an all-reduce without any new result for this long fails with `Errc::kTimeout`, naming "
      "the missing slots",
-     [](Config& c, const Given& g) { c.job_timeout = ms_of(g); }, false, "NETAGG_TIMEOUT_MS"},
+     [](Config& c, const Given& g) { c.job_timeout = ms_of(g); }, false, "NETAGG_TIMEOUT_MS", "`--timeout` (seconds)"},
     {"loss", "number in [0, 1)", "0",
      "injected loss: each packet sent and each packet received is dropped with this probability "
      "(tests, demos)",
@@ -273,12 +274,12 @@ constexpr Setting kSettings[] = {
        c.loss = number_of(g);
        if (!(c.loss >= 0 && c.loss < 1))
          config_error(g.where, fmt::format("{} is outside [0, 1)", c.loss));
-     }},
+     }, false, {}, "`--loss`"},
     {"loss_seed", "unsigned integer", "1",
      "seed of the injected loss; each rank mixes its rank into it so ranks drop different "
      "packets, and a run with the same seed drops the same packets as long as the traffic is the "
      "same",
-     [](Config& c, const Given& g) { c.loss_seed = u64_of(g); }},
+     [](Config& c, const Given& g) { c.loss_seed = u64_of(g); }, false, {}, "`--seed` (the tensor's too)"},
     {"congestion_control", "boolean", "false",
      "a congestion window on ECN marks and loss, packets sent ECT(0) "
      "([congestion-control.md](congestion-control.md))",
@@ -291,7 +292,7 @@ constexpr Setting kSettings[] = {
      [](Config& c, const Given& g) {
        c.pace_gbps = number_of(g);
        check_pace(c.pace_gbps, g.where);
-     }, true},
+     }, true, {}, "`--pace-gbps`"},
     {"udp_offload", "boolean", "true",
      "the udp transport sends runs of equal-sized packets as UDP GSO messages (`UDP_SEGMENT`) "
      "and takes results GRO-coalesced (`UDP_GRO`): the datagrams on the wire are the same, the "
@@ -303,10 +304,10 @@ constexpr Setting kSettings[] = {
      "over Gloo ([fallback.md](fallback.md)); needs `store`. `\"off\"`: the job timeout ends it "
      "with an error",
      [](Config& c, const Given& g) { c.fallback = enum_of(g, parse_fallback, "gloo, off"); },
-     true},
+     true, {}, "`--fallback`"},
     {"fallback_after_ms", "number, below `job_timeout_ms`", "1000",
      "the fallback starts after this long without a result from the aggregator",
-     [](Config& c, const Given& g) { c.fallback_after = ms_of(g); }, true},
+     [](Config& c, const Given& g) { c.fallback_after = ms_of(g); }, true, {}, "`--fallback-after-ms`"},
     {"fallback_timeout_ms", "number in (0, 86400000]", "60000",
      "how long a worker waits for the others in the fallback (and in Gloo's rendezvous when the "
      "communicator is made)",
@@ -315,7 +316,7 @@ constexpr Setting kSettings[] = {
      "the fallback's rendezvous: a directory every worker sees. Without one there is no "
      "fallback, and the communicator warns (the torch backend uses its process group's store "
      "instead)",
-     [](Config& c, const Given& g) { c.store = text_of(g, "a string \"file:DIR\""); }, true},
+     [](Config& c, const Given& g) { c.store = text_of(g, "a string \"file:DIR\""); }, true, {}, "`--store`"},
 };
 
 constexpr Setting kDpdkSettings[] = {
@@ -709,6 +710,24 @@ std::string cell(std::string_view text) { return text.empty() ? "" : std::string
 }  // namespace
 
 std::string config_settings_markdown(ConfigTable table) {
+  if (table == ConfigTable::kSettings) {
+    std::string out =
+        "| file key | variable | `netagg-allreduce` | type | default | meaning |\n"
+        "|---|---|---|---|---|---|\n";
+    for (const DocRow& r : kOwnRows)
+      out += fmt::format("| {} | {} |  | {} | {} | {} |\n", cell(r.key), cell(r.variable), r.type,
+                         r.default_text, r.meaning);
+    for (const Setting& s : kSettings) {
+      std::string variable = fmt::format("`{}`", variable_of(s, false));
+      if (!s.alias.empty()) variable += fmt::format(" (also `{}`)", s.alias);
+      out += fmt::format("| `{}` | {} | {} | {} | {} | {}{} |\n", s.key, variable, s.cli, s.type,
+                         s.default_text, s.meaning,
+                         s.run ? "; its variable applies to a `Config` made in code too "
+                                 "(`apply_run_environment`)"
+                               : "");
+    }
+    return out;
+  }
   std::string out = "| {} | variable | type | default | meaning |\n|---|---|---|---|---|\n";
   if (table == ConfigTable::kDpdk) {
     out = fmt::format(fmt::runtime(out), "field of `dpdk`");

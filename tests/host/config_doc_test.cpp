@@ -2,8 +2,10 @@
 // docs/configuration.md's settings tables are generated from the table the configuration is
 // read by (config_settings_markdown): this test fails when the page differs, and with
 // NETAGG_UPDATE_DOCS=1 writes the generated tables into the page instead.
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -53,6 +55,31 @@ TEST(ConfigDoc, ThePagesTablesAreTheSettingsTables) {
   }
   if (update) std::ofstream(path) << page;
 }
+
+#ifdef NETAGG_ALLREDUCE_BINARY
+// The netagg-allreduce options the table names are the tool's: each is in its --help.
+TEST(ConfigDoc, TheToolOptionsTheTableNamesExist) {
+  const std::string table = config_settings_markdown(ConfigTable::kSettings);
+  std::string help;
+  {
+    FILE* p = ::popen(NETAGG_ALLREDUCE_BINARY " --help", "r");
+    ASSERT_NE(p, nullptr);
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, p)) > 0;) help.append(buffer, n);
+    ::pclose(p);
+  }
+  ASSERT_NE(help.find("--rank"), std::string::npos) << help;
+  const std::regex option("`(--[a-z][a-z-]*)");
+  int named = 0;
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), option);
+       it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    EXPECT_NE(help.find(name + " "), std::string::npos) << name << " is not an option of the tool";
+    ++named;
+  }
+  EXPECT_GE(named, 10);
+}
+#endif
 
 }  // namespace
 }  // namespace netagg
