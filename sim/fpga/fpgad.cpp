@@ -32,7 +32,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,8 +40,6 @@
 #include <cstring>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,8 +47,8 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
+#include "daemon_main.hpp"
 #include "datagram_server.hpp"
 #include "harness.hpp"
 #include "netagg/error.hpp"
@@ -74,8 +71,8 @@ namespace channel = netagg::fpga::channel;
 namespace sim = netagg::sim;
 namespace wire = netagg::wire;
 
-constexpr int kExitConfig = 2;
-constexpr int kExitRuntime = 1;
+using sim::kExitConfig;
+using sim::kExitRuntime;
 // A batch that keeps the model busy this long is a hung model, not traffic: a full batch (64
 // frames of 17 beats, their results) takes a few thousand cycles; the RTL simulates about
 // 2.5 * 10^5 cycles a second.
@@ -308,12 +305,10 @@ class Daemon {
 
   void count_ignored_control() { ++counters_.control_ignored; }
 
-  using CounterList = std::vector<std::pair<std::string, std::uint64_t>>;
-
   // One snapshot: reading the device's counters takes (simulated) cycles, so the text and the
-  // JSON of one moment are made from the same reading.
-  CounterList counters(const sim::ServerCounters& server) {
-    CounterList all;
+  // JSON of one moment are made from the same reading (sim::CounterReport takes one per report).
+  sim::CounterList counters(const sim::ServerCounters& server) {
+    sim::CounterList all;
     for (const auto& c : fpga::read_counters(*model_))
       all.emplace_back(std::string(c.name), c.value);
     all.emplace_back("datagrams_in", counters_.datagrams_in);
@@ -332,37 +327,6 @@ class Daemon {
     all.emplace_back("datagrams_sent", server.datagrams_sent);
     all.emplace_back("send_errors", server.send_errors);
     return all;
-  }
-
-  // The counters on stdout (if `print`) and in --counters-json (if `json`).
-  void report(const sim::ServerCounters& server, std::string_view when, bool print,
-              bool json = true) {
-    const CounterList all = counters(server);
-    if (print) {
-      std::string text = fmt::format("netagg-fpgad: counters ({}):\n", when);
-      for (const auto& [name, value] : all) text += fmt::format("  {:<34} {}\n", name, value);
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
-    }
-    if (json && !opt_.counters_json.empty()) write_counters_json(all);
-  }
-
-  // Written to a temporary name and renamed, so a reader never sees half a file.
-  void write_counters_json(const CounterList& all) {
-    nlohmann::json j = nlohmann::json::object();
-    for (const auto& [name, value] : all) j[name] = value;
-    const std::string& file = opt_.counters_json;
-    const std::string tmp = file + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << j.dump(2) << '\n';
-      if (!out) throw Error(Errc::kConfig, fmt::format("--counters-json: cannot write {}", tmp));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, file, ec);
-    if (ec)
-      throw Error(Errc::kConfig,
-                  fmt::format("--counters-json: cannot write {}: {}", file, ec.message()));
   }
 
  private:
@@ -525,6 +489,14 @@ std::unique_ptr<sim::FpgaModel> make_model(const Options& opt) {
 }
 
 int run(const Options& opt) {
+  if (opt.job_files.empty() && opt.control.empty()) {
+    // Without a job and without a way to add one the daemon could only drop traffic.
+    std::fputs(
+        "netagg-fpgad: --job is required (or --control, to fill the job table with "
+        "netagg-ctl fpga --sim)\n",
+        stderr);
+    return kExitConfig;
+  }
   // Configuration first: every error here exits 2 before the "listening" line.
   Daemon daemon(opt, make_model(opt));
   daemon.load_jobs();
@@ -535,7 +507,9 @@ int run(const Options& opt) {
   std::unique_ptr<ControlSocket> control;
   if (!opt.control.empty()) control = std::make_unique<ControlSocket>(opt.control);
   daemon.program(server.address());
-  daemon.report(server.counters(), "start", /*print=*/false);
+  const sim::CounterReport report("netagg-fpgad", opt.counters_json,
+                                  [&] { return daemon.counters(server.counters()); });
+  report.report("start", /*print=*/false);
   if (control) {
     std::printf("netagg-fpgad: control on %s\n", control->address().to_string().c_str());
     std::fflush(stdout);
@@ -544,19 +518,11 @@ int run(const Options& opt) {
 
   sim::DatagramServer::Hooks hooks;
   hooks.on_batch = [&](std::span<const sim::Datagram> batch) { daemon.process(batch, server); };
-  hooks.on_signal = [&](int signo) {
-    if (signo == SIGUSR1) {
-      daemon.report(server.counters(), "SIGUSR1", /*print=*/true);
-    } else if (signo == SIGHUP) {
-      std::fputs("netagg-fpgad: SIGHUP: ignored (restart the daemon to change its jobs)\n", stdout);
-      std::fflush(stdout);
-    }
-  };
+  report.add_hooks(hooks, opt.stats_interval, [] {
+    std::fputs("netagg-fpgad: SIGHUP: ignored (restart the daemon to change its jobs)\n", stdout);
+    std::fflush(stdout);
+  });
   if (control) hooks.watches.push_back({control->fd(), [&] { control->serve(daemon, server); }});
-  hooks.tick_seconds = opt.stats_interval;
-  hooks.on_tick = [&] {
-    daemon.report(server.counters(), "periodic", /*print=*/true, /*json=*/false);
-  };
 
   int exit_code = 0;
   try {
@@ -565,19 +531,13 @@ int run(const Options& opt) {
     std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
     exit_code = kExitRuntime;
   }
-  try {
-    daemon.report(server.counters(), "exit", /*print=*/!opt.quiet);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
-    exit_code = kExitRuntime;
-  }
+  if (report.report_at_exit(/*print=*/!opt.quiet) != 0) exit_code = kExitRuntime;
   return exit_code;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);  // a launcher that closed our stdout must not kill us
   // Before the Verilator runtime starts its threads: they inherit the mask.
   sim::block_daemon_signals();
   Options opt;
@@ -618,24 +578,10 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
   app.add_flag("--no-udp-offload", opt.no_udp_offload,
                "send and receive one datagram per system call's message (no UDP GSO/GRO)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitConfig;
-  }
-  if (opt.job_files.empty() && opt.control.empty()) {
-    // Without a job and without a way to add one the daemon could only drop traffic.
-    std::fputs(
-        "netagg-fpgad: --job is required (or --control, to fill the job table with "
-        "netagg-ctl fpga --sim)\n",
-        stderr);
-    return kExitConfig;
-  }
-  try {
-    return run(opt);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "netagg-fpgad: %s\n", e.what());
-    return e.code() == Errc::kConfig || e.code() == Errc::kUnsupported ? kExitConfig : kExitRuntime;
-  }
+  return sim::daemon_main(
+      "netagg-fpgad", app, argc, argv, [&] { return run(opt); },
+      [](const Error& e) {
+        return e.code() == Errc::kConfig || e.code() == Errc::kUnsupported ? kExitConfig
+                                                                           : kExitRuntime;
+      });
 }

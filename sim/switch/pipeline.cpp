@@ -2,7 +2,6 @@
 #include "pipeline.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
 
@@ -18,267 +17,6 @@ constexpr std::uint16_t kEtherTypeArp = 0x0806;
 constexpr std::size_t kArpFrameSize = 42;  // Ethernet + ARP for IPv4 over Ethernet
 constexpr std::uint8_t kIpProtoIcmp = 1;
 constexpr std::uint8_t kIcmpEchoRequest = 8;
-constexpr unsigned kPortBits = 9;  // BMv2/Tofino egress_spec width
-
-// ---- CLI parsing -------------------------------------------------------------------------
-
-std::vector<std::string_view> split_words(std::string_view line) {
-  std::vector<std::string_view> words;
-  std::size_t at = 0;
-  while (at < line.size()) {
-    while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
-    const std::size_t begin = at;
-    while (at < line.size() && line[at] != ' ' && line[at] != '\t' && line[at] != '\r') ++at;
-    if (at > begin) words.push_back(line.substr(begin, at - begin));
-  }
-  return words;
-}
-
-class LineParser {
- public:
-  LineParser(std::string_view source, std::size_t number, std::string_view text)
-      : source_(source), line_{number, std::string(text)} {}
-
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw Error(Errc::kConfig,
-                fmt::format("{}:{}: '{}': {}", source_, line_.number, line_.text, problem));
-  }
-
-  // An unsigned number of `bits` bits, decimal or 0x-hex (as simple_switch_CLI takes them).
-  std::uint64_t number(std::string_view word, unsigned bits, std::string_view what) const {
-    int base = 10;
-    std::string_view digits = word;
-    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-      base = 16;
-      digits.remove_prefix(2);
-    }
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
-    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
-      fail(fmt::format("{} '{}' is not a number", what, word));
-    if (bits < 64 && v >> bits)
-      fail(fmt::format("{} {} does not fit in {} bits", what, word, bits));
-    return v;
-  }
-
-  wire::Mac mac(std::string_view word, std::string_view what) const {
-    try {
-      return parse_mac(word, what);
-    } catch (const Error& e) {
-      fail(e.what());
-    }
-  }
-
-  std::uint32_t ip(std::string_view word, std::string_view what) const {
-    try {
-      return parse_ipv4(word, what);
-    } catch (const Error& e) {
-      fail(e.what());
-    }
-  }
-
-  const Bmv2Config::Line& line() const { return line_; }
-
- private:
-  std::string_view source_;
-  Bmv2Config::Line line_;
-};
-
-struct TableSpec {
-  std::string_view table, action;
-  std::size_t keys, params;
-};
-constexpr TableSpec kTables[] = {
-    {bmv2::kForward, "set_egress_port", 1, 1},
-    {bmv2::kJobTable, "set_job", 1, 5},
-    {bmv2::kWorkerTable, "set_worker", 3, 1},
-    {bmv2::kResultDestination, "set_result_destination", 1, 4},
-    {bmv2::kParentTable, "set_parent", 1, 7},
-    {bmv2::kParentSource, "set_parent_source", 3, 1},
-};
-
-void table_add(Bmv2Config& c, const LineParser& p, const std::vector<std::string_view>& w) {
-  if (w.size() < 3) p.fail("table_add needs a table, an action, keys, '=>' and parameters");
-  const TableSpec* spec = nullptr;
-  for (const auto& t : kTables)
-    if (t.table == w[1]) spec = &t;
-  if (!spec) {
-    if (w[1] == bmv2::kSwitchIdentity)
-      p.fail("switch_identity is keyless: set it with table_set_default");
-    p.fail(fmt::format("unknown table '{}'", w[1]));
-  }
-  if (w[2] != spec->action)
-    p.fail(fmt::format("table {} has no action '{}' (its action is {})", spec->table, w[2],
-                       spec->action));
-  const auto arrow = std::find(w.begin(), w.end(), std::string_view("=>"));
-  if (arrow == w.end()) p.fail("missing '=>' between the keys and the action parameters");
-  const std::vector<std::string_view> keys(w.begin() + 3, arrow);
-  const std::vector<std::string_view> params(arrow + 1, w.end());
-  if (keys.size() != spec->keys)
-    p.fail(fmt::format("table {} takes {} key(s), got {}", spec->table, spec->keys, keys.size()));
-  if (params.size() != spec->params)
-    p.fail(fmt::format("action {} takes {} parameter(s), got {}", spec->action, spec->params,
-                       params.size()));
-
-  if (spec->table == bmv2::kForward) {
-    const wire::Mac mac = p.mac(keys[0], "hdr.ethernet.dst_addr");
-    const auto port = static_cast<std::uint16_t>(p.number(params[0], kPortBits, "port"));
-    if (!c.forward.emplace(mac, std::pair{port, p.line()}).second)
-      p.fail(fmt::format("duplicate entry: {} has a forward entry already (line {})", keys[0],
-                         c.forward.at(mac).second.number));
-  } else if (spec->table == bmv2::kJobTable) {
-    Bmv2Config::JobEntry e;
-    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
-    e.worker_count = static_cast<std::uint8_t>(p.number(params[0], 8, "worker_count"));
-    e.slot_base = static_cast<std::uint16_t>(p.number(params[1], 16, "slot_base"));
-    e.slot_count = static_cast<std::uint16_t>(p.number(params[2], 16, "slot_count"));
-    e.elements_per_packet =
-        static_cast<std::uint16_t>(p.number(params[3], 16, "elements_per_packet"));
-    e.mcast_grp = static_cast<std::uint16_t>(p.number(params[4], 16, "mcast_grp"));
-    e.line = p.line();
-    if (c.jobs.count(e.job_id))
-      p.fail(fmt::format("duplicate entry: job {} is in the job_table already (line {})", e.job_id,
-                         c.jobs.at(e.job_id).line.number));
-    c.jobs.emplace(e.job_id, e);
-  } else if (spec->table == bmv2::kWorkerTable) {
-    Bmv2Config::WorkerEntry e;
-    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
-    e.ip = p.ip(keys[1], "hdr.ipv4.src_addr");
-    e.udp_port = static_cast<std::uint16_t>(p.number(keys[2], 16, "hdr.udp.src_port"));
-    e.rank = static_cast<std::uint8_t>(p.number(params[0], 8, "rank"));
-    e.line = p.line();
-    for (const auto& o : c.workers)
-      if (o.job_id == e.job_id && o.ip == e.ip && o.udp_port == e.udp_port)
-        p.fail(fmt::format("duplicate entry: the worker_table has this key already (line {})",
-                           o.line.number));
-    c.workers.push_back(e);
-  } else if (spec->table == bmv2::kParentTable) {
-    Bmv2Config::ParentEntry e;
-    e.job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
-    e.mac = p.mac(params[0], "mac");
-    e.ip = p.ip(params[1], "ip");
-    e.udp_port = static_cast<std::uint16_t>(p.number(params[2], 16, "udp_port"));
-    e.port = static_cast<std::uint16_t>(p.number(params[3], kPortBits, "port"));
-    e.parent_job_id = static_cast<std::uint16_t>(p.number(params[4], 16, "job_id"));
-    e.rank = static_cast<std::uint16_t>(p.number(params[5], 16, "rank"));
-    e.slot_base = static_cast<std::uint16_t>(p.number(params[6], 16, "slot_base"));
-    e.line = p.line();
-    if (c.parents.count(e.job_id))
-      p.fail(fmt::format("duplicate entry: job {} is in the parent_table already (line {})",
-                         e.job_id, c.parents.at(e.job_id).line.number));
-    c.parents.emplace(e.job_id, e);
-  } else if (spec->table == bmv2::kParentSource) {
-    Bmv2Config::ParentSourceEntry e;
-    e.parent_job_id = static_cast<std::uint16_t>(p.number(keys[0], 16, "hdr.netagg.job_id"));
-    e.ip = p.ip(keys[1], "hdr.ipv4.src_addr");
-    e.udp_port = static_cast<std::uint16_t>(p.number(keys[2], 16, "hdr.udp.src_port"));
-    e.job_id = static_cast<std::uint16_t>(p.number(params[0], 16, "job_id"));
-    e.line = p.line();
-    for (const auto& o : c.parent_sources)
-      if (o.parent_job_id == e.parent_job_id && o.ip == e.ip && o.udp_port == e.udp_port)
-        p.fail(
-            fmt::format("duplicate entry: the parent_source table has this key already (line {})",
-                        o.line.number));
-    c.parent_sources.push_back(e);
-  } else {
-    const auto rid = static_cast<std::uint16_t>(p.number(keys[0], 16, "egress_rid"));
-    Bmv2Config::ResultDestination d;
-    d.mac = p.mac(params[0], "mac");
-    d.ip = p.ip(params[1], "ip");
-    d.udp_port = static_cast<std::uint16_t>(p.number(params[2], 16, "udp_port"));
-    d.rank = static_cast<std::uint8_t>(p.number(params[3], 8, "rank"));
-    d.line = p.line();
-    if (c.result_destinations.count(rid))
-      p.fail(fmt::format("duplicate entry: rid {} has a result_destination already (line {})", rid,
-                         c.result_destinations.at(rid).line.number));
-    c.result_destinations.emplace(rid, d);
-  }
-}
-
-void apply_line(Bmv2Config& c, const LineParser& p, const std::vector<std::string_view>& w) {
-  const std::string_view cmd = w[0];
-  auto want_args = [&](std::size_t n, std::string_view usage) {
-    if (w.size() != n + 1) p.fail(fmt::format("usage: {}", usage));
-  };
-  if (cmd == "table_add") return table_add(c, p, w);
-  if (cmd == "table_set_default") {
-    if (w.size() < 2) p.fail("usage: table_set_default TABLE ACTION PARAMS...");
-    if (w[1] != bmv2::kSwitchIdentity)
-      p.fail(fmt::format("the contract sets the default action of {} only, not of '{}'",
-                         bmv2::kSwitchIdentity, w[1]));
-    want_args(4, "table_set_default NetaggIngress.switch_identity set_switch_identity MAC IP");
-    if (w[2] != "set_switch_identity")
-      p.fail(fmt::format("table {} has no action '{}' (its action is set_switch_identity)", w[1],
-                         w[2]));
-    c.identity = Bmv2Config::Identity{p.mac(w[3], "mac"), p.ip(w[4], "ip"), p.line()};
-    return;
-  }
-  if (cmd == "mc_mgrp_create") {
-    want_args(1, "mc_mgrp_create GROUP");
-    const auto grp = static_cast<std::uint16_t>(p.number(w[1], 16, "group"));
-    if (!c.groups.emplace(grp, std::vector<std::size_t>{}).second)
-      p.fail(fmt::format("multicast group {} exists already", grp));
-    return;
-  }
-  if (cmd == "mc_node_create") {
-    if (w.size() < 3) p.fail("usage: mc_node_create RID PORT...");
-    Bmv2Config::McNode node;
-    node.rid = static_cast<std::uint16_t>(p.number(w[1], 16, "rid"));
-    for (std::size_t i = 2; i < w.size(); ++i) {
-      if (w[i] == "|") p.fail("LAG lists are not part of the contract");
-      node.ports.push_back(static_cast<std::uint16_t>(p.number(w[i], kPortBits, "port")));
-    }
-    node.line = p.line();
-    c.nodes.push_back(node);
-    return;
-  }
-  if (cmd == "mc_node_associate") {
-    want_args(2, "mc_node_associate GROUP NODE_HANDLE");
-    const auto grp = static_cast<std::uint16_t>(p.number(w[1], 16, "group"));
-    const auto handle = p.number(w[2], 32, "node handle");
-    auto g = c.groups.find(grp);
-    if (g == c.groups.end()) p.fail(fmt::format("multicast group {} was not created", grp));
-    if (handle >= c.nodes.size())
-      p.fail(fmt::format("no node handle {} (nodes created so far: {})", handle, c.nodes.size()));
-    auto& node = c.nodes[handle];
-    if (node.group)
-      p.fail(fmt::format("node {} is associated with group {} already", handle, *node.group));
-    node.group = grp;
-    g->second.push_back(handle);
-    return;
-  }
-  if (cmd == "mirroring_add") {
-    want_args(2, "mirroring_add SESSION PORT");
-    // simple_switch's mirroring sessions are numbered 0..32767
-    const auto session = static_cast<std::uint16_t>(p.number(w[1], 15, "mirroring session"));
-    const auto port = static_cast<std::uint16_t>(p.number(w[2], kPortBits, "port"));
-    if (c.mirror_sessions.count(session))
-      p.fail(fmt::format("mirroring session {} exists already (line {})", session,
-                         c.mirror_sessions.at(session).line.number));
-    c.mirror_sessions.emplace(session, Bmv2Config::MirrorSession{port, p.line()});
-    return;
-  }
-  if (cmd == "reset_state") {
-    want_args(0, "reset_state");
-    std::string source = std::move(c.source);
-    c = Bmv2Config{};
-    c.source = std::move(source);
-    return;
-  }
-  p.fail(
-      fmt::format("unknown command '{}' (the contract uses table_add, table_set_default, "
-                  "mc_mgrp_create, mc_node_create, mc_node_associate, mirroring_add, "
-                  "reset_state)",
-                  cmd));
-}
-
-[[noreturn]] void line_error(std::string_view source, const Bmv2Config::Line& line,
-                             const std::string& problem) {
-  throw Error(Errc::kConfig,
-              fmt::format("{}:{}: '{}': {}", source, line.number, line.text, problem));
-}
-
-// ---- frames ------------------------------------------------------------------------------
 
 wire::Mac read_mac(const std::byte* p) {
   wire::Mac m;
@@ -295,28 +33,6 @@ std::uint16_t checksum_update(std::uint16_t hc, std::uint16_t m, std::uint16_t m
 }
 
 }  // namespace
-
-void apply_bmv2_cli(Bmv2Config& config, std::string_view text, std::string_view source) {
-  if (config.source.empty()) config.source = source;
-  std::size_t number = 0;
-  while (!text.empty()) {
-    const auto nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    ++number;
-    const auto words = split_words(line);
-    if (words.empty()) continue;
-    std::string_view shown = line;
-    while (!shown.empty() && (shown.back() == '\r' || shown.back() == ' ')) shown.remove_suffix(1);
-    apply_line(config, LineParser(source, number, shown), words);
-  }
-}
-
-Bmv2Config parse_bmv2_cli(std::string_view text, std::string_view source) {
-  Bmv2Config config;
-  apply_bmv2_cli(config, text, source);
-  return config;
-}
 
 std::string FrameOutcome::to_string() const {
   switch (action) {
@@ -355,51 +71,54 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
   for (std::size_t h = 0; h < config_.nodes.size(); ++h) {
     const auto& node = config_.nodes[h];
     if (node.group && !config_.result_destinations.count(node.rid))
-      line_error(source, node.line,
-                 fmt::format("multicast node {} (rid {}) has no {} entry for its rid", h, node.rid,
-                             bmv2::kResultDestination));
+      bmv2_line_error(source, node.line,
+                      fmt::format("multicast node {} (rid {}) has no {} entry for its rid", h,
+                                  node.rid, bmv2::kResultDestination));
   }
   for (const auto& w : config_.workers)
     if (!config_.jobs.count(w.job_id))
-      line_error(source, w.line, fmt::format("job {} is not in the job_table", w.job_id));
+      bmv2_line_error(source, w.line, fmt::format("job {} is not in the job_table", w.job_id));
   // Trees: every parent_table entry has its job, its parent_source entry and the mirroring
   // session of its recovery clones; every parent_source entry belongs to a parent_table entry.
   for (const auto& [id, parent] : config_.parents)
     if (!config_.jobs.count(id))
-      line_error(source, parent.line, fmt::format("job {} is not in the job_table", id));
+      bmv2_line_error(source, parent.line, fmt::format("job {} is not in the job_table", id));
   for (const auto& src : config_.parent_sources) {
     const auto parent = config_.parents.find(src.job_id);
     if (parent == config_.parents.end())
-      line_error(source, src.line,
-                 fmt::format("job {} has no {} entry", src.job_id, bmv2::kParentTable));
+      bmv2_line_error(source, src.line,
+                      fmt::format("job {} has no {} entry", src.job_id, bmv2::kParentTable));
     const auto& e = parent->second;
     if (e.parent_job_id != src.parent_job_id || e.ip != src.ip || e.udp_port != src.udp_port)
-      line_error(source, src.line,
-                 fmt::format("the key is not job {}'s parent: its {} entry (line {}) has job id "
-                             "{} at the parent and the parent's address {}",
-                             src.job_id, bmv2::kParentTable, e.line.number, e.parent_job_id,
-                             Endpoint{e.ip, e.udp_port}.to_string()));
+      bmv2_line_error(
+          source, src.line,
+          fmt::format("the key is not job {}'s parent: its {} entry (line {}) has job id "
+                      "{} at the parent and the parent's address {}",
+                      src.job_id, bmv2::kParentTable, e.line.number, e.parent_job_id,
+                      Endpoint{e.ip, e.udp_port}.to_string()));
   }
   for (const auto& [id, e] : config_.parents) {
     const bool has_source =
         std::any_of(config_.parent_sources.begin(), config_.parent_sources.end(),
                     [&](const Bmv2Config::ParentSourceEntry& src) { return src.job_id == id; });
     if (!has_source)
-      line_error(source, e.line,
-                 fmt::format("job {} has no {} entry for its parent's results (key {} {} {})", id,
-                             bmv2::kParentSource, e.parent_job_id, format_ipv4(e.ip), e.udp_port));
+      bmv2_line_error(
+          source, e.line,
+          fmt::format("job {} has no {} entry for its parent's results (key {} {} {})", id,
+                      bmv2::kParentSource, e.parent_job_id, format_ipv4(e.ip), e.udp_port));
     const std::uint16_t session = config_.jobs.at(id).mcast_grp;
     const auto mirror = config_.mirror_sessions.find(session);
     if (mirror == config_.mirror_sessions.end())
-      line_error(source, e.line,
-                 fmt::format("job {}: no mirroring session {} (its multicast group's number) for "
-                             "the partial sums of recovery copies (mirroring_add {} {})",
-                             id, session, session, e.port));
+      bmv2_line_error(
+          source, e.line,
+          fmt::format("job {}: no mirroring session {} (its multicast group's number) for "
+                      "the partial sums of recovery copies (mirroring_add {} {})",
+                      id, session, session, e.port));
     if (mirror->second.port != e.port)
-      line_error(source, mirror->second.line,
-                 fmt::format("mirroring session {} goes to port {}, but job {}'s parent is on "
-                             "port {} (line {})",
-                             session, mirror->second.port, id, e.port, e.line.number));
+      bmv2_line_error(source, mirror->second.line,
+                      fmt::format("mirroring session {} goes to port {}, but job {}'s parent is on "
+                                  "port {} (line {})",
+                                  session, mirror->second.port, id, e.port, e.line.number));
   }
   for (const auto& [id, entry] : config_.jobs) {
     JobSpec job;
@@ -412,34 +131,34 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
     for (const auto& w : config_.workers) {
       if (w.job_id != id) continue;
       if (w.rank >= entry.worker_count)
-        line_error(source, w.line,
-                   fmt::format("rank {} is out of range: job {} has {} workers (line {})", w.rank,
-                               id, entry.worker_count, entry.line.number));
+        bmv2_line_error(source, w.line,
+                        fmt::format("rank {} is out of range: job {} has {} workers (line {})",
+                                    w.rank, id, entry.worker_count, entry.line.number));
       if (by_rank[w.rank])
-        line_error(source, w.line,
-                   fmt::format("job {} rank {} has a worker_table entry already (line {})", id,
-                               w.rank, by_rank[w.rank]->line.number));
+        bmv2_line_error(source, w.line,
+                        fmt::format("job {} rank {} has a worker_table entry already (line {})", id,
+                                    w.rank, by_rank[w.rank]->line.number));
       by_rank[w.rank] = &w;
       job.workers[w.rank] =
           WorkerSpec{w.rank, Endpoint{w.ip, w.udp_port}, std::nullopt, std::nullopt};
     }
     for (std::size_t r = 0; r < by_rank.size(); ++r)
       if (!by_rank[r])
-        line_error(source, entry.line,
-                   fmt::format("job {} has no worker_table entry for rank {}", id, r));
+        bmv2_line_error(source, entry.line,
+                        fmt::format("job {} has no worker_table entry for rank {}", id, r));
     const auto group = config_.groups.find(entry.mcast_grp);
     if (group == config_.groups.end())
-      line_error(source, entry.line,
-                 fmt::format("job {}: multicast group {} was not created (mc_mgrp_create)", id,
-                             entry.mcast_grp));
+      bmv2_line_error(source, entry.line,
+                      fmt::format("job {}: multicast group {} was not created (mc_mgrp_create)", id,
+                                  entry.mcast_grp));
     const auto parent = config_.parents.find(id);
     if (parent != config_.parents.end()) {
       const Endpoint at{parent->second.ip, parent->second.udp_port};
       for (const WorkerSpec& w : job.workers)
         if (w.address == at)
-          line_error(source, parent->second.line,
-                     fmt::format("job {}: the parent's address {} is rank {}'s too", id,
-                                 at.to_string(), w.rank));
+          bmv2_line_error(source, parent->second.line,
+                          fmt::format("job {}: the parent's address {} is rank {}'s too", id,
+                                      at.to_string(), w.rank));
       ParentSpec p;
       p.address = Endpoint{parent->second.ip, parent->second.udp_port};
       p.job_id = parent->second.parent_job_id;
@@ -450,7 +169,7 @@ SwitchPipeline::SwitchPipeline(const Bmv2Config& config, PipelineLimits limits)
     try {
       model_.add_job(job);
     } catch (const Error& e) {
-      line_error(source, entry.line, e.what());
+      bmv2_line_error(source, entry.line, e.what());
     }
     JobRoute& route = routes_[id];
     route.nodes = group->second;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // netagg-switchd: serves the SwitchML switch model on UDP, so workers (netagg-allreduce, the
 // end-to-end tests) can all-reduce through it on one machine. The UDP side (batched with
-// recvmmsg/sendmmsg, signals through a signalfd) is sim/common's DatagramServer.
+// recvmmsg/sendmmsg, signals through a signalfd) is sim/common's DatagramServer; main's frame and
+// the counters' reports are sim/common's daemon_main.hpp.
 //
 // --threads N serves from N threads, each with its own socket on the address (SO_REUSEPORT)
 // and its own copy of the model. The kernel steers each datagram to thread (slot mod N) with a
@@ -21,7 +22,6 @@
 // and installs their jobs afresh (slots cleared), so a job can start again from packet 0 without
 // a new daemon. Exit: 0 after SIGINT/SIGTERM, 2 on bad configuration, 1 if the socket fails while
 // running.
-#include <signal.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -32,8 +32,6 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,8 +44,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
+#include "daemon_main.hpp"
 #include "datagram_server.hpp"
 #include "netagg/error.hpp"
 #include "netagg/job.hpp"
@@ -62,8 +60,7 @@ using netagg::Error;
 namespace sim = netagg::sim;
 namespace wire = netagg::wire;
 
-constexpr int kExitConfig = 2;
-constexpr int kExitRuntime = 1;
+using sim::kExitRuntime;
 
 struct Options {
   std::string listen = fmt::format("127.0.0.1:{}", wire::kUdpPort);
@@ -188,8 +185,8 @@ unsigned owner(std::span<const std::byte> packet, unsigned threads) {
 
 // The counters summed over the threads, in the model's order, then the daemon's; with several
 // threads also what each thread's socket received (datagrams_in_thread_I).
-std::vector<std::pair<std::string, std::uint64_t>> all_counters(const Shards& shards) {
-  std::vector<std::pair<std::string, std::uint64_t>> named;
+sim::CounterList all_counters(const Shards& shards) {
+  sim::CounterList named;
   std::vector<std::uint64_t> per_thread;
   sim::ServerCounters server;
   std::uint64_t cross_thread = 0, rate_limit_drops = 0;
@@ -219,14 +216,6 @@ std::vector<std::pair<std::string, std::uint64_t>> all_counters(const Shards& sh
   return named;
 }
 
-void print_counters(const Shards& shards, std::string_view when) {
-  std::string text = fmt::format("netagg-switchd: counters ({}):\n", when);
-  for (const auto& [name, value] : all_counters(shards))
-    text += fmt::format("  {:<34} {}\n", name, value);
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
-}
-
 // The rounds still waiting for some of their workers, at most kListedOpenRounds of them by
 // name: what a job that timed out was waiting for (netagg-local reports it). Nothing if none.
 constexpr std::size_t kListedOpenRounds = 16;
@@ -252,23 +241,6 @@ void print_open_rounds(const Shards& shards) {
                   fmt::format("{}", fmt::join(r.missing_ranks, " ")).c_str());
   }
   std::fflush(stdout);
-}
-
-// Written to a temporary name and renamed, so a reader never sees half a file.
-void write_counters_json(const std::string& file, const Shards& shards) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : all_counters(shards)) j[name] = value;
-  const std::string tmp = file + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out) throw Error(Errc::kConfig, fmt::format("--counters-json: cannot write {}", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec)
-    throw Error(Errc::kConfig,
-                fmt::format("--counters-json: cannot write {}: {}", file, ec.message()));
 }
 
 std::string describe(const netagg::JobSpec& job) {
@@ -359,7 +331,9 @@ int run(const Options& opt) {
       }
       if (!opt.quiet) std::fprintf(stderr, "netagg-switchd: %s\n", describe(job).c_str());
     }
-  if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, shards);
+  const sim::CounterReport report("netagg-switchd", opt.counters_json,
+                                  [&shards] { return all_counters(shards); });
+  report.report("start", /*print=*/false);
 
   // The threads' sockets join the address in thread order (the steering program's order); the
   // first one's address (its port, if the kernel chose it) is the others'.
@@ -444,16 +418,7 @@ int run(const Options& opt) {
     });
 
   sim::DatagramServer::Hooks hooks = hooks_of(*shards.front(), *sinks.front());
-  hooks.on_signal = [&](int signo) {
-    if (signo == SIGUSR1) {
-      print_counters(shards, "SIGUSR1");
-      if (!opt.counters_json.empty()) write_counters_json(opt.counters_json, shards);
-    } else if (signo == SIGHUP) {
-      reload_jobs(opt, shards);
-    }
-  };
-  hooks.tick_seconds = opt.stats_interval;
-  hooks.on_tick = [&] { print_counters(shards, "periodic"); };
+  report.add_hooks(hooks, opt.stats_interval, [&] { reload_jobs(opt, shards); });
 
   int exit_code = 0;
   try {
@@ -469,23 +434,14 @@ int run(const Options& opt) {
     exit_code = kExitRuntime;
   }
 
-  if (!opt.quiet) print_counters(shards, "exit");
+  if (report.report_at_exit(/*print=*/!opt.quiet) != 0) exit_code = kExitRuntime;
   print_open_rounds(shards);
-  if (!opt.counters_json.empty()) {
-    try {
-      write_counters_json(opt.counters_json, shards);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "netagg-switchd: %s\n", e.what());
-      exit_code = kExitRuntime;
-    }
-  }
   return exit_code;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);  // a launcher that closed our stdout must not kill us
   Options opt;
   CLI::App app{"netagg-switchd: the SwitchML switch model served on UDP"};
   app.add_option("--listen", opt.listen, "UDP address to serve, IP:PORT (port 0: any free port)")
@@ -525,16 +481,5 @@ int main(int argc, char** argv) {
                "send and receive one datagram per system call's message (no UDP GSO/GRO)");
   app.add_option("--counters-json", opt.counters_json,
                  "write the counters as JSON to FILE at start, on SIGUSR1 and at exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitConfig;
-  }
-  try {
-    return run(opt);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "netagg-switchd: %s\n", e.what());
-    return kExitConfig;
-  }
+  return sim::daemon_main("netagg-switchd", app, argc, argv, [&] { return run(opt); });
 }
