@@ -199,40 +199,104 @@ module netagg_round #(
   // against the table it leaves).
   assign drop_pop = c_valid_q & c_drop_q & ~busy & {NP{!block_i}};
 
-  // ---- pipeline registers D1 -> D2 (r1_*), D2 -> D3 (r2_*) --------------------------------
+  // ---- pipeline registers D1 -> D2 (r1_*), D2 -> D3 (r2_*), D3 -> D4 (r3_*) ----------------
+  // One packed struct per payload that travels, so that a stage passes it on in one assignment.
+  // A member's fields are flat vectors, member p at [p*W +: W] (yosys takes no arrays of
+  // structs); a stage's reader copies what it indexes by a signal into a plain vector.
+  localparam int unsigned CL_START = 0;  // no round: start one
+  localparam int unsigned CL_STALE = 1;  // older sequence number: stale
+  localparam int unsigned CL_NEWER = 2;  // newer: start (the stored round is over)
+  localparam int unsigned CL_COUNT = 3;  // count_mismatch
+  localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
+  localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
+  localparam int unsigned CL_EPOCH = 6;  // another epoch's round, not fresh: stale_epoch
+  localparam int unsigned CL_NOROUND = 7;  // a recovery copy that would start a round: no_round
+  localparam int unsigned CL_W = 8;
+
+  // The group D1 took: the leader's job and epoch, and every head's fields (cand: the members).
+  typedef struct packed {
+    logic [NP-1:0] cand;
+    logic [KEY_W-1:0] key;
+    logic [JOB_W-1:0] entry;
+    logic [15:0] job_id;
+    logic [NW-1:0] workers;
+    logic [BEATS_W-1:0] est;  // beats the group's token will likely take
+    logic [31:0] epoch;       // the group's epoch (every member's)
+    logic res;                // the group is a result from the job's parent
+    logic parent;             // the job has a parent
+    logic [NP-1:0] fresh;
+    logic [NP-1:0] recovery;
+    logic [NP*RW-1:0] rank;
+    logic [NP*32-1:0] seq;
+    logic [NP*16-1:0] count;
+    logic [NP*2-1:0] dtype;
+    logic [NP*16-1:0] exp;
+    logic [NP*2-1:0] ecn;
+    logic [NP*FI_W-1:0] frame;
+  } group_t;
+  // The (slot, set)'s state as D1 read it.
+  typedef struct packed {
+    logic has;
+    logic [31:0] epoch;
+    logic [31:0] seq;
+    logic [31:0] bitmap;
+    logic [NW-1:0] rem;
+    logic [CNT_W-1:0] count;
+    logic [1:0] dtype;
+    logic [15:0] exp;
+    logic [1:0] ecn;
+    logic up;
+    logic fresh;
+  } state_t;
+  // D2's comparisons and classes (see D2).
+  typedef struct packed {
+    logic other;  // the state holds a round of another epoch than the group's
+    logic [NP*32-1:0] bit_r;
+    logic [NP*CL_W-1:0] st_cls;
+    logic [NP*NP*CL_W-1:0] pq_cls;
+    logic [NP-1:0] st_dup;
+    logic [NP-1:0] st_gt;
+    logic [NP-1:0] st_lt;
+    logic [NP-1:0] beats_nz;
+    logic [NP*NP-1:0] pq_rank_eq;
+    logic [NP*NP-1:0] pq_gt;
+    logic [NP:0] rem_eq;  // remaining == k
+    logic [NP:0] nw_eq;   // workers == k
+    logic [NP*BEATS_W-1:0] beats;
+    logic [BEATS_W-1:0] s_beats;
+    logic [31:0] all_mask;
+    logic [NP-1:0] starter;
+    logic [NP-1:0] res_ok;
+    logic [NP*REASON_W-1:0] res_reason;
+    logic locked;
+  } cmp_t;
+  // D3's decision.
+  typedef struct packed {
+    logic started;
+    logic res_take;
+    logic acc_any;
+    logic resend_any;
+    logic [NP-1:0] starter;
+    logic [NP-1:0] added;
+    logic [NP-1:0] resent;
+    logic [NP-1:0] drop;
+    logic [NP*REASON_W-1:0] reason;
+    logic [J_W-1:0] joined;
+    logic [INC_W-1:0] n_added;
+    logic [INC_W-1:0] n_resent;
+  } decision_t;
+
   logic r1_valid_q, r2_valid_q, r3_valid_q, go, r1_load, r2_load;
-  logic [KEY_W-1:0] r3_key_q;  // (D3 -> D4, below)
-  logic [NP-1:0] r1_cand_q, r2_cand_q;
-  logic [KEY_W-1:0] r1_key_q, r2_key_q;
-  logic [JOB_W-1:0] r1_entry_q, r2_entry_q;
-  logic [15:0] r1_job_id_q, r2_job_id_q;
-  logic [NW-1:0] r1_workers_q, r2_workers_q;
-  logic [BEATS_W-1:0] r1_est_q, r2_est_q;  // beats the group's token will likely take
-  logic [RW-1:0] r1_rank_q[NP];  // (compared in D2)
-  logic [31:0] r1_seq_q[NP], r2_seq_q[NP];
-  logic [NP-1:0] r1_fresh_q, r1_recovery_q, r2_fresh_q;
-  logic r1_res_q, r2_res_q;        // the group is a result from the job's parent
-  logic r1_parent_q, r2_parent_q;  // the job has a parent
-  logic r1_s_up_q, r2_s_up_q, r1_s_fresh_q, r2_s_fresh_q;
-  logic r2_s_other_q;  // the state holds a round of another epoch than the group's
-  logic [31:0] r1_epoch_q, r2_epoch_q;  // the group's epoch (every member's)
-  logic [31:0] r1_s_epoch_q;
-  logic [15:0] r1_count_q[NP], r2_count_q[NP];
-  logic [1:0] r1_dtype_q[NP], r2_dtype_q[NP];
-  logic [15:0] r1_exp_q[NP], r2_exp_q[NP];
-  logic [1:0] r1_ecn_q[NP], r2_ecn_q[NP];
-  logic [FI_W-1:0] r1_frame_q[NP], r2_frame_q[NP];
-  // the (slot, set)'s state as D1 read it
-  logic r1_s_has_q, r2_s_has_q;
-  logic [31:0] r1_s_seq_q, r2_s_seq_q, r1_s_bitmap_q, r2_s_bitmap_q;
-  logic [NW-1:0] r1_s_rem_q, r2_s_rem_q;
-  logic [CNT_W-1:0] r1_s_count_q, r2_s_count_q;
-  logic [1:0] r1_s_dtype_q, r2_s_dtype_q, r1_s_ecn_q, r2_s_ecn_q;
-  logic [15:0] r1_s_exp_q, r2_s_exp_q;
+  /* verilator lint_off UNUSEDSIGNAL */
+  group_t r1_g_q, r2_g_q, r3_g_q;  // (each stage reads some of the fields)
+  state_t r1_s_q, r2_s_q, r3_s_q;
+  cmp_t r2_c_q, r3_c_q;
+  /* verilator lint_on UNUSEDSIGNAL */
+  decision_t r3_d_q;
 
   assign r2_load = !r2_valid_q || go;  // D3 is empty or done this cycle
   assign r1_load = !r1_valid_q || r2_load;
-  assign busy = (r1_valid_q ? r1_cand_q : '0) | (r2_valid_q ? r2_cand_q : '0);
+  assign busy = (r1_valid_q ? r1_g_q.cand : '0) | (r2_valid_q ? r2_g_q.cand : '0);
   assign empty_o = !r1_valid_q && !r2_valid_q && !r3_valid_q;
 
   // ---- D1: leader, group, state read ---------------------------------------------------------
@@ -290,13 +354,13 @@ module netagg_round #(
                 (c_result[lead] ? 32'(p) == 32'(lead) : !c_result[p]);
   end
   // A group in D2 or D3 on the same slot writes the state D1 would read.
-  assign conflict = (r1_valid_q && r1_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
-                    (r2_valid_q && r2_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
-                    (r3_valid_q && r3_key_q[KEY_W-1:1] == lkey[KEY_W-1:1]);
+  assign conflict = (r1_valid_q && r1_g_q.key[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
+                    (r2_valid_q && r2_g_q.key[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
+                    (r3_valid_q && r3_g_q.key[KEY_W-1:1] == lkey[KEY_W-1:1]);
   // Take a group only shortly before the adder pipeline can start it: heads arriving
   // meanwhile on other ports then still join it (a group taken early is summed alone).
-  assign ahead = EST_W'(accum_busy_i) + (r1_valid_q ? EST_W'(r1_est_q) : '0) +
-                 (r2_valid_q ? EST_W'(r2_est_q) : '0);
+  assign ahead = EST_W'(accum_busy_i) + (r1_valid_q ? EST_W'(r1_g_q.est) : '0) +
+                 (r2_valid_q ? EST_W'(r2_g_q.est) : '0);
   assign soon = ahead <= EST_W'(3);
   assign take = lead_found && !block_i && !conflict && soon && r1_load;
 
@@ -312,39 +376,45 @@ module netagg_round #(
     end
   end
 
+  group_t g1;
+  state_t s1;
+  always_comb begin
+    g1.cand = cand;
+    g1.key = lkey;
+    g1.entry = lentry;
+    g1.job_id = c_job_id[lead];
+    g1.workers = c_workers_q[lead];
+    g1.est = BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
+    g1.epoch = c_epoch[lead];
+    g1.res = c_result[lead];
+    g1.parent = c_parent_q[lead];
+    g1.fresh = c_fresh;
+    g1.recovery = c_recovery;
+    for (int p = 0; p < NP; p++) begin
+      g1.rank[p*RW+:RW] = c_rank[p];
+      g1.seq[p*32+:32] = c_seq[p];
+      g1.count[p*16+:16] = c_count[p];
+      g1.dtype[p*2+:2] = c_dtype[p];
+      g1.exp[p*16+:16] = c_exponent[p];
+      g1.ecn[p*2+:2] = c_ecn[p];
+      g1.frame[p*FI_W+:FI_W] = c_frame_q[p];
+    end
+    s1.has = hd_has[lead];
+    s1.epoch = epoch_q[lkey];
+    s1.seq = hd_seq[lead];
+    s1.bitmap = hd_bitmap[lead];
+    s1.rem = hd_rem[lead];
+    s1.count = hd_count[lead];
+    s1.dtype = hd_dtype[lead];
+    s1.exp = hd_exp[lead];
+    s1.ecn = hd_ecn[lead];
+    s1.up = upstream_q[lkey];
+    s1.fresh = fresh_q[lkey];
+  end
   always_ff @(posedge clk_i) begin
     if (r1_load) begin
-      r1_cand_q <= cand;
-      r1_key_q <= lkey;
-      r1_entry_q <= lentry;
-      r1_job_id_q <= c_job_id[lead];
-      r1_workers_q <= c_workers_q[lead];
-      r1_est_q <= BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
-      r1_epoch_q <= c_epoch[lead];
-      r1_fresh_q <= c_fresh;
-      r1_recovery_q <= c_recovery;
-      r1_res_q <= c_result[lead];
-      r1_parent_q <= c_parent_q[lead];
-      r1_s_up_q <= upstream_q[lkey];
-      r1_s_fresh_q <= fresh_q[lkey];
-      r1_s_epoch_q <= epoch_q[lkey];
-      for (int p = 0; p < NP; p++) begin
-        r1_rank_q[p] <= c_rank[p];
-        r1_seq_q[p] <= c_seq[p];
-        r1_count_q[p] <= c_count[p];
-        r1_dtype_q[p] <= c_dtype[p];
-        r1_exp_q[p] <= c_exponent[p];
-        r1_ecn_q[p] <= c_ecn[p];
-        r1_frame_q[p] <= c_frame_q[p];
-      end
-      r1_s_has_q <= hd_has[lead];
-      r1_s_seq_q <= hd_seq[lead];
-      r1_s_bitmap_q <= hd_bitmap[lead];
-      r1_s_rem_q <= hd_rem[lead];
-      r1_s_count_q <= hd_count[lead];
-      r1_s_dtype_q <= hd_dtype[lead];
-      r1_s_exp_q <= hd_exp[lead];
-      r1_s_ecn_q <= hd_ecn[lead];
+      r1_g_q <= g1;
+      r1_s_q <= s1;
     end
   end
 
@@ -353,15 +423,6 @@ module netagg_round #(
   // the round before it (pq_*, member p against member q at [p*NP + q]), and its class under
   // each of these references: what the decision table says before `remaining` and the bitmap,
   // which the members before it change, are looked at.
-  localparam int unsigned CL_START = 0;  // no round: start one
-  localparam int unsigned CL_STALE = 1;  // older sequence number: stale
-  localparam int unsigned CL_NEWER = 2;  // newer: start (the stored round is over)
-  localparam int unsigned CL_COUNT = 3;  // count_mismatch
-  localparam int unsigned CL_DTYPE = 4;  // dtype_mismatch
-  localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
-  localparam int unsigned CL_EPOCH = 6;  // another epoch's round, not fresh: stale_epoch
-  localparam int unsigned CL_NOROUND = 7;  // a recovery copy that would start a round: no_round
-  localparam int unsigned CL_W = 8;
   logic [31:0] bit_r[NP];
   logic [CL_W-1:0] st_cls[NP];
   logic [CL_W-1:0] pq_cls[NP*NP];
@@ -392,58 +453,60 @@ module netagg_round #(
     classify = c;
   endfunction
 
+  logic [31:0] r1_s_bitmap;  // (indexed by a signal)
+  assign r1_s_bitmap = r1_s_q.bitmap;
   always_comb begin
     // A round of another epoch: no round for a fresh member, stale_epoch for the others.
-    epoch_eq = r1_s_epoch_q == r1_epoch_q;
-    s_has = r1_s_has_q && epoch_eq;
+    epoch_eq = r1_s_q.epoch == r1_g_q.epoch;
+    s_has = r1_s_q.has && epoch_eq;
     for (int p = 0; p < NP; p++) begin
-      bit_r[p] = 32'd1 << r1_rank_q[p];
-      diff = r1_seq_q[p] - r1_s_seq_q;  // serial-number arithmetic: diff[31] = older
-      zero = r1_seq_q[p] == r1_s_seq_q;
-      cnt_eq = r1_count_q[p] == 16'(r1_s_count_q);
-      dt_eq = r1_dtype_q[p] == r1_s_dtype_q;
+      bit_r[p] = 32'd1 << r1_g_q.rank[p*RW+:RW];
+      diff = r1_g_q.seq[p*32+:32] - r1_s_q.seq;  // serial-number arithmetic: diff[31] = older
+      zero = r1_g_q.seq[p*32+:32] == r1_s_q.seq;
+      cnt_eq = r1_g_q.count[p*16+:16] == 16'(r1_s_q.count);
+      dt_eq = r1_g_q.dtype[p*2+:2] == r1_s_q.dtype;
       st_cls[p] = classify(s_has, diff[31], zero, cnt_eq, dt_eq);
-      if (r1_recovery_q[p] && (st_cls[p][CL_START] || st_cls[p][CL_NEWER]))
+      if (r1_g_q.recovery[p] && (st_cls[p][CL_START] || st_cls[p][CL_NEWER]))
         st_cls[p] = CL_W'(1) << CL_NOROUND;
-      if (r1_s_has_q && !epoch_eq && (!r1_fresh_q[p] || r1_recovery_q[p]))
+      if (r1_s_q.has && !epoch_eq && (!r1_g_q.fresh[p] || r1_g_q.recovery[p]))
         st_cls[p] = CL_W'(1) << CL_EPOCH;
-      st_dup[p] = s_has && r1_s_bitmap_q[r1_rank_q[p]];
+      st_dup[p] = s_has && r1_s_bitmap[r1_g_q.rank[p*RW+:RW]];
       // A result from the parent, against the round waiting for it.
       res_ok[p] = 1'b0;
       res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
-      if (!r1_s_has_q) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
+      if (!r1_s_q.has) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
       else if (!epoch_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE_EPOCH);
       else if (diff[31]) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
-      else if (!zero || r1_s_rem_q != '0)
+      else if (!zero || r1_s_q.rem != '0)
         res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_NO_ROUND);
-      else if (!r1_s_up_q) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
+      else if (!r1_s_q.up) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
       else if (!cnt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_COUNT_MISMATCH);
       else if (!dt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
       else res_ok[p] = 1'b1;
-      st_gt[p] = $signed(r1_exp_q[p]) > $signed(r1_s_exp_q);
-      st_lt[p] = $signed(r1_exp_q[p]) < $signed(r1_s_exp_q);
-      p_beats[p] = BEATS_W'((32'(r1_count_q[p]) + 32'd15) >> 4);
-      beats_nz[p] = r1_count_q[p] != '0;
+      st_gt[p] = $signed(r1_g_q.exp[p*16+:16]) > $signed(r1_s_q.exp);
+      st_lt[p] = $signed(r1_g_q.exp[p*16+:16]) < $signed(r1_s_q.exp);
+      p_beats[p] = BEATS_W'((32'(r1_g_q.count[p*16+:16]) + 32'd15) >> 4);
+      beats_nz[p] = r1_g_q.count[p*16+:16] != '0;
       for (int q = 0; q < NP; q++) begin
-        diff = r1_seq_q[p] - r1_seq_q[q];
-        zero = r1_seq_q[p] == r1_seq_q[q];
-        cnt_eq = r1_count_q[p] == r1_count_q[q];
-        dt_eq = r1_dtype_q[p] == r1_dtype_q[q];
+        diff = r1_g_q.seq[p*32+:32] - r1_g_q.seq[q*32+:32];
+        zero = r1_g_q.seq[p*32+:32] == r1_g_q.seq[q*32+:32];
+        cnt_eq = r1_g_q.count[p*16+:16] == r1_g_q.count[q*16+:16];
+        dt_eq = r1_g_q.dtype[p*2+:2] == r1_g_q.dtype[q*2+:2];
         pq_cls[p*NP+q] = classify(1'b1, diff[31], zero, cnt_eq, dt_eq);
-        if (r1_recovery_q[p] && pq_cls[p*NP+q][CL_NEWER]) pq_cls[p*NP+q] = CL_W'(1) << CL_NOROUND;
-        pq_rank_eq[p*NP+q] = r1_rank_q[p] == r1_rank_q[q];
-        pq_gt[p*NP+q] = $signed(r1_exp_q[p]) > $signed(r1_exp_q[q]);
+        if (r1_g_q.recovery[p] && pq_cls[p*NP+q][CL_NEWER]) pq_cls[p*NP+q] = CL_W'(1) << CL_NOROUND;
+        pq_rank_eq[p*NP+q] = r1_g_q.rank[p*RW+:RW] == r1_g_q.rank[q*RW+:RW];
+        pq_gt[p*NP+q] = $signed(r1_g_q.exp[p*16+:16]) > $signed(r1_g_q.exp[q*16+:16]);
       end
     end
-    s_beats = BEATS_W'((32'(r1_s_count_q) + 32'd15) >> 4);
+    s_beats = BEATS_W'((32'(r1_s_q.count) + 32'd15) >> 4);
     for (int k = 0; k <= NP; k++) begin
-      rem_eq[k] = r1_s_rem_q == NW'(k);
-      nw_eq[k] = r1_workers_q == NW'(k);
+      rem_eq[k] = r1_s_q.rem == NW'(k);
+      nw_eq[k] = r1_g_q.workers == NW'(k);
     end
-    all_mask = (r1_workers_q >= NW'(32)) ? '1 : ((32'd1 << r1_workers_q) - 32'd1);
+    all_mask = (r1_g_q.workers >= NW'(32)) ? '1 : ((32'd1 << r1_g_q.workers) - 32'd1);
     locked = 1'b0;
     for (int i = 0; i < LOCK_N; i++)
-      if (lock_valid_i[i] && lock_key_i[i*KEY_W+:KEY_W] == r1_key_q) locked = 1'b1;
+      if (lock_valid_i[i] && lock_key_i[i*KEY_W+:KEY_W] == r1_g_q.key) locked = 1'b1;
     // The member that starts a round, if one does: the first that would start one against
     // the state, unless an earlier member joined or got a resend (no member before it changed
     // `remaining`: it is the stored one) or the (slot, set) is locked.
@@ -451,7 +514,7 @@ module netagg_round #(
     starter_d2 = '0;
     for (int p = 0; p < NP; p++) begin
       want_start[p] = st_cls[p][CL_START] || st_cls[p][CL_NEWER];
-      if (r1_cand_q[p] && !r1_res_q) begin
+      if (r1_g_q.cand[p] && !r1_g_q.res) begin
         if (want_start[p] && !blocked) starter_d2[p] = 1'b1;
         if (want_start[p] || (st_cls[p][CL_SAME] && (rem_eq[0] || !st_dup[p]))) blocked = 1'b1;
       end
@@ -461,72 +524,35 @@ module netagg_round #(
   // A lock seen here is still there in D3 or has gone (the group then leaves a frame at its
   // head that could have started a round: it is taken again later); no group ahead of this
   // one can add a lock on its (slot, set) (D1's conflict rule), so D3 may use `starter`.
-  logic [31:0] r2_bit_r_q[NP];
-  logic [CL_W-1:0] r2_st_cls_q[NP];
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic [CL_W-1:0] r2_pq_cls_q[NP*NP];  // (the decision reads the pairs p > q ...
-  logic [NP*NP-1:0] r2_pq_rank_eq_q;   // ...
-  logic [NP:0] r2_nw_eq_q;             // ... and workers >= 1)
-  /* verilator lint_on UNUSEDSIGNAL */
-  logic [NP-1:0] r2_st_dup_q, r2_st_gt_q, r2_st_lt_q, r2_beats_nz_q;
-  logic [NP*NP-1:0] r2_pq_gt_q;
-  logic [NP:0] r2_rem_eq_q;
-  logic [BEATS_W-1:0] r2_beats_q[NP];
-  logic [BEATS_W-1:0] r2_s_beats_q;
-  logic [31:0] r2_all_mask_q;
-  logic [NP-1:0] r2_starter_q, r2_res_ok_q;
-  logic [REASON_W-1:0] r2_res_reason_q[NP];
-  logic r2_locked_q;
-
+  cmp_t c2;
+  always_comb begin
+    c2.other = r1_s_q.has && !epoch_eq;
+    for (int p = 0; p < NP; p++) begin
+      c2.bit_r[p*32+:32] = bit_r[p];
+      c2.st_cls[p*CL_W+:CL_W] = st_cls[p];
+      c2.beats[p*BEATS_W+:BEATS_W] = p_beats[p];
+      c2.res_reason[p*REASON_W+:REASON_W] = res_reason[p];
+    end
+    for (int i = 0; i < NP * NP; i++) c2.pq_cls[i*CL_W+:CL_W] = pq_cls[i];
+    c2.st_dup = st_dup;
+    c2.st_gt = st_gt;
+    c2.st_lt = st_lt;
+    c2.beats_nz = beats_nz;
+    c2.pq_rank_eq = pq_rank_eq;
+    c2.pq_gt = pq_gt;
+    c2.rem_eq = rem_eq;
+    c2.nw_eq = nw_eq;
+    c2.s_beats = s_beats;
+    c2.all_mask = all_mask;
+    c2.starter = starter_d2;
+    c2.res_ok = res_ok;
+    c2.locked = locked;
+  end
   always_ff @(posedge clk_i) begin
     if (r2_load) begin
-      r2_cand_q <= r1_cand_q;
-      r2_key_q <= r1_key_q;
-      r2_entry_q <= r1_entry_q;
-      r2_job_id_q <= r1_job_id_q;
-      r2_workers_q <= r1_workers_q;
-      r2_est_q <= r1_est_q;
-      r2_epoch_q <= r1_epoch_q;
-      r2_fresh_q <= r1_fresh_q;
-      r2_res_q <= r1_res_q;
-      r2_parent_q <= r1_parent_q;
-      r2_s_up_q <= r1_s_up_q;
-      r2_s_fresh_q <= r1_s_fresh_q;
-      r2_s_other_q <= r1_s_has_q && !epoch_eq;
-      r2_res_ok_q <= res_ok;
-      r2_locked_q <= locked;
-      for (int p = 0; p < NP; p++) begin
-        r2_res_reason_q[p] <= res_reason[p];
-        r2_seq_q[p] <= r1_seq_q[p];
-        r2_count_q[p] <= r1_count_q[p];
-        r2_dtype_q[p] <= r1_dtype_q[p];
-        r2_exp_q[p] <= r1_exp_q[p];
-        r2_ecn_q[p] <= r1_ecn_q[p];
-        r2_frame_q[p] <= r1_frame_q[p];
-        r2_bit_r_q[p] <= bit_r[p];
-        r2_st_cls_q[p] <= st_cls[p];
-        r2_beats_q[p] <= p_beats[p];
-      end
-      for (int i = 0; i < NP * NP; i++) r2_pq_cls_q[i] <= pq_cls[i];
-      r2_s_has_q <= r1_s_has_q;
-      r2_s_seq_q <= r1_s_seq_q;
-      r2_s_bitmap_q <= r1_s_bitmap_q;
-      r2_s_rem_q <= r1_s_rem_q;
-      r2_s_count_q <= r1_s_count_q;
-      r2_s_dtype_q <= r1_s_dtype_q;
-      r2_s_exp_q <= r1_s_exp_q;
-      r2_s_ecn_q <= r1_s_ecn_q;
-      r2_s_beats_q <= s_beats;
-      r2_st_dup_q <= st_dup;
-      r2_st_gt_q <= st_gt;
-      r2_st_lt_q <= st_lt;
-      r2_beats_nz_q <= beats_nz;
-      r2_pq_rank_eq_q <= pq_rank_eq;
-      r2_pq_gt_q <= pq_gt;
-      r2_rem_eq_q <= rem_eq;
-      r2_nw_eq_q <= nw_eq;
-      r2_all_mask_q <= all_mask;
-      r2_starter_q <= starter_d2;
+      r2_g_q <= r1_g_q;
+      r2_s_q <= r1_s_q;
+      r2_c_q <= c2;
     end
   end
 
@@ -535,7 +561,7 @@ module netagg_round #(
   always_comb begin
     hazard = 1'b0;
     for (int i = 0; i < HZ_N; i++)
-      if (hz_valid_i[i] && hz_key_i[i*KEY_W+:KEY_W] == r2_key_q) hazard = 1'b1;
+      if (hz_valid_i[i] && hz_key_i[i*KEY_W+:KEY_W] == r2_g_q.key) hazard = 1'b1;
   end
   // (the queue must also hold the result D4 is pushing now)
   assign go = r2_valid_q && accum_ready_i && rq_space_i && !(rq_push_o && !rq_space2_i) &&
@@ -558,22 +584,22 @@ module netagg_round #(
   logic [J_W-1:0] n_joined, ahead_joins;
   logic [3:0] n_added, n_resent;
   logic need_zero;
-  assign starter = r2_starter_q;
+  assign starter = r2_c_q.starter;
 
   always_comb begin
     for (int p = 0; p < NP; p++) begin
       after_start[p] = 1'b0;  // the starter is an earlier member
       for (int q = 0; q < p; q++) if (starter[q]) after_start[p] = 1'b1;
-      cls[p] = r2_st_cls_q[p];
-      for (int q = 0; q < p; q++) if (starter[q]) cls[p] = r2_pq_cls_q[p*NP+q];
-      same[p] = r2_cand_q[p] && cls[p][CL_SAME] && !r2_res_q;
+      cls[p] = r2_c_q.st_cls[p*CL_W+:CL_W];
+      for (int q = 0; q < p; q++) if (starter[q]) cls[p] = r2_c_q.pq_cls[(p*NP+q)*CL_W+:CL_W];
+      same[p] = r2_g_q.cand[p] && cls[p][CL_SAME] && !r2_g_q.res;
       // (after the starter, against the new round's bits: a new round starts from its starter's)
-      would_join[p] = same[p] && !(r2_st_dup_q[p] && !after_start[p]);
+      would_join[p] = same[p] && !(r2_c_q.st_dup[p] && !after_start[p]);
     end
     for (int p = 0; p < NP; p++) begin
       joiner[p] = would_join[p];
       for (int q = 0; q < p; q++)
-        if ((would_join[q] || starter[q]) && r2_pq_rank_eq_q[p*NP+q]) joiner[p] = 1'b0;
+        if ((would_join[q] || starter[q]) && r2_c_q.pq_rank_eq[p*NP+q]) joiner[p] = 1'b0;
       // remaining == 0 at p: the joiners before p used up what the round needed
       ahead_joins = '0;
       for (int q = 0; q < p; q++) ahead_joins = ahead_joins + J_W'(joiner[q]);
@@ -581,26 +607,26 @@ module netagg_round #(
       need_zero = 1'b0;
       for (int k = 0; k < NP; k++)
         if (32'(k) <= 32'(ahead_joins))
-          need_zero = need_zero | (after_start[p] ? r2_nw_eq_q[k+1] : r2_rem_eq_q[k]);
+          need_zero = need_zero | (after_start[p] ? r2_c_q.nw_eq[k+1] : r2_c_q.rem_eq[k]);
       rem_zero[p] = need_zero;
       joined[p] = joiner[p] && !rem_zero[p];
-      resend_cand[p] = same[p] && r2_rem_eq_q[0] && !after_start[p] && !starter[p];
+      resend_cand[p] = same[p] && r2_c_q.rem_eq[0] && !after_start[p] && !starter[p];
     end
     for (int p = 0; p < NP; p++) begin
       // (a round waiting for the parent sends its sum up once per group)
       resent[p] = resend_cand[p];
       for (int q = 0; q < p; q++)
-        if (resend_cand[q] && (r2_pq_rank_eq_q[p*NP+q] || r2_s_up_q)) resent[p] = 1'b0;
+        if (resend_cand[q] && (r2_c_q.pq_rank_eq[p*NP+q] || r2_s_q.up)) resent[p] = 1'b0;
       // a result from the parent: taken unless results of the (slot, set) are queued
-      res_taken[p] = r2_res_q && r2_cand_q[p] && r2_res_ok_q[p] && !r2_locked_q;
+      res_taken[p] = r2_g_q.res && r2_g_q.cand[p] && r2_c_q.res_ok[p] && !r2_c_q.locked;
       added[p] = joined[p] || starter[p] || res_taken[p];
       round_reason[p] = '0;
       round_drop[p] = 1'b0;
-      if (r2_res_q && r2_cand_q[p] && !r2_res_ok_q[p]) begin
+      if (r2_g_q.res && r2_g_q.cand[p] && !r2_c_q.res_ok[p]) begin
         round_drop[p] = 1'b1;
-        round_reason[p] = r2_res_reason_q[p];
+        round_reason[p] = r2_c_q.res_reason[p*REASON_W+:REASON_W];
       end
-      if (r2_cand_q[p] && !starter[p] && !r2_res_q) begin
+      if (r2_g_q.cand[p] && !starter[p] && !r2_g_q.res) begin
         if (cls[p][CL_STALE]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_STALE);
@@ -649,14 +675,14 @@ module netagg_round #(
   logic [1:0] t_dtype;
   logic t_nonempty;
   always_comb begin
-    t_beats = r2_s_beats_q;
-    t_dtype = r2_s_dtype_q;
-    t_nonempty = r2_s_count_q != '0;
+    t_beats = r2_c_q.s_beats;
+    t_dtype = r2_s_q.dtype;
+    t_nonempty = r2_s_q.count != '0;
     for (int p = 0; p < NP; p++) begin
       if (starter[p]) begin
-        t_beats = r2_beats_q[p];
-        t_dtype = r2_dtype_q[p];
-        t_nonempty = r2_beats_nz_q[p];
+        t_beats = r2_c_q.beats[p*BEATS_W+:BEATS_W];
+        t_dtype = r2_g_q.dtype[p*2+:2];
+        t_nonempty = r2_c_q.beats_nz[p];
       end
     end
   end
@@ -667,15 +693,13 @@ module netagg_round #(
   assign pop_o = drop_pop | taken_pop;
   assign hold_o = (go && t_nonempty) ? added : '0;
   assign tok_valid_o = go && (acc_any || resend_any);
-  assign tok_key_o = r2_key_q;
+  assign tok_key_o = r2_g_q.key;
   assign tok_dtype_o = t_dtype;
   assign tok_beats_o = acc_any ? t_beats : '0;
   assign tok_new_o = new_round;
   assign tok_members_o = added;
   assign tok_result_o = rq_push_o;  // (a cycle after the token, see netagg_accum)
-  always_comb begin
-    for (int p = 0; p < NP; p++) tok_frames_o[p*FI_W+:FI_W] = r2_frame_q[p];
-  end
+  assign tok_frames_o = r2_g_q.frame;
 
   // Which frames were decided this cycle: read by the testbench (through Verilator's public
   // signals) to feed the reference model the same groups.
@@ -685,33 +709,6 @@ module netagg_round #(
   assign dbg_admit_pop = drop_pop;
 
   // ---- D3 -> D4 ------------------------------------------------------------------------------
-  logic r3_started_q, r3_acc_any_q, r3_resend_any_q, r3_res_take_q, r3_parent_q;
-  logic r3_s_up_q, r3_s_fresh_q, r3_s_other_q;
-  logic [NP-1:0] r3_fresh_q;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic [NP:0] r3_nw_eq_q;  // (workers >= 1)
-  /* verilator lint_on UNUSEDSIGNAL */
-  logic [NP:0] r3_rem_eq_q;
-  logic [NP-1:0] r3_starter_q, r3_added_q, r3_resent_q, r3_drop_q;
-  logic [REASON_W-1:0] r3_reason_q[NP];
-  logic [J_W-1:0] r3_joined_q;
-  logic [INC_W-1:0] r3_n_added_q, r3_n_resent_q;
-  logic [JOB_W-1:0] r3_entry_q;
-  logic [15:0] r3_job_id_q, r3_s_exp_q;
-  logic [NW-1:0] r3_workers_q, r3_s_rem_q;
-  logic [31:0] r3_seq_q[NP];
-  logic [15:0] r3_count_q[NP];
-  logic [1:0] r3_dtype_q[NP];
-  logic [15:0] r3_exp_q[NP];
-  logic [1:0] r3_ecn_q[NP];
-  logic [31:0] r3_bit_r_q[NP];
-  logic r3_s_has_q;
-  logic [31:0] r3_epoch_q;
-  logic [31:0] r3_s_seq_q, r3_s_bitmap_q, r3_all_mask_q;
-  logic [CNT_W-1:0] r3_s_count_q;
-  logic [1:0] r3_s_dtype_q, r3_s_ecn_q;
-  logic [NP-1:0] r3_st_gt_q, r3_st_lt_q;
-  logic [NP*NP-1:0] r3_pq_gt_q;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -720,51 +717,26 @@ module netagg_round #(
       r3_valid_q <= go;
     end
   end
+  decision_t d3;
+  always_comb begin
+    d3.started = started;
+    d3.res_take = res_take;
+    d3.acc_any = acc_any;
+    d3.resend_any = resend_any;
+    d3.starter = starter;
+    d3.added = added;
+    d3.resent = resent;
+    d3.drop = go ? round_drop : '0;
+    for (int p = 0; p < NP; p++) d3.reason[p*REASON_W+:REASON_W] = round_reason[p];
+    d3.joined = n_joined;
+    d3.n_added = go ? INC_W'(n_added) : '0;
+    d3.n_resent = go ? INC_W'(n_resent) : '0;
+  end
   always_ff @(posedge clk_i) begin
-    r3_started_q <= started;
-    r3_res_take_q <= res_take;
-    r3_parent_q <= r2_parent_q;
-    r3_s_up_q <= r2_s_up_q;
-    r3_s_fresh_q <= r2_s_fresh_q;
-    r3_s_other_q <= r2_s_other_q;
-    r3_fresh_q <= r2_fresh_q;
-    r3_acc_any_q <= acc_any;
-    r3_resend_any_q <= resend_any;
-    r3_rem_eq_q <= r2_rem_eq_q;
-    r3_nw_eq_q <= r2_nw_eq_q;
-    r3_starter_q <= starter;
-    r3_added_q <= added;
-    r3_resent_q <= resent;
-    r3_drop_q <= go ? round_drop : '0;
-    r3_joined_q <= n_joined;
-    r3_n_added_q <= go ? INC_W'(n_added) : '0;
-    r3_n_resent_q <= go ? INC_W'(n_resent) : '0;
-    r3_key_q <= r2_key_q;
-    r3_entry_q <= r2_entry_q;
-    r3_job_id_q <= r2_job_id_q;
-    r3_workers_q <= r2_workers_q;
-    r3_s_rem_q <= r2_s_rem_q;
-    r3_s_exp_q <= r2_s_exp_q;
-    r3_s_has_q <= r2_s_has_q;
-    r3_epoch_q <= r2_epoch_q;
-    r3_s_seq_q <= r2_s_seq_q;
-    r3_s_bitmap_q <= r2_s_bitmap_q;
-    r3_all_mask_q <= r2_all_mask_q;
-    r3_s_count_q <= r2_s_count_q;
-    r3_s_dtype_q <= r2_s_dtype_q;
-    r3_s_ecn_q <= r2_s_ecn_q;
-    r3_st_gt_q <= r2_st_gt_q;
-    r3_st_lt_q <= r2_st_lt_q;
-    r3_pq_gt_q <= r2_pq_gt_q;
-    for (int p = 0; p < NP; p++) begin
-      r3_reason_q[p] <= round_reason[p];
-      r3_seq_q[p] <= r2_seq_q[p];
-      r3_count_q[p] <= r2_count_q[p];
-      r3_dtype_q[p] <= r2_dtype_q[p];
-      r3_exp_q[p] <= r2_exp_q[p];
-      r3_ecn_q[p] <= r2_ecn_q[p];
-      r3_bit_r_q[p] <= r2_bit_r_q[p];
-    end
+    r3_g_q <= r2_g_q;
+    r3_s_q <= r2_s_q;
+    r3_c_q <= r2_c_q;
+    r3_d_q <= d3;
   end
 
   // ---- D4: the (slot, set)'s new state, the result, the counters -----------------------------
@@ -775,80 +747,86 @@ module netagg_round #(
   logic [1:0] f_dtype, f_ecn;
   logic [15:0] f_exp;
   logic [J_W-1:0] r3_next;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [NP:0] r3_nw_eq;  // (indexed by a signal; workers >= 1)
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [NP:0] r3_rem_eq;
+  assign r3_nw_eq = r3_c_q.nw_eq;
+  assign r3_rem_eq = r3_c_q.rem_eq;
   always_comb begin
-    r3_next = r3_joined_q + 1'b1;
+    r3_next = r3_d_q.joined + 1'b1;
     // (the parent's result completes the round waiting for it)
-    complete_now = r3_res_take_q || (r3_acc_any_q && (r3_started_q ? r3_nw_eq_q[r3_next] :
-                                                                       r3_rem_eq_q[r3_joined_q]));
-    f_has = r3_s_has_q || r3_started_q;
-    f_seq = r3_s_seq_q;
-    f_count = r3_s_count_q;
-    f_dtype = r3_s_dtype_q;
-    f_ecn = r3_started_q ? 2'b00 : r3_s_ecn_q;
-    f_rem = r3_started_q ? r3_workers_q - 1'b1 : r3_s_rem_q;
+    complete_now = r3_d_q.res_take || (r3_d_q.acc_any && (r3_d_q.started ? r3_nw_eq[r3_next] :
+                                                                       r3_rem_eq[r3_d_q.joined]));
+    f_has = r3_s_q.has || r3_d_q.started;
+    f_seq = r3_s_q.seq;
+    f_count = r3_s_q.count;
+    f_dtype = r3_s_q.dtype;
+    f_ecn = r3_d_q.started ? 2'b00 : r3_s_q.ecn;
+    f_rem = r3_d_q.started ? r3_g_q.workers - 1'b1 : r3_s_q.rem;
     added_ranks = '0;
     resend_mask = '0;
-    f_fresh = r3_s_fresh_q;
+    f_fresh = r3_s_q.fresh;
     for (int p = 0; p < NP; p++) begin
-      if (r3_starter_q[p]) begin
-        f_seq = r3_seq_q[p];
-        f_count = CNT_W'(r3_count_q[p]);
-        f_dtype = r3_dtype_q[p];
-        f_fresh = r3_fresh_q[p];
+      if (r3_d_q.starter[p]) begin
+        f_seq = r3_g_q.seq[p*32+:32];
+        f_count = CNT_W'(r3_g_q.count[p*16+:16]);
+        f_dtype = r3_g_q.dtype[p*2+:2];
+        f_fresh = r3_g_q.fresh[p];
       end
-      if (r3_added_q[p]) begin
-        if (!r3_res_take_q) added_ranks = added_ranks | r3_bit_r_q[p];
-        f_ecn = f_ecn | r3_ecn_q[p];
+      if (r3_d_q.added[p]) begin
+        if (!r3_d_q.res_take) added_ranks = added_ranks | r3_c_q.bit_r[p*32+:32];
+        f_ecn = f_ecn | r3_g_q.ecn[p*2+:2];
       end
-      if (r3_resent_q[p]) resend_mask = resend_mask | r3_bit_r_q[p];
+      if (r3_d_q.resent[p]) resend_mask = resend_mask | r3_c_q.bit_r[p*32+:32];
     end
-    f_rem = f_rem - NW'(r3_joined_q);
+    f_rem = f_rem - NW'(r3_d_q.joined);
     // A new round starts from an empty bitmap (the bits are an earlier round's). The other set's
     // bitmap is left alone: after a restart it may hold a round its members still add to.
-    f_bitmap = (r3_started_q ? '0 : r3_s_bitmap_q) | added_ranks;
+    f_bitmap = (r3_d_q.started ? '0 : r3_s_q.bitmap) | added_ranks;
     // The exponent: the signed max of the stored one (unless a round started) and the added
     // members'. Every candidate nothing beats is a max; equal maxima are equal bits.
-    state_win = !r3_started_q;
+    state_win = !r3_d_q.started;
     for (int p = 0; p < NP; p++) begin
-      if (r3_added_q[p] && r3_st_gt_q[p]) state_win = 1'b0;
-      exp_win[p] = r3_added_q[p] && !(!r3_started_q && r3_st_lt_q[p]);
+      if (r3_d_q.added[p] && r3_c_q.st_gt[p]) state_win = 1'b0;
+      exp_win[p] = r3_d_q.added[p] && !(!r3_d_q.started && r3_c_q.st_lt[p]);
       for (int q = 0; q < NP; q++)
-        if (q != p && r3_added_q[q] && r3_pq_gt_q[q*NP+p]) exp_win[p] = 1'b0;
+        if (q != p && r3_d_q.added[q] && r3_c_q.pq_gt[q*NP+p]) exp_win[p] = 1'b0;
     end
-    f_exp = state_win ? r3_s_exp_q : '0;
-    for (int p = 0; p < NP; p++) if (exp_win[p]) f_exp = f_exp | r3_exp_q[p];
+    f_exp = state_win ? r3_s_q.exp : '0;
+    for (int p = 0; p < NP; p++) if (exp_win[p]) f_exp = f_exp | r3_g_q.exp[p*16+:16];
     // The parent's result: its exponent is the round's.
-    if (r3_res_take_q) begin
+    if (r3_d_q.res_take) begin
       f_exp = '0;
-      for (int p = 0; p < NP; p++) if (r3_added_q[p]) f_exp = r3_exp_q[p];
+      for (int p = 0; p < NP; p++) if (r3_d_q.added[p]) f_exp = r3_g_q.exp[p*16+:16];
     end
     // Trees: a completed round of a job with a parent sends its sum up and waits; a
     // retransmission to a waiting round sends it again; the parent's result ends the wait.
-    up_send = complete_now && r3_parent_q && !r3_res_take_q;
-    up_resend = r3_resend_any_q && r3_s_up_q;
-    f_up = r3_started_q ? 1'b0 : r3_s_up_q;
+    up_send = complete_now && r3_g_q.parent && !r3_d_q.res_take;
+    up_resend = r3_d_q.resend_any && r3_s_q.up;
+    f_up = r3_d_q.started ? 1'b0 : r3_s_q.up;
     if (up_send) f_up = 1'b1;
-    if (r3_res_take_q) f_up = 1'b0;
+    if (r3_d_q.res_take) f_up = 1'b0;
   end
 
   netagg_agg_pkg::result_t result;
   always_comb begin
     result = '0;
-    result.slot = 16'(r3_key_q[KEY_W-1:1]);
-    result.set_bit = r3_key_q[0];
-    result.entry = 8'(r3_entry_q);
-    result.job_id = r3_job_id_q;
+    result.slot = 16'(r3_g_q.key[KEY_W-1:1]);
+    result.set_bit = r3_g_q.key[0];
+    result.entry = 8'(r3_g_q.entry);
+    result.job_id = r3_g_q.job_id;
     result.dtype = f_dtype;
     result.count = 16'(f_count);
     result.exponent = f_exp;
     result.seq = f_seq;
-    result.epoch = r3_epoch_q;  // the group's: a completion or resend is of a round of it
+    result.epoch = r3_g_q.epoch;  // the group's: a completion or resend is of a round of it
     result.ecn = f_ecn;
-    result.dest = complete_now ? r3_all_mask_q : resend_mask;
+    result.dest = complete_now ? r3_c_q.all_mask : resend_mask;
     result.up = up_send || up_resend;
     result.fresh = f_fresh;
   end
-  assign rq_push_o = r3_valid_q && (complete_now || r3_resend_any_q);
+  assign rq_push_o = r3_valid_q && (complete_now || r3_d_q.resend_any);
   assign rq_data_o = result;
 
   // Counters: the check drops of the previous cycle and D4's, registered (they reach the
@@ -874,10 +852,10 @@ module netagg_round #(
     inc = '0;
     drop_carry = '0;
     for (int b = 0; b < INC_W; b++) drop_plane[b] = '0;
-    if (|{a_drop_q, r3_drop_q}) begin
+    if (|{a_drop_q, r3_d_q.drop}) begin
       for (int i = 0; i < 2 * NP; i++) begin
         if (i < NP) drop_carry = a_drop_q[i] ? NC'(1) << a_reason_q[i] : '0;
-        else drop_carry = r3_drop_q[i-NP] ? NC'(1) << r3_reason_q[i-NP] : '0;
+        else drop_carry = r3_d_q.drop[i-NP] ? NC'(1) << r3_d_q.reason[(i-NP)*REASON_W+:REASON_W] : '0;
         for (int b = 0; b < INC_W; b++) begin
           drop_plane[b] = drop_plane[b] ^ drop_carry;
           drop_carry = drop_carry & ~drop_plane[b];
@@ -886,17 +864,17 @@ module netagg_round #(
       for (int c = 0; c < NC; c++)
         for (int b = 0; b < INC_W; b++) inc[c*INC_W+b] = drop_plane[b][c];
     end
-    inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_n_added_q;
+    inc[netagg_csr_pkg::CNT_AGGREGATED*INC_W+:INC_W] = r3_d_q.n_added;
     inc[netagg_csr_pkg::CNT_COMPLETIONS*INC_W+:INC_W] =
         INC_W'(r3_valid_q && complete_now && !up_send);
-    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_s_up_q ? '0 : r3_n_resent_q;
+    inc[netagg_csr_pkg::CNT_RESULTS_RESENT*INC_W+:INC_W] = r3_s_q.up ? '0 : r3_d_q.n_resent;
     inc[netagg_csr_pkg::CNT_SENT_TO_PARENT*INC_W+:INC_W] = INC_W'(r3_valid_q && up_send);
-    inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_up_q ? r3_n_resent_q : '0;
+    inc[netagg_csr_pkg::CNT_RESENT_TO_PARENT*INC_W+:INC_W] = r3_s_q.up ? r3_d_q.n_resent : '0;
     inc[netagg_csr_pkg::CNT_RESULTS_FROM_PARENT*INC_W+:INC_W] =
-        INC_W'(r3_valid_q && r3_res_take_q);
+        INC_W'(r3_valid_q && r3_d_q.res_take);
     // A round started over another epoch's: the group's starter took the set over.
     inc[netagg_csr_pkg::CNT_EPOCH_TAKEOVERS*INC_W+:INC_W] =
-        INC_W'(r3_valid_q && r3_started_q && r3_s_other_q);
+        INC_W'(r3_valid_q && r3_d_q.started && r3_c_q.other);
   end
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;
@@ -905,7 +883,7 @@ module netagg_round #(
 
   // ---- state update (D4) ---------------------------------------------------------------------
   logic [KEY_W-1:0] wkey;
-  assign wkey = r3_key_q;
+  assign wkey = r3_g_q.key;
 
   // Whether a clear covers key k (both sets of its slot).
   function automatic logic cleared(input int unsigned k);
@@ -941,7 +919,7 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     if (r3_valid_q && !clear_i) begin
       seq_q[wkey] <= f_seq;
-      if (r3_started_q) epoch_q[wkey] <= r3_epoch_q;
+      if (r3_d_q.started) epoch_q[wkey] <= r3_g_q.epoch;
       remaining_q[wkey] <= f_rem;
       count_q[wkey] <= f_count;
       dtype_q[wkey] <= f_dtype;

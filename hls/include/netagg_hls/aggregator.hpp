@@ -5,16 +5,20 @@
 // which is the hardware's state. It is also the bit-exact reference model the RTL is tested
 // against (through reference.hpp).
 //
-// What one frame goes through:
-//   1. stored whole (up to 1 + MAX_BEATS beats) and checked: frame, netagg header, job table.
-//      The first failing check is the drop reason; a dropped frame touches no slot.
-//   2. the round decision of sim/switch (new round / join / duplicate / resend / stale / ahead),
-//      plus count_mismatch and dtype_mismatch.
-//   3. accumulation: the frames of one cycle ("group") that join or start the same round of a
+// The class holds the CSRs (hw/rtl/netagg_csr.sv, the commands of netagg_control.sv) and the
+// counters, and composes the stages, each in the header named after the RTL it mirrors
+// (hw/rtl/netagg_core.sv walks the same path):
+//   1. admit.hpp: the frame stored whole (up to 1 + MAX_BEATS beats) and checked: frame,
+//      netagg header, job table. The first failing check is the drop reason; a dropped frame
+//      touches no slot.
+//   2. round.hpp: the round decision of sim/switch (new round / join / duplicate / resend /
+//      stale / ahead), plus count_mismatch and dtype_mismatch, and the round state.
+//   3. accumulate.hpp: the frames of one cycle ("group") that join or start the same round of a
 //      (slot, set) are summed by PANAMA's adder tree in port order, and that sum is stored (new
 //      round) or added to the accumulators, accumulator first: acc <- acc + tree.
-//   4. a completed round sends one result frame to every worker of the job, on the worker's
-//      egress port, in rank order; a resend sends the stored result to the requester alone.
+//   4. replicate.hpp: a completed round sends one result frame to every worker of the job, on
+//      the worker's egress port, in rank order; a resend sends the stored result to the
+//      requester alone.
 //   Trees (a job with a parent, JOB_PARENT_*): a completed round instead sends its sum to the
 //   parent as one contribution and waits; a member's retransmission meanwhile sends it again;
 //   the parent's result frame (from the parent's address, for this job at the parent) replaces
@@ -26,10 +30,13 @@
 #include <hls_stream.h>
 #include <stdint.h>
 
-#include "netagg_hls/arith.hpp"
+#include "netagg_hls/accumulate.hpp"
+#include "netagg_hls/admit.hpp"
 #include "netagg_hls/csr14.hpp"
 #include "netagg_hls/frame.hpp"
 #include "netagg_hls/params.hpp"
+#include "netagg_hls/replicate.hpp"
+#include "netagg_hls/round.hpp"
 
 namespace netagg {
 namespace fpga {
@@ -46,23 +53,6 @@ struct CsrOutputs {
   uint32_t NETAGG_HLS_CSR_OUTPUT_FIELDS;
 };
 
-// The round state of one (slot, set), as in sim/switch plus dtype and the ECN OR.
-struct RoundState {
-  // Trees: the round is complete here and its sum went to the parent, whose result is not here
-  // yet. `fresh`: the round's first contribution was fresh (the sum goes up fresh).
-  bool upstream;
-  bool fresh;
-  bool has_round;     // the set holds a round (in progress or complete)
-  uint32_t epoch;     // the epoch (run token) of its contributions, echoed in results
-  uint32_t seq;       // seq of the round's first contribution, echoed in results
-  uint32_t bitmap;    // ranks that contributed to this round
-  uint8_t remaining;  // workers still to contribute; 0 = complete
-  uint16_t count;     // elements of the round
-  uint8_t dtype;      // layout::kDtype*
-  int16_t exponent;   // max of the contributions' exponents
-  uint8_t ecn;        // OR of the contributions' ECN bits
-};
-
 template <class P = DefaultParams>
 class Aggregator {
  public:
@@ -77,11 +67,7 @@ class Aggregator {
   static constexpr int kTreeLeaves = P::kTreeLeaves;
 
   // One ingress frame as stored in its port's buffer.
-  struct Frame {
-    BeatData beat[kMaxFrameBeats];  // beats 0..kMaxFrameBeats-1 (later beats are not stored)
-    uint32_t beats;                 // beats the frame had on the wire, all of them
-    uint32_t bytes;                 // its length: 64 * (beats - 1) + TKEEP bytes of the last
-  };
+  using Frame = pipeline::Frame<P>;
 
   Aggregator() { hard_reset(); }
 
@@ -93,9 +79,7 @@ class Aggregator {
     control_seq_seen_ = 0;
     counter_latch_ = 0;
     clear_state();
-    for (int s = 0; s < 2 * kSlots; ++s)
-      for (int b = 0; b < kMaxBeats; ++b)
-        for (int l = 0; l < kLanes; ++l) acc_[s][b][l] = 0;
+    acc_.clear();
   }
 
   // ---- AXI4-Lite CSRs (formats/csr.json) ----------------------------------------------
@@ -203,7 +187,7 @@ class Aggregator {
         if (w.last) {
           done[p] = true;
           frames[p].beats = b + 1;
-          frames[p].bytes = 64 * b + keep_bytes(w.keep.to_uint64());
+          frames[p].bytes = 64 * b + pipeline::keep_bytes(w.keep.to_uint64());
         } else {
           busy = true;
         }
@@ -221,14 +205,14 @@ class Aggregator {
   // sink.write(port, beat) in the order their rounds complete, in rank order per round.
   template <class Sink>
   void process_group(const Frame frames[kNumPorts], const bool present[kNumPorts], Sink& sink) {
-    Contribution c[kNumPorts] = {};  // filled in by check() for the frames that pass
+    Contribution c[kNumPorts] = {};  // filled in by admit() for the frames that pass
     bool ok[kNumPorts];
   check:
     for (int p = 0; p < kNumPorts; ++p) {
       ok[p] = false;
       if (!present[p]) continue;
       ++counters_[csr14::kFramesIn];
-      const int reason = check(frames[p], c[p]);
+      const int reason = pipeline::admit(frames[p], reg(csr14::kAggUdpPort), table_, c[p]);
       if (reason >= 0)
         ++counters_[reason];
       else
@@ -242,86 +226,65 @@ class Aggregator {
       if (!ok[p]) continue;
       const Contribution& k = c[p];
       const int at = 2 * k.slot + k.set;
-      RoundState& round = rounds_[at];
-      const int decision = decide(round, k);
+      RoundState& round = rounds_.at(at);
+      const int decision = pipeline::decide(round, k);
       if (decision >= 0) {  // a drop reason
         ++counters_[decision];
         continue;
       }
-      if (decision == kResend) {
+      if (decision == pipeline::kResend) {
         emit_result(k.job, k.rank, at, sink);
         ++counters_[csr14::kResultsResent];
         continue;
       }
-      if (decision == kResendToParent) {  // the first copy or the parent's result was lost
+      if (decision ==
+          pipeline::kResendToParent) {  // the first copy or the parent's result was lost
         emit_to_parent(k.job, at, sink);
         ++counters_[csr14::kResentToParent];
         continue;
       }
-      if (decision == kParentResult) {
+      if (decision == pipeline::kParentResult) {
         // The parent's values replace the round's sum: a run of this frame alone, stored as a
         // new round's (a round waiting for the parent has no run open: it takes no member).
-        const int r = free_run(runs);
+        const int r = pipeline::free_run<P>(runs);
+        runs[r].open_at(at);
         runs[r].open = false;
         runs[r].first = true;
-        runs[r].at = at;
-        for (int q = 0; q < kTreeLeaves; ++q) runs[r].member[q] = false;
         runs[r].member[p] = true;
-        apply_run(runs[r], frames);
-        round.exponent = k.exponent;
-        round.ecn |= k.ecn;
-        round.upstream = false;
+        acc_.apply(runs[r], round, frames);
+        pipeline::take_parent_result(round, k);
         ++counters_[csr14::kResultsFromParent];
         ++counters_[csr14::kCompletions];
         multicast(k.job, at, sink);
         continue;
       }
-      int r = open_run(runs, at);
-      const uint32_t bit = 1u << k.rank;
-      if (decision == kTakeover || decision == kNewRound) {
+      int r = pipeline::open_run<P>(runs, at);
+      if (decision == pipeline::kTakeover || decision == pipeline::kNewRound) {
         // The frames of this group that went into the round this one replaces (another epoch's,
         // or an unfinished older one) are discarded with it.
         if (r >= 0) runs[r].open = false;
         r = -1;
       }
-      if (decision == kTakeover) ++counters_[csr14::kEpochTakeovers];
-      if (decision == kNewRound || decision == kTakeover) {
-        // A new round's bitmap is its starter's bit alone: the bits set belong to an earlier
-        // round.
-        round.bitmap = 0;
-        r = free_run(runs);
+      if (decision == pipeline::kTakeover) ++counters_[csr14::kEpochTakeovers];
+      if (decision == pipeline::kNewRound || decision == pipeline::kTakeover) {
+        r = pipeline::free_run<P>(runs);
         runs[r].first = true;
-        round.has_round = true;
-        round.epoch = k.epoch;
-        round.seq = k.seq;
-        round.remaining = static_cast<uint8_t>(jobs_[k.job].workers);
-        round.count = k.count;
-        round.dtype = k.dtype;
-        round.exponent = k.exponent;
-        round.ecn = k.ecn;
-        round.upstream = false;
-        round.fresh = k.fresh != 0;
+        pipeline::start_round(round, k, table_.job(k.job).workers);
       } else {
         if (r < 0) {
-          r = free_run(runs);
+          r = pipeline::free_run<P>(runs);
           runs[r].first = false;
         }
-        if (k.exponent > round.exponent) round.exponent = k.exponent;
-        round.ecn |= k.ecn;
+        pipeline::join_round(round, k);
       }
-      if (!runs[r].open) {
-        runs[r].open = true;
-        runs[r].at = at;
-        for (int q = 0; q < kTreeLeaves; ++q) runs[r].member[q] = false;
-      }
+      if (!runs[r].open) runs[r].open_at(at);
       runs[r].member[p] = true;
-      round.bitmap |= bit;  // (the other set's bitmap is left alone, as in sim/switch)
-      --round.remaining;
+      pipeline::count_member(round, k);
       ++counters_[csr14::kAggregated];
       if (round.remaining == 0) {
-        apply_run(runs[r], frames);
+        acc_.apply(runs[r], round, frames);
         runs[r].open = false;
-        if (jobs_[k.job].has_parent) {  // a child in a tree: the sum goes up, the result down
+        if (table_.job(k.job).has_parent) {  // a child in a tree: the sum goes up, the result down
           round.upstream = true;
           ++counters_[csr14::kSentToParent];
           emit_to_parent(k.job, at, sink);
@@ -333,14 +296,14 @@ class Aggregator {
     }
   finish:
     for (int r = 0; r < kNumPorts; ++r)
-      if (runs[r].open) apply_run(runs[r], frames);
+      if (runs[r].open) acc_.apply(runs[r], rounds_.at(runs[r].at), frames);
   }
 
   // ---- State views for tests and the RTL comparison (not part of the hardware) ------------
-  const RoundState& round_state(int slot, int set) const { return rounds_[2 * slot + set]; }
+  const RoundState& round_state(int slot, int set) const { return rounds_.at(2 * slot + set); }
   // Accumulator lane `element` of (slot, set): int32 or fp32 bits.
   uint32_t accumulator(int slot, int set, int element) const {
-    return acc_[2 * slot + set][element / kLanes][element % kLanes];
+    return acc_.word(2 * slot + set, element / kLanes, element % kLanes);
   }
 #ifndef __SYNTHESIS__
   void debug_set_counter(int index, uint64_t value) { counters_[index] = value; }
@@ -348,59 +311,11 @@ class Aggregator {
 
  private:
   static constexpr int kRegWords = csr14::kJobParentMacHi / 4 + 1;
-  // >= 0: a drop counter index. kTakeover: a new round on a set that holds another epoch's.
-  // kResendToParent: a member's retransmission while the round waits for the parent.
-  // kParentResult: the parent's result for a round waiting for it.
-  enum Decision {
-    kNewRound = -1,
-    kJoin = -2,
-    kResend = -3,
-    kTakeover = -4,
-    kResendToParent = -5,
-    kParentResult = -6
-  };
-
-  struct JobEntry {
-    bool valid;
-    uint16_t id;
-    uint8_t workers;
-    uint16_t slot_base, slot_count, elements;
-    // Trees: the job's parent (JOB_PARENT_*), where a completed round's sum goes.
-    bool has_parent;
-    uint16_t parent_id, parent_rank, parent_slot_base;
-    uint32_t parent_ip;
-    uint16_t parent_udp_port;
-    uint8_t parent_port;     // the egress port towards the parent
-    uint32_t parent_mac_lo;  // MAC bytes 2..5
-    uint16_t parent_mac_hi;  // MAC bytes 0..1
-  };
-  struct WorkerEntry {
-    uint32_t ip;
-    uint16_t udp_port;
-    uint8_t egress_port;
-    uint32_t mac_lo;  // MAC bytes 2..5, byte 2 in bits 31:24
-    uint16_t mac_hi;  // MAC bytes 0..1, byte 0 in bits 15:8
-  };
-  // A frame that passed the frame, header and job table checks: a contribution, or a result from
-  // a job's parent (`from_parent`; then `job` is the child's entry and `slot` its own slot).
-  struct Contribution {
-    int job;  // job table entry
-    uint8_t dtype, set, fresh, recovery, ecn, from_parent;
-    uint16_t rank, slot, count;
-    int16_t exponent;
-    uint32_t seq, epoch;
-  };
-  // The frames of a group that start or join one round of one (slot, set).
-  struct Run {
-    bool open;
-    bool first;  // the run starts the round: its tree sum overwrites the accumulators
-    int at;      // 2 * slot + set
-    bool member[kTreeLeaves];
-  };
-  struct StreamSink {
-    hls::stream<AxisBeat>* tx;
-    void write(int port, const AxisBeat& w) { tx[port].write(w); }
-  };
+  using Contribution = pipeline::Contribution;
+  using JobEntry = pipeline::JobEntry;
+  using WorkerEntry = pipeline::WorkerEntry;
+  using Run = pipeline::Run<P>;
+  using StreamSink = pipeline::StreamSink;
 
   static uint32_t align(uint32_t address) {
     return address & ((1u << csr14::kAddrBits) - 1u) & ~3u;
@@ -441,14 +356,6 @@ class Aggregator {
     return static_cast<uint32_t>(kNumPorts) | static_cast<uint32_t>(kMaxJobs) << 8 |
            static_cast<uint32_t>(P::kLog2Slots) << 16 | static_cast<uint32_t>(kMaxBeats) << 24;
   }
-  static unsigned keep_bytes(uint64_t keep) {
-    unsigned n = 0;
-    for (int i = 0; i < 64; ++i) {
-#pragma HLS UNROLL
-      n += static_cast<unsigned>((keep >> i) & 1u);
-    }
-    return n;
-  }
 
   uint32_t reg(uint32_t offset) const { return reg_[offset / 4]; }
 
@@ -473,7 +380,7 @@ class Aggregator {
   void execute_commit(uint32_t command) {
     const uint32_t entry = reg(csr14::kJobIndex);
     if (entry >= static_cast<uint32_t>(kMaxJobs)) return;
-    JobEntry& job = jobs_[entry];
+    JobEntry& job = table_.job(static_cast<int>(entry));
     if (command == csr14::kCommitStoreJob) {
       const uint32_t id = reg(csr14::kJobId), workers = reg(csr14::kJobWorkers);
       const uint32_t slots = reg(csr14::kJobSlots);
@@ -498,11 +405,11 @@ class Aggregator {
           parent_egress < static_cast<uint32_t>(kNumPorts) ? parent_egress : 0);
       job.parent_mac_lo = reg(csr14::kJobParentMacLo);
       job.parent_mac_hi = static_cast<uint16_t>(reg(csr14::kJobParentMacHi) & 0xFFFFu);
-      clear_slots(job.slot_base, job.slot_count);
+      rounds_.clear_slots(job.slot_base, job.slot_count);
     } else if (command == csr14::kCommitStoreWorker) {
       const uint32_t rank = reg(csr14::kWorkerIndex);
       if (rank >= static_cast<uint32_t>(kMaxWorkers)) return;
-      WorkerEntry& w = workers_[entry][rank];
+      WorkerEntry& w = table_.worker(static_cast<int>(entry), static_cast<int>(rank));
       const uint32_t port = reg(csr14::kWorkerUdpPort);
       w.ip = reg(csr14::kWorkerIp);
       w.udp_port = static_cast<uint16_t>(port & 0xFFFFu);
@@ -511,244 +418,25 @@ class Aggregator {
       w.mac_lo = reg(csr14::kWorkerMacLo);
       w.mac_hi = static_cast<uint16_t>(reg(csr14::kWorkerMacHi) & 0xFFFFu);
     } else if (command == csr14::kCommitRemoveJob) {
-      clear_slots(job.slot_base, job.slot_count);
+      rounds_.clear_slots(job.slot_base, job.slot_count);
       job = JobEntry();
     }
   }
 
-  // Slot range [base, base + count) clipped to the pool: both sets hold no round.
-  void clear_slots(uint32_t base, uint32_t count) {
-  clear:
-    for (int s = 0; s < kSlots; ++s) {
-#pragma HLS PIPELINE II = 1
-      if (static_cast<uint32_t>(s) - base < count) {
-        rounds_[2 * s] = RoundState();
-        rounds_[2 * s + 1] = RoundState();
-      }
-    }
-  }
   void clear_counters() {
     for (int i = 0; i < csr14::kCounterCount; ++i) counters_[i] = 0;
   }
   // Soft reset: slots, job table and counters (the other registers keep their values).
   void clear_state() {
-    for (int s = 0; s < 2 * kSlots; ++s) rounds_[s] = RoundState();
-    for (int j = 0; j < kMaxJobs; ++j) {
-      jobs_[j] = JobEntry();
-      for (int w = 0; w < kMaxWorkers; ++w) workers_[j][w] = WorkerEntry();
-    }
+    rounds_.clear();
+    table_.clear();
     clear_counters();
-  }
-
-  int find_job(uint16_t id) const {
-    for (int j = 0; j < kMaxJobs; ++j) {
-#pragma HLS UNROLL
-      if (jobs_[j].valid && jobs_[j].id == id) return j;  // the lowest entry wins
-    }
-    return -1;
-  }
-  // The job whose parent sent a result: its id at the parent and the parent's address and UDP
-  // port are the frame's (the lowest entry wins).
-  int find_child_job(uint16_t parent_id, uint32_t ip, uint16_t udp_port) const {
-    for (int j = 0; j < kMaxJobs; ++j) {
-#pragma HLS UNROLL
-      if (jobs_[j].valid && jobs_[j].has_parent && jobs_[j].parent_id == parent_id &&
-          jobs_[j].parent_ip == ip && jobs_[j].parent_udp_port == udp_port)
-        return j;
-    }
-    return -1;
-  }
-
-  // Returns the counter index of the first failing check, or -1 with `c` filled in.
-  int check(const Frame& f, Contribution& c) const {
-    using namespace layout;
-    const BeatData& h = f.beat[0];
-    if (f.bytes < static_cast<uint32_t>(kFrameOverhead)) return csr14::kMalformedTruncated;
-    if (get_be16(h, kEthEtherType) != kEthertypeIpv4) return csr14::kMalformedNotIpv4;
-    if (get_byte(h, kIpv4Version) != kIpVersionIhl ||
-        (get_be16(h, kIpv4Flags) & kIpFragmentMask) != 0 || ipv4_sum(h) != 0xFFFFu)
-      return csr14::kMalformedBadIpHeader;
-    if (get_byte(h, kIpv4Protocol) != kIpProtocolUdp) return csr14::kMalformedNotUdp;
-    const uint32_t ip_length = get_be16(h, kIpv4TotalLen);
-    if (ip_length < static_cast<uint32_t>(kIpv4HeaderSize + kUdpHeaderSize) ||
-        kIpv4 + ip_length > f.bytes)
-      return csr14::kMalformedIpLengthMismatch;
-    if (get_be16(h, kUdpLength) != ip_length - kIpv4HeaderSize)
-      return csr14::kMalformedUdpLengthMismatch;
-    if (get_be16(h, kUdpDstPort) != (reg(csr14::kAggUdpPort) & 0xFFFFu))
-      return csr14::kMalformedWrongPort;
-    const uint32_t packet = ip_length - kIpv4HeaderSize - kUdpHeaderSize;  // netagg bytes
-    if (packet < static_cast<uint32_t>(kNetaggHeaderSize)) return csr14::kMalformedTruncated;
-    if (get_byte(h, kNetaggVersion) != kVersion) return csr14::kMalformedBadVersion;
-    const unsigned type = get_byte(h, kNetaggType);
-    if (type != kMsgContribution && type != kMsgResult) return csr14::kMalformedBadType;
-    const unsigned dtype = get_byte(h, kNetaggDtype);
-    if (dtype > kDtypeBf16) return csr14::kMalformedBadDtype;
-    const unsigned flags = get_byte(h, kNetaggFlags);
-    if (flags & kFlagsReservedMask) return csr14::kMalformedBadFlags;
-    const unsigned count = get_be16(h, kNetaggCount);
-    if (count > kMaxCount) return csr14::kMalformedCountTooLarge;
-    if (packet != kNetaggHeaderSize + count * element_size(dtype))
-      return csr14::kMalformedLengthMismatch;
-    // Ethernet padding is allowed, but not past the beats a port stores.
-    if (f.beats > static_cast<uint32_t>(kMaxFrameBeats) && f.bytes != kIpv4 + ip_length)
-      return csr14::kMalformedLengthMismatch;
-
-    if (type != kMsgContribution) return check_parent_result(h, dtype, flags, count, c);
-    const int job = find_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)));
-    if (job < 0) return csr14::kDroppedUnknownJob;
-    const JobEntry& entry = jobs_[job];
-    const unsigned rank = get_be16(h, kNetaggRank);
-    if (rank >= entry.workers) return csr14::kDroppedRankOutOfRange;
-    const WorkerEntry& worker = workers_[job][rank];
-    if (get_be32(h, kIpv4SrcAddr) != worker.ip || get_be16(h, kUdpSrcPort) != worker.udp_port)
-      return csr14::kDroppedForeignSource;
-    const uint32_t slot = get_be16(h, kNetaggSlot);
-    if (slot - entry.slot_base >= entry.slot_count || slot >= static_cast<uint32_t>(kSlots))
-      return csr14::kDroppedSlotOutOfRange;
-    if (count > entry.elements || count > static_cast<unsigned>(kMaxElements))
-      return csr14::kDroppedCountTooLargeForJob;
-
-    fill(h, job, dtype, flags, rank, slot, count, c);
-    c.from_parent = 0;
-    return -1;
-  }
-
-  // A result frame (the packet checks passed): only one from a job's parent, for that job at
-  // the parent, goes on, as the switch model's result_from_parent checks it: this aggregator's
-  // rank at the parent, a slot in the parent's range of the job (mapped to the job's own slot).
-  int check_parent_result(const BeatData& h, unsigned dtype, unsigned flags, unsigned count,
-                          Contribution& c) const {
-    using namespace layout;
-    const int job =
-        find_child_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)), get_be32(h, kIpv4SrcAddr),
-                       static_cast<uint16_t>(get_be16(h, kUdpSrcPort)));
-    if (job < 0) return csr14::kDroppedNotContribution;  // a result, and from no parent of ours
-    const JobEntry& entry = jobs_[job];
-    const unsigned rank = get_be16(h, kNetaggRank);
-    if (rank != entry.parent_rank) return csr14::kDroppedRankOutOfRange;
-    const uint32_t offset =
-        get_be16(h, kNetaggSlot) - static_cast<uint32_t>(entry.parent_slot_base);
-    const uint32_t slot = entry.slot_base + offset;
-    if (offset >= entry.slot_count || slot >= static_cast<uint32_t>(kSlots))
-      return csr14::kDroppedSlotOutOfRange;
-    if (count > entry.elements || count > static_cast<unsigned>(kMaxElements))
-      return csr14::kDroppedCountTooLargeForJob;
-    fill(h, job, dtype, flags, rank, slot, count, c);
-    c.from_parent = 1;
-    return -1;
-  }
-
-  static void fill(const BeatData& h, int job, unsigned dtype, unsigned flags, unsigned rank,
-                   uint32_t slot, unsigned count, Contribution& c) {
-    using namespace layout;
-    c.job = job;
-    c.dtype = static_cast<uint8_t>(dtype);
-    c.set = static_cast<uint8_t>(flags & kFlagSet);
-    c.fresh = static_cast<uint8_t>((flags & kFlagFresh) != 0);
-    c.recovery = static_cast<uint8_t>((flags & kFlagRecovery) != 0);
-    c.ecn = static_cast<uint8_t>(get_byte(h, kIpv4Ecn) & kIpv4EcnMask);
-    c.rank = static_cast<uint16_t>(rank);
-    c.slot = static_cast<uint16_t>(slot);
-    c.count = static_cast<uint16_t>(count);
-    c.exponent = static_cast<int16_t>(get_be16(h, kNetaggExponent));
-    c.seq = get_be32(h, kNetaggSeq);
-    c.epoch = get_be32(h, kNetaggEpoch);
-  }
-
-  // sim/switch/README.md's table, plus dtype_mismatch next to count_mismatch. Returns a drop
-  // counter index (>= 0) or a Decision.
-  static int decide(const RoundState& round, const Contribution& k) {
-    if (k.from_parent) return decide_parent_result(round, k);
-    // A recovery copy never starts a round (and so never takes a set over).
-    if (!round.has_round) return k.recovery ? csr14::kDroppedNoRound : static_cast<int>(kNewRound);
-    if (k.epoch != round.epoch)
-      return k.fresh && !k.recovery ? static_cast<int>(kTakeover) : csr14::kDroppedStaleEpoch;
-    const int32_t age = static_cast<int32_t>(k.seq - round.seq);  // serial-number arithmetic
-    const bool complete = round.remaining == 0;
-    if (age < 0) return csr14::kDroppedStale;
-    if (age > 0 && k.recovery) return csr14::kDroppedNoRound;
-    if (age > 0) return kNewRound;  // the round is over for every worker, complete or not
-    if (k.count != round.count) return csr14::kDroppedCountMismatch;
-    if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
-    if (complete)
-      return round.upstream ? static_cast<int>(kResendToParent) : static_cast<int>(kResend);
-    if (round.bitmap & (1u << k.rank)) return csr14::kDroppedDuplicate;
-    return kJoin;
-  }
-  // A result from the job's parent: taken only by the round that waits for it (same epoch and
-  // seq, complete here, its sum sent up), in the switch model's order of checks.
-  static int decide_parent_result(const RoundState& round, const Contribution& k) {
-    if (!round.has_round) return csr14::kDroppedNoRound;
-    if (k.epoch != round.epoch) return csr14::kDroppedStaleEpoch;
-    const int32_t age = static_cast<int32_t>(k.seq - round.seq);
-    if (age < 0) return csr14::kDroppedStale;
-    if (age > 0 || round.remaining != 0) return csr14::kDroppedNoRound;
-    if (!round.upstream) return csr14::kDroppedDuplicate;  // answered already
-    if (k.count != round.count) return csr14::kDroppedCountMismatch;
-    if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
-    return kParentResult;
-  }
-
-  static int open_run(const Run runs[kNumPorts], int at) {
-    for (int r = 0; r < kNumPorts; ++r)
-      if (runs[r].open && runs[r].at == at) return r;
-    return -1;
-  }
-  // A group holds at most kNumPorts frames, so a run is always free.
-  static int free_run(const Run runs[kNumPorts]) {
-    for (int r = 0; r < kNumPorts; ++r)
-      if (!runs[r].open) return r;
-    return 0;
-  }
-
-  // Element `lane` of accumulator beat `a` taken from frame f, as a 32-bit word (int32 bits or
-  // fp32 bits; bf16 widened).
-  static uint32_t element(const Frame& f, unsigned dtype, int a, int lane) {
-#pragma HLS INLINE
-    if (dtype == layout::kDtypeBf16)
-      return bf16_to_fp32(get_lane16(f.beat[1 + a / 2], (a % 2) * kLanes + lane));
-    return get_lane32(f.beat[1 + a], lane);
-  }
-
-  // The run's tree sum into the accumulators of its (slot, set): stored for a new round, else
-  // added to them, accumulator first.
-  void apply_run(const Run& run, const Frame frames[kNumPorts]) {
-    const RoundState& round = rounds_[run.at];
-    const int beats = (round.count + kLanes - 1) / kLanes;
-    const bool fp = round.dtype != layout::kDtypeInt32;
-  accumulate:
-    for (int a = 0; a < beats; ++a) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT max = 16
-      uint32_t leaf[kTreeLeaves][kLanes];
-      for (int p = 0; p < kTreeLeaves; ++p) {
-#pragma HLS UNROLL
-        for (int l = 0; l < kLanes; ++l) {
-#pragma HLS UNROLL
-          leaf[p][l] = p < kNumPorts && run.member[p] ? element(frames[p], round.dtype, a, l) : 0;
-        }
-      }
-      uint32_t sum[kLanes] = {0};  // a run has at least one member: always written
-      if (fp)
-        tree_reduce<Fp32Elem, kLanes, kTreeLeaves>(leaf, run.member, sum);
-      else
-        tree_reduce<Int32Elem, kLanes, kTreeLeaves>(leaf, run.member, sum);
-      for (int l = 0; l < kLanes; ++l) {
-#pragma HLS UNROLL
-        uint32_t& acc = acc_[run.at][a][l];
-        if (run.first)
-          acc = sum[l];
-        else
-          acc = fp ? Fp32Elem::add(acc, sum[l]) : Int32Elem::add(acc, sum[l]);
-      }
-    }
   }
 
   // The round's result to every worker of the job, in rank order.
   template <class Sink>
   void multicast(int job, int at, Sink& sink) {
-    const int workers = jobs_[job].workers;
+    const int workers = table_.job(job).workers;
   multicast:
     for (int w = 0; w < kMaxWorkers; ++w) {
       if (w >= workers) break;
@@ -756,131 +444,21 @@ class Aggregator {
     }
   }
 
-  // The result frame of round `at` for rank `rank` of job table entry `job`, on that worker's
-  // egress port: Ethernet/IPv4/UDP from the aggregator to the worker, ECN = the round's OR.
+  // The result frame of round `at` for rank `rank` of job table entry `job`.
   template <class Sink>
   void emit_result(int job, int rank, int at, Sink& sink) {
-    const WorkerEntry& w = workers_[job][rank];
-    Destination d;
-    d.mac_lo = w.mac_lo;
-    d.mac_hi = w.mac_hi;
-    d.ip = w.ip;
-    d.udp_port = w.udp_port;
-    d.port = w.egress_port;
-    d.type = layout::kMsgResult;
-    d.flags = static_cast<unsigned>(at & 1);
-    d.job_id = jobs_[job].id;
-    d.rank = static_cast<uint16_t>(rank);
-    d.slot = static_cast<uint16_t>(at >> 1);
-    emit(d, at, sink);
+    emit(pipeline::to_worker(table_.job(job), table_.worker(job, rank), rank, at), at, sink);
   }
-
-  // Trees: the sum of round `at` to the parent of job table entry `job`, as one contribution
-  // (the parent's job id, this aggregator's rank and the parent's slot; fresh if the round was),
-  // on the egress port towards the parent.
+  // Trees: the sum of round `at` to the parent of job table entry `job`.
   template <class Sink>
   void emit_to_parent(int job, int at, Sink& sink) {
-    const JobEntry& j = jobs_[job];
-    Destination d;
-    d.mac_lo = j.parent_mac_lo;
-    d.mac_hi = j.parent_mac_hi;
-    d.ip = j.parent_ip;
-    d.udp_port = j.parent_udp_port;
-    d.port = j.parent_port;
-    d.type = layout::kMsgContribution;
-    d.flags = static_cast<unsigned>(at & 1) | (rounds_[at].fresh ? layout::kFlagFresh : 0u);
-    d.job_id = j.parent_id;
-    d.rank = j.parent_rank;
-    d.slot = static_cast<uint16_t>(j.parent_slot_base + ((at >> 1) - j.slot_base));
-    emit(d, at, sink);
+    emit(pipeline::to_parent(table_.job(job), rounds_.at(at), at), at, sink);
   }
-
-  // Where a frame of a round goes and the header fields that differ between a result and a
-  // contribution to the parent.
-  struct Destination {
-    uint32_t mac_lo;  // MAC bytes 2..5
-    uint16_t mac_hi;  // MAC bytes 0..1
-    uint32_t ip;
-    uint16_t udp_port;
-    int port;  // egress port
-    unsigned type, flags;
-    uint16_t job_id, rank, slot;
-  };
-
-  // The frame of round `at` to `d`: Ethernet/IPv4/UDP from the aggregator, ECN = the round's
-  // OR, the round's dtype, count, exponent, seq and epoch, and its values as the payload.
   template <class Sink>
-  void emit(const Destination& dst, int at, Sink& sink) {
-    using namespace layout;
-    const RoundState& round = rounds_[at];
-    const unsigned payload = round.count * element_size(round.dtype);
-    const unsigned ip_length = kIpv4HeaderSize + kUdpHeaderSize + kNetaggHeaderSize + payload;
-    const uint32_t agg_mac_lo = reg(csr14::kAggMacLo), agg_mac_hi = reg(csr14::kAggMacHi);
-
-    BeatData h = 0;
-    set_be16(h, kEthDstAddr, dst.mac_hi);
-    set_be32(h, kEthDstAddr + 2, dst.mac_lo);
-    set_be16(h, kEthSrcAddr, agg_mac_hi & 0xFFFFu);
-    set_be32(h, kEthSrcAddr + 2, agg_mac_lo);
-    set_be16(h, kEthEtherType, kEthertypeIpv4);
-    set_byte(h, kIpv4Version, kIpVersionIhl);
-    set_byte(h, kIpv4Ecn, round.ecn & kIpv4EcnMask);
-    set_be16(h, kIpv4TotalLen, ip_length);
-    set_be16(h, kIpv4Flags, (kIpFlagsDf << 13));
-    set_byte(h, kIpv4Ttl, kIpTtl);
-    set_byte(h, kIpv4Protocol, kIpProtocolUdp);
-    set_be32(h, kIpv4SrcAddr, reg(csr14::kAggIp));
-    set_be32(h, kIpv4DstAddr, dst.ip);
-    set_be16(h, kIpv4HdrChecksum, ~ipv4_sum(h) & 0xFFFFu);
-    set_be16(h, kUdpSrcPort, reg(csr14::kAggUdpPort) & 0xFFFFu);
-    set_be16(h, kUdpDstPort, dst.udp_port);
-    set_be16(h, kUdpLength, ip_length - kIpv4HeaderSize);
-    set_byte(h, kNetaggVersion, kVersion);
-    set_byte(h, kNetaggType, dst.type);
-    set_byte(h, kNetaggDtype, round.dtype);
-    set_byte(h, kNetaggFlags, dst.flags);
-    set_be16(h, kNetaggJobId, dst.job_id);
-    set_be16(h, kNetaggRank, dst.rank);
-    set_be16(h, kNetaggSlot, dst.slot);
-    set_be16(h, kNetaggCount, round.count);
-    set_be16(h, kNetaggExponent, static_cast<uint16_t>(round.exponent));
-    set_be32(h, kNetaggSeq, round.seq);
-    set_be32(h, kNetaggEpoch, round.epoch);
-
-    const int port = dst.port;
-    const int beats = static_cast<int>((payload + kBeatBytes - 1) / kBeatBytes);
-    AxisBeat out;
-    out.data = h;
-    out.keep = ~0ULL;
-    out.strb = ~0ULL;
-    out.last = beats == 0;
-    sink.write(port, out);
-    const bool bf16 = round.dtype == kDtypeBf16;
-  payload_beats:
-    for (int k = 0; k < beats; ++k) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS LOOP_TRIPCOUNT max = 16
-      BeatData d = 0;
-      if (bf16) {
-        for (int e = 0; e < 2 * kLanes; ++e) {
-#pragma HLS UNROLL
-          const int index = 2 * kLanes * k + e;
-          if (index < round.count)
-            set_lane16(d, e, fp32_to_bf16(acc_[at][index / kLanes][index % kLanes]));
-        }
-      } else {
-        for (int l = 0; l < kLanes; ++l) {
-#pragma HLS UNROLL
-          if (kLanes * k + l < round.count) set_lane32(d, l, acc_[at][k][l]);
-        }
-      }
-      const unsigned left = payload - kBeatBytes * k;  // bytes from this beat on
-      out.data = d;
-      out.keep = left >= 64 ? ~0ULL : (1ULL << left) - 1;
-      out.strb = out.keep;
-      out.last = k == beats - 1;
-      sink.write(port, out);
-    }
+  void emit(const pipeline::Destination& dst, int at, Sink& sink) {
+    const pipeline::Origin from = {reg(csr14::kAggMacLo), reg(csr14::kAggMacHi), reg(csr14::kAggIp),
+                                   reg(csr14::kAggUdpPort)};
+    pipeline::emit_frame<P>(dst, from, rounds_.at(at), acc_, at, sink);
     ++counters_[csr14::kFramesOut];
   }
 
@@ -889,10 +467,9 @@ class Aggregator {
   uint32_t control_seq_seen_;
   uint64_t counter_latch_;
   uint64_t counters_[csr14::kCounterCount];
-  JobEntry jobs_[kMaxJobs];
-  WorkerEntry workers_[kMaxJobs][kMaxWorkers];
-  RoundState rounds_[2 * kSlots];                // index 2 * slot + set
-  uint32_t acc_[2 * kSlots][kMaxBeats][kLanes];  // int32 or fp32 bits
+  pipeline::JobTable<P> table_;
+  pipeline::RoundTable<P> rounds_;  // index 2 * slot + set
+  pipeline::Accumulators<P> acc_;   // int32 or fp32 bits
 };
 
 }  // namespace fpga
