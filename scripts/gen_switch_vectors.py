@@ -36,6 +36,8 @@ OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "sw
 NETAGG_PORT = wire_format.UDP_PORT
 EXP_NONE = wire_format.EXP_NONE
 CONTRIBUTION, RESULT = wire_format.TYPES["contribution"], wire_format.TYPES["result"]
+NOTICE = wire_format.TYPES["notice"]
+BAD_TYPE = max(wire_format.TYPES.values()) + 1  # the first type the format does not define
 DTYPES = wire_format.DTYPES
 MAX_COUNT = wire_format.MAX_COUNT
 
@@ -188,6 +190,28 @@ class Switch:
             self.count("malformed_" + error)
         return ("dropped " + reason + (" " + error if error else "")), []
 
+    def noticed(self, reason, f, p, waiting=None):
+        """Drops the contribution p (in frame f) for `reason` and, for the first drop of the
+        reason and one in every notice_interval after it, answers it with a notice out of the
+        ingress port, MAC, IP and UDP port swapped, ECN 0: the packet's header with type notice,
+        dtype int32, fresh and recovery clear, count and exponent of the payload [reason code,
+        the bitmap of the ranks a duplicate's round waits for]. Recovery copies get none."""
+        before = self.counters.get("dropped_" + reason, 0)
+        outcome, _ = self.drop(reason)
+        if before % wire_format.NOTICE_INTERVAL or p[3] & 4:
+            return outcome, []  # not due, or a recovery copy (its sender has the result)
+        (version, type, dtype, flags, job_id, rank, slot, count, exponent, seq,
+         epoch) = struct.unpack(">BBBBHHHHhII", p[:22])
+        words = [wire_format.NOTICE_REASONS[reason]] + ([] if waiting is None else [waiting])
+        notice = netagg_packet(type=NOTICE, set=flags & 1, job_id=job_id, rank=rank, slot=slot,
+                               values=words, seq=seq, epoch=epoch)
+        self.count("notices")
+        src_port, dst_port = struct.unpack(">HH", f[34:38])
+        frame = self.out_udp(mac_text(f[6:12]), ip_text(struct.unpack(">I", f[26:30])[0]),
+                             src_port, notice, 0, src_mac=mac_text(f[0:6]),
+                             src_ip=ip_text(struct.unpack(">I", f[30:34])[0]), src_port=dst_port)
+        return outcome, [(self.port_in, frame)]
+
     def result_packet(self, job_id, slot, s, rank):
         r = self.regs(slot, s)
         # Results carry the round's epoch; fresh and recovery are 0 in results.
@@ -230,7 +254,7 @@ class Switch:
         count = struct.unpack(">H", p[10:12])[0]
         if version != 1:
             return "bad_version"
-        if type not in (CONTRIBUTION, RESULT):
+        if type not in wire_format.TYPES.values():
             return "bad_type"
         if dtype > 2:
             return "bad_dtype"
@@ -245,6 +269,7 @@ class Switch:
     def process(self, port, f):
         """One frame in on `port`: returns (outcome, [(port, frame), ...])."""
         self.count("frames_in")
+        self.port_in = port
         outcome, out = self.classify(port, f)
         self.count("frames_out", len(out))
         return outcome, out
@@ -315,20 +340,20 @@ class Switch:
             return self.drop("not_contribution")
         job = self.jobs.get(job_id)
         if job is None:
-            return self.drop("unknown_job")
+            return self.noticed("unknown_job", f, p)
         workers = sorted(job["workers"], key=lambda w: w["rank"])
         if rank >= len(workers):
-            return self.drop("rank_out_of_range")
+            return self.noticed("rank_out_of_range", f, p)
         ip_s, port_s = workers[rank]["address"].split(":")
         if (ip_s, int(port_s)) != src:
-            return self.drop("foreign_source")
+            return self.noticed("foreign_source", f, p)
         base, n_slots = job["slots"]["base"], job["slots"]["count"]
         if not base <= slot < base + n_slots:
-            return self.drop("slot_out_of_range")
+            return self.noticed("slot_out_of_range", f, p)
         if dtype != 0:
-            return self.drop("unsupported_dtype")
+            return self.noticed("unsupported_dtype", f, p)
         if count > job["elements_per_packet"]:
-            return self.drop("count_too_large_for_job")
+            return self.noticed("count_too_large_for_job", f, p)
 
         r = self.regs(slot, s)
         bit = 1 << rank
@@ -350,12 +375,12 @@ class Switch:
             if age > 0:
                 return self.drop("no_round")
         elif takeover and not fresh:
-            return self.drop("stale_epoch")
+            return self.noticed("stale_epoch", f, p)
         if r.has_round and not takeover:
             age = serial_age(seq, r.seq)
             complete = r.remaining == 0
             if age < 0:
-                return self.drop("stale")
+                return self.noticed("stale", f, p)
             # Newer: a new round, whether the set's round is complete or not. Every worker has had
             # that round's result when any sends a newer packet to the set (its packet P + 2W
             # follows the result of P + W, which needed every worker's P + W, each sent after
@@ -363,7 +388,7 @@ class Switch:
             # worker whose old result then arrived) is over.
             if age == 0:
                 if count != r.count:
-                    return self.drop("count_mismatch")
+                    return self.noticed("count_mismatch", f, p)
                 if complete and r.upstream:
                     # Trees: the round waits for the parent; its copy or the parent's answer may
                     # have been lost: the partial sum goes up again (the parent adds it, or
@@ -388,7 +413,8 @@ class Switch:
                                           src_port=struct.unpack(">H", f[36:38])[0])
                     return "result_resent", up + [(port, answer)]
                 if r.bitmap & bit:
-                    return self.drop("duplicate")
+                    everyone = (1 << len(workers)) - 1
+                    return self.noticed("duplicate", f, p, waiting=everyone & ~r.bitmap)
             first = age > 0
         values = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0] for i in range(count)]
         # Every new round (the set holds none, a newer seq, or a takeover) starts with its
@@ -1275,7 +1301,7 @@ def cases():
     bad = [
         ("a 10-byte UDP payload", to_switch(good[:10]), "truncated"),
         ("version 2", to_switch(c.packet(1, 0, 8, 0, 0, version=2)), "bad_version"),
-        ("type 3", to_switch(c.packet(1, 0, 8, 0, 0, type=3)), "bad_type"),
+        (f"type {BAD_TYPE}", to_switch(c.packet(1, 0, 8, 0, 0, type=BAD_TYPE)), "bad_type"),
         ("dtype 3", to_switch(c.packet(1, 0, 8, 0, 0, raw_dtype=3)), "bad_dtype"),
         ("flag bit 3", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x08)), "bad_flags"),
         ("flag bit 7 with set and fresh", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x83)),
@@ -1469,6 +1495,54 @@ def cases():
     c.from_parent(1, 8, 0, 0, [33], "completed", sums=[33],
                   why="from job 1's parent: job 1's round is still waiting")
     c.send(2, 0, 12, 0, 0, [10], "result_resent", sums=[300])
+    out.append(c)
+
+    def notice_of(step, out, reason, waiting=None):
+        """The author's notice for a step: one frame back to the sender, of that reason and
+        waiting bitmap; or none (reason None)."""
+        got = [(struct.unpack(">I", o[64:68])[0], struct.unpack(">H", o[52:54])[0],
+                [struct.unpack(">I", o[68 + 4 * i:72 + 4 * i])[0]
+                 for i in range(struct.unpack(">H", o[52:54])[0] - 1)])
+               for _, o in out if o[43] == NOTICE]
+        want = [] if reason is None else [
+            (wire_format.NOTICE_REASONS[reason], 1 if waiting is None else 2,
+             [] if waiting is None else [waiting])]
+        if got != want or (reason is not None and len(out) != 1):
+            raise SystemExit(f"notices: {step}: notices {got}, case says {want}")
+
+    J5 = make_job(1, 5, 8, 4, 4)
+    c = Case("notices", "The drops a worker can act on are answered with a notice: the "
+             "packet's header with type notice, the reason in the payload's first word and, for "
+             "a duplicate, the ranks its round waits for in the second. The first drop of a "
+             "reason and one in every notice_interval after it are answered; recovery copies "
+             "never are.", [J5])
+    notice_of("unknown job", c.send(7, 0, 8, 0, 0, [1], "dropped unknown_job", sender=(1, 0)),
+              "unknown_job")
+    for i in range(1, wire_format.NOTICE_INTERVAL):
+        notice_of(f"unknown job {i}", c.send(7, 0, 8, 0, i, [1], "dropped unknown_job",
+                                             sender=(1, 0), why="no notice: not due"), None)
+    notice_of("unknown job again", c.send(7, 0, 8, 0, wire_format.NOTICE_INTERVAL, [1],
+                                          "dropped unknown_job", sender=(1, 0),
+                                          why=f"drop {wire_format.NOTICE_INTERVAL + 1}: due"),
+              "unknown_job")
+    c.send(1, 0, 9, 0, 0, [1], "aggregated")
+    c.send(1, 3, 9, 0, 0, [1], "aggregated")
+    notice_of("duplicate", c.send(1, 3, 9, 0, 0, [1], "dropped duplicate",
+                                  why="the round waits for ranks 1, 2 and 4"),
+              "duplicate", 0b10110)
+    notice_of("duplicate recovery", c.send(1, 0, 9, 0, 0, [1], "dropped duplicate", recovery=1,
+                                           why="a recovery copy: no notice"), None)
+    c.send(1, 1, 9, 0, 0, [1], "aggregated")
+    c.send(1, 2, 9, 0, 0, [1], "aggregated")
+    c.send(1, 4, 9, 0, 0, [1], "completed", sums=[5])
+    c.send(1, 0, 9, 0, 5, [1], "aggregated", why="the next round of the set")
+    notice_of("stale", c.send(1, 1, 9, 0, 0, [1], "dropped stale",
+                              why="older than round 5: a late copy, or another run's token"),
+              "stale")
+    notice_of("stale epoch", c.send(1, 1, 9, 0, 5, [1], "dropped stale_epoch",
+                                    epoch=0x0BADC0DE, fresh=0, why="another run's packet"),
+              "stale_epoch")
+    c.counter("notices", 5)
     out.append(c)
     return out
 

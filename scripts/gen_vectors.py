@@ -16,6 +16,7 @@ import wire_format
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "wire"
 
 TYPES = wire_format.TYPES
+BAD_TYPE = max(TYPES.values()) + 1  # the first type the format does not define
 DTYPES = wire_format.DTYPES
 EXP_NONE = wire_format.EXP_NONE
 
@@ -153,7 +154,8 @@ def main():
     bad = [
         ("truncated", "Ten bytes: shorter than the 22-byte header.", header(count=0)[:10]),
         ("bad_version", "Version 2.", header(version=2)),
-        ("bad_type", "Type 3 is neither contribution nor result.", header(raw_type=3)),
+        ("bad_type", f"Type {BAD_TYPE} is not a msg_type (contribution, result, notice).",
+         header(raw_type=BAD_TYPE)),
         ("bad_dtype", "Data type 3 is not defined.", header(raw_dtype=3)),
         ("bad_flags", "The lowest reserved flag bit (bit 3) is set.", header(flags=0x08)),
         ("bad_flags_bit7", "The highest reserved flag bit (bit 7) is set, with set and fresh.",

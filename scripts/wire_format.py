@@ -20,6 +20,8 @@ MAX_COUNT = CONSTANTS["max_count"]
 ENUMS = {e["name"]: {v["name"]: v["value"] for v in e["values"]} for e in _RAW["enums"]}
 TYPES = ENUMS["msg_type"]
 DTYPES = ENUMS["dtype"]
+NOTICE_REASONS = ENUMS["notice_reason"]
+NOTICE_INTERVAL = CONSTANTS["notice_interval"]
 ELEMENT_SIZES = {v["name"]: v["size"] for e in _RAW["enums"] if e["name"] == "dtype"
                  for v in e["values"]}
 ERRORS = [e["name"] for e in _RAW["errors"]]

@@ -12,6 +12,20 @@ local netagg = Proto("netagg", "netagg in-network aggregation")
 local msg_type_names = {
   [1] = "contribution",
   [2] = "result",
+  [3] = "notice",
+}
+local notice_reason_names = {
+  [1] = "unknown_job",
+  [2] = "rank_out_of_range",
+  [3] = "foreign_source",
+  [4] = "slot_out_of_range",
+  [5] = "unsupported_dtype",
+  [6] = "count_too_large_for_job",
+  [7] = "count_mismatch",
+  [8] = "dtype_mismatch",
+  [9] = "stale",
+  [10] = "stale_epoch",
+  [11] = "duplicate",
 }
 local dtype_names = {
   [0] = "int32",
@@ -26,7 +40,7 @@ local element_sizes = {
 
 local f = netagg.fields
 f.version = ProtoField.uint8("netagg.version", "version", base.DEC, nil, nil, "wire format version")
-f.type = ProtoField.uint8("netagg.type", "type", base.DEC, msg_type_names, nil, "contribution (worker to aggregator) or result (aggregator to worker)")
+f.type = ProtoField.uint8("netagg.type", "type", base.DEC, msg_type_names, nil, "contribution (worker to aggregator), result, notice (to a worker)")
 f.dtype = ProtoField.uint8("netagg.dtype", "dtype", base.DEC, dtype_names, nil, "data type of the payload elements")
 f.flags = ProtoField.uint8("netagg.flags", "flags", base.HEX, nil, nil, "bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero")
 f.flags_set = ProtoField.uint8("netagg.set", "set", base.DEC, nil, 0x01, "which of the slot's two copies (the shadow copy)")

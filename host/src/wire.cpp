@@ -33,6 +33,38 @@ std::uint16_t ipv4_checksum(std::span<const std::byte> header) {
   return static_cast<std::uint16_t>(~sum);
 }
 
+std::size_t encode_notice(const Header& dropped, NoticeReason reason,
+                          std::span<const std::uint32_t> waiting, std::span<std::byte> out) {
+  if (waiting.size() + 1 > kMaxCount) return 0;
+  Header h = dropped;
+  h.type = MsgType::kNotice;
+  h.dtype = DataType::kInt32;
+  h.fresh = false;
+  h.recovery = false;
+  h.count = static_cast<std::uint16_t>(waiting.size() + 1);
+  h.exponent = kExponentNone;
+  const std::size_t size = kHeaderSize + std::size_t{h.count} * 4;
+  if (out.size() < size || !encode_header(h, out)) return 0;
+  std::byte* p = out.data() + kHeaderSize;
+  store_be32(p, static_cast<std::uint32_t>(reason));
+  for (std::size_t i = 0; i < waiting.size(); ++i) store_be32(p + 4 * (i + 1), waiting[i]);
+  return size;
+}
+
+bool Notice::waits_for(std::size_t rank) const {
+  if (rank / 32 >= waiting.size() / 4) return false;
+  return (load_be32(waiting.data() + 4 * (rank / 32)) >> (rank % 32) & 1u) != 0;
+}
+
+std::optional<Notice> read_notice(const Decoded& d) {
+  if (!d || d.header.type != MsgType::kNotice || d.header.dtype != DataType::kInt32 ||
+      d.header.count == 0)
+    return std::nullopt;
+  const auto reason = static_cast<NoticeReason>(load_be32(d.payload.data()));
+  if (!is_valid(reason)) return std::nullopt;
+  return Notice{reason, d.payload.subspan(4)};
+}
+
 std::size_t encode_frame(const FrameAddress& a, std::span<const std::byte> packet,
                          std::span<std::byte> out) {
   const std::size_t ip_len = kIpv4HeaderSize + kUdpHeaderSize + packet.size();

@@ -22,7 +22,7 @@ package netagg_pkg;
   //
   //  offset  size  field
   //  0       1     version    wire format version
-  //  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
+  //  1       1     type       contribution (worker to aggregator), result, notice (to a worker)
   //  2       1     dtype      data type of the payload elements
   //  3       1     flags      bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero
   //  4       2     job_id     the job; aggregators keep a table of jobs
@@ -38,14 +38,30 @@ package netagg_pkg;
   localparam int unsigned HEADER_SIZE = 22;
   localparam logic [15:0] UDP_PORT = 16'd20033;  // well-known aggregator port
   localparam int unsigned MAX_COUNT = 1024;  // elements per packet, any dtype
+  localparam int unsigned NOTICE_INTERVAL = 16;  // an aggregator sends a notice for the first drop of each notice_reason and then for one in every notice_interval drops of it (a power of two)
   localparam logic [15:0] EXPONENT_NONE = 16'h8000;  // -32768: block exponent of a chunk of zeros: the identity of max
   localparam logic [15:0] EXPONENT_NON_FINITE = 16'h7FFF;  // 32767: block exponent of a chunk that held NaN or Inf
 
   // what a packet is
   typedef enum logic [7:0] {
     MSG_CONTRIBUTION = 8'd1,
-    MSG_RESULT = 8'd2
+    MSG_RESULT = 8'd2,
+    MSG_NOTICE = 8'd3
   } msg_type_e;
+  // word 0 of a notice's payload: the drop it reports (each name is a drop's); words 1.. of a `duplicate` notice hold the ranks its round waits for, rank r at bit r % 32 of word 1 + r / 32
+  typedef enum logic [31:0] {
+    NOTICE_UNKNOWN_JOB = 32'd1,
+    NOTICE_RANK_OUT_OF_RANGE = 32'd2,
+    NOTICE_FOREIGN_SOURCE = 32'd3,
+    NOTICE_SLOT_OUT_OF_RANGE = 32'd4,
+    NOTICE_UNSUPPORTED_DTYPE = 32'd5,
+    NOTICE_COUNT_TOO_LARGE_FOR_JOB = 32'd6,
+    NOTICE_COUNT_MISMATCH = 32'd7,
+    NOTICE_DTYPE_MISMATCH = 32'd8,
+    NOTICE_STALE = 32'd9,
+    NOTICE_STALE_EPOCH = 32'd10,
+    NOTICE_DUPLICATE = 32'd11
+  } notice_reason_e;
   // type of the payload elements
   typedef enum logic [7:0] {
     DTYPE_INT32 = 8'd0,

@@ -9,21 +9,34 @@
 #define NETAGG_CONSTANTS_P4
 
 /* ---- wire format ----------------------------------------------------------------------------- */
-#define NETAGG_UDP_PORT            20033  /* contributions go to this UDP port */
-#define NETAGG_WIRE_VERSION        1
-#define NETAGG_HEADER_SIZE         22  /* bytes */
-#define NETAGG_MAX_COUNT           1024  /* elements per packet, any dtype */
-#define NETAGG_EXPONENT_NONE       -32768  /* block exponent of a chunk of zeros: the identity of max */
-#define NETAGG_EXPONENT_NON_FINITE 32767  /* block exponent of a chunk that held NaN or Inf */
-#define NETAGG_MSG_CONTRIBUTION    1  /* worker to aggregator */
-#define NETAGG_MSG_RESULT          2  /* aggregator to worker */
-#define NETAGG_DTYPE_INT32         0  /* two's complement, added with wrap-around */
-#define NETAGG_DTYPE_FP32          1  /* IEEE binary32 */
-#define NETAGG_DTYPE_BF16          2  /* bfloat16, accumulated in fp32 */
-#define NETAGG_FLAG_SET            0x01  /* which of the slot's two copies (the shadow copy) */
-#define NETAGG_FLAG_FRESH          0x02  /* in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it */
-#define NETAGG_FLAG_RECOVERY       0x04  /* in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it */
-#define NETAGG_FLAGS_RESERVED_MASK 0xF8
+#define NETAGG_UDP_PORT                       20033  /* contributions go to this UDP port */
+#define NETAGG_WIRE_VERSION                   1
+#define NETAGG_HEADER_SIZE                    22  /* bytes */
+#define NETAGG_MAX_COUNT                      1024  /* elements per packet, any dtype */
+#define NETAGG_NOTICE_INTERVAL                16  /* an aggregator sends a notice for the first drop of each notice_reason and then for one in every notice_interval drops of it (a power of two) */
+#define NETAGG_EXPONENT_NONE                  -32768  /* block exponent of a chunk of zeros: the identity of max */
+#define NETAGG_EXPONENT_NON_FINITE            32767  /* block exponent of a chunk that held NaN or Inf */
+#define NETAGG_MSG_CONTRIBUTION               1  /* worker to aggregator */
+#define NETAGG_MSG_RESULT                     2  /* aggregator to worker */
+#define NETAGG_MSG_NOTICE                     3  /* aggregator to the source of a contribution it dropped: why (payload: int32 words, the notice_reason, then for `duplicate` the bitmap of ranks its round waits for) */
+#define NETAGG_NOTICE_UNKNOWN_JOB             1  /* the aggregator has no job of that id: not installed, removed or replaced */
+#define NETAGG_NOTICE_RANK_OUT_OF_RANGE       2  /* the job has fewer workers than the rank */
+#define NETAGG_NOTICE_FOREIGN_SOURCE          3  /* the packet came from an address that is not the rank's in the aggregator's job table */
+#define NETAGG_NOTICE_SLOT_OUT_OF_RANGE       4  /* the slot is outside the job's range */
+#define NETAGG_NOTICE_UNSUPPORTED_DTYPE       5  /* the aggregator cannot add this dtype */
+#define NETAGG_NOTICE_COUNT_TOO_LARGE_FOR_JOB 6  /* more elements than the job's elements_per_packet */
+#define NETAGG_NOTICE_COUNT_MISMATCH          7  /* the round in progress has another element count */
+#define NETAGG_NOTICE_DTYPE_MISMATCH          8  /* the round in progress has another dtype */
+#define NETAGG_NOTICE_STALE                   9  /* the set holds a newer round of the same epoch: to a worker still waiting for that seq, another run used the same token */
+#define NETAGG_NOTICE_STALE_EPOCH             10  /* the set holds a round of another epoch: another run of the job uses the aggregator */
+#define NETAGG_NOTICE_DUPLICATE               11  /* the round already has this rank's contribution and waits for the ranks in words 1.. */
+#define NETAGG_DTYPE_INT32                    0  /* two's complement, added with wrap-around */
+#define NETAGG_DTYPE_FP32                     1  /* IEEE binary32 */
+#define NETAGG_DTYPE_BF16                     2  /* bfloat16, accumulated in fp32 */
+#define NETAGG_FLAG_SET                       0x01  /* which of the slot's two copies (the shadow copy) */
+#define NETAGG_FLAG_FRESH                     0x02  /* in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it */
+#define NETAGG_FLAG_RECOVERY                  0x04  /* in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it */
+#define NETAGG_FLAGS_RESERVED_MASK            0xF8
 
 /* ---- framing --------------------------------------------------------------------------------- */
 #define ETHERTYPE_IPV4     0x0800

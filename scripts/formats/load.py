@@ -190,6 +190,13 @@ def load_wire(path):
         if not aggs or any(a not in ("switch", "fpga") for a in aggs):
             raise FormatError(f"drop {d['name']}: aggregators must list \"switch\" and/or \"fpga\"")
         w["drops"].append({"name": d["name"], "aggregators": aggs, "doc": d.get("doc", "")})
+    drop_names = {d["name"] for d in w["drops"]}
+    for v in w["enums"].get("notice_reason", {"values": []})["values"]:
+        if v["name"] not in drop_names:
+            raise FormatError(f"enum notice_reason {v['name']}: not the name of a drop")
+    interval = consts.get("notice_interval", {"value": 1})["value"]
+    if interval < 1 or interval & (interval - 1):
+        raise FormatError(f"constants notice_interval: {interval} is not a power of two")
 
     sw = raw["switch"]
     require(sw, ("constants", "round_states"), "switch")

@@ -332,9 +332,22 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
   // A contribution that the model answered or sent up (so a whole, valid packet) carries its
   // job's id: the child job's.
   const auto request_job = [&] { return wire::load_be16(payload.data() + wire::offset::kJobId); };
+  // Back where the packet came from: MAC, IP and UDP port swapped (a notice, a resent result).
+  const auto back = [&](const CollectingSink::Packet& sent) {
+    wire::FrameAddress a;
+    a.dst_mac = read_mac(frame.data() + 6);
+    a.src_mac = read_mac(frame.data());
+    a.dst_ip = wire::load_be32(ip + 12);
+    a.src_ip = wire::load_be32(ip + 16);
+    a.dst_port = wire::load_be16(udp);
+    a.src_port = wire::load_be16(udp + 2);
+    a.ecn = sent.ecn;
+    emit(port, a, sent.bytes);
+  };
   switch (o.action) {
     case Action::kDropped:
       outcome_.action = FrameAction::kDropped;
+      for (const auto& sent : sink_.packets) back(sent);  // the notice, if one was due
       return;
     case Action::kAggregated:
       outcome_.action = FrameAction::kAggregated;
@@ -354,15 +367,7 @@ void SwitchPipeline::netagg(std::uint16_t port, std::span<const std::byte> frame
           emit_to_parent(request_job(), routes_.at(request_job()).mirror_port, sent);
           continue;
         }
-        wire::FrameAddress a;  // back where it came from: MAC, IP and UDP port swapped
-        a.dst_mac = read_mac(frame.data() + 6);
-        a.src_mac = read_mac(frame.data());
-        a.dst_ip = wire::load_be32(ip + 12);
-        a.src_ip = wire::load_be32(ip + 16);
-        a.dst_port = wire::load_be16(udp);
-        a.src_port = wire::load_be16(udp + 2);
-        a.ecn = sent.ecn;
-        emit(port, a, sent.bytes);
+        back(sent);
       }
       return;
     }

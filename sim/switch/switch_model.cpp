@@ -2,6 +2,7 @@
 #include "switch_model.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@ std::vector<std::pair<std::string_view, std::uint64_t>> SwitchCounters::named() 
       {"sent_to_parent", sent_to_parent},
       {"resent_to_parent", resent_to_parent},
       {"results_from_parent", results_from_parent},
+      {"notices", notices},
       {"dropped_total", dropped_total()},
   };
   for (std::size_t i = 0; i < kDropReasonCount; ++i)
@@ -214,6 +216,32 @@ Outcome SwitchModel::drop(DropReason r) {
   return {Action::kDropped, r, wire::Error::kOk};
 }
 
+namespace {
+// The notice reason of a drop a worker can act on (named as the drop), if it has one.
+std::optional<wire::NoticeReason> notice_reason(DropReason r) {
+  const std::string_view id = pipeline::kDrops[static_cast<std::size_t>(r)].id;
+  for (const auto& [reason, name] : wire::kNoticeReasonNames)
+    if (name == id) return reason;
+  return std::nullopt;
+}
+}  // namespace
+
+Outcome SwitchModel::drop(DropReason r, const Endpoint& source, const wire::Header& h,
+                          PacketSink& out, BitmapRegister waiting) {
+  const auto reason = notice_reason(r);
+  // Recovery copies come from workers that have the result: nothing for them to act on.
+  if (reason && !h.recovery && wire::notice_due(counters_.drops(r))) {
+    std::array<std::uint32_t, 1> words{waiting};
+    const std::span<const std::uint32_t> payload = *reason == wire::NoticeReason::kDuplicate
+                                                       ? std::span<const std::uint32_t>(words)
+                                                       : std::span<const std::uint32_t>();
+    const std::size_t size = wire::encode_notice(h, *reason, payload, result_);
+    ++counters_.notices;
+    out.send(source, {result_.data(), size}, 0);
+  }
+  return drop(r);
+}
+
 void SwitchModel::build_result(const Job& job, const wire::Header& request, std::size_t at) {
   const SlotRegisters& reg = registers_[at];
   wire::Header h;
@@ -250,14 +278,16 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
     return result_from_parent(source, h, decoded.payload, out, ecn);
   if (h.type != wire::MsgType::kContribution) return drop(DropReason::kNotContribution);
   const Job* job = jobs_[h.job_id].get();
-  if (!job) return drop(DropReason::kUnknownJob);
+  if (!job) return drop(DropReason::kUnknownJob, source, h, out);
   const JobSpec& spec = job->spec;
-  if (h.rank >= spec.workers.size()) return drop(DropReason::kRankOutOfRange);
-  if (!(spec.workers[h.rank].address == source)) return drop(DropReason::kForeignSource);
+  if (h.rank >= spec.workers.size()) return drop(DropReason::kRankOutOfRange, source, h, out);
+  if (!(spec.workers[h.rank].address == source))
+    return drop(DropReason::kForeignSource, source, h, out);
   if (h.slot < spec.slot_base || h.slot - spec.slot_base >= spec.slot_count)
-    return drop(DropReason::kSlotOutOfRange);
-  if (h.dtype != wire::DataType::kInt32) return drop(DropReason::kUnsupportedDtype);
-  if (h.count > spec.elements_per_packet) return drop(DropReason::kCountTooLargeForJob);
+    return drop(DropReason::kSlotOutOfRange, source, h, out);
+  if (h.dtype != wire::DataType::kInt32) return drop(DropReason::kUnsupportedDtype, source, h, out);
+  if (h.count > spec.elements_per_packet)
+    return drop(DropReason::kCountTooLargeForJob, source, h, out);
 
   const std::size_t at = index(h.slot, h.set);
   SlotRegisters& reg = registers_[at];
@@ -268,19 +298,19 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
   // apart. Serial-number arithmetic: seqs within 2^31 of each other compare across the wrap.
   bool first = true;  // the set holds no round yet (of this epoch)
   const bool takeover = reg.has_round && h.epoch != reg.epoch;
-  if (takeover && (!h.fresh || h.recovery)) return drop(DropReason::kStaleEpoch);
+  if (takeover && (!h.fresh || h.recovery)) return drop(DropReason::kStaleEpoch, source, h, out);
   // A recovery copy only completes a round the set holds; it never starts one.
   if (h.recovery && !reg.has_round) return drop(DropReason::kNoRound);
   if (reg.has_round && !takeover) {
     const auto age = static_cast<std::int32_t>(h.seq - reg.seq);
     const bool complete = reg.remaining == 0;
-    if (age < 0) return drop(DropReason::kStale);
+    if (age < 0) return drop(DropReason::kStale, source, h, out);
     if (age > 0 && h.recovery) return drop(DropReason::kNoRound);
     // A newer packet: every worker has had this round's result (the sender has the result of
     // the round between them, which needed everybody's packet of it), so the round is over,
     // complete or not (after a restart one can be left unfinished).
     if (age == 0) {
-      if (h.count != reg.count) return drop(DropReason::kCountMismatch);
+      if (h.count != reg.count) return drop(DropReason::kCountMismatch, source, h, out);
       if (complete && reg.upstream) {  // waiting for the parent: its copy may have been lost
         ++counters_.resent_to_parent;
         send_to_parent(*job, h.slot, h.set, /*recovery=*/false, out);
@@ -298,7 +328,12 @@ Outcome SwitchModel::process(const Endpoint& source, std::span<const std::byte> 
         out.send(source, {result_.data(), result_size}, reg.ecn);
         return Outcome{Action::kResultResent};
       }
-      if (reg.bitmap & bit) return drop(DropReason::kDuplicate);
+      if (reg.bitmap & bit) {
+        const BitmapRegister all = spec.workers.size() >= kMaxWorkersPerJob
+                                       ? ~BitmapRegister{0}
+                                       : (BitmapRegister{1} << spec.workers.size()) - 1;
+        return drop(DropReason::kDuplicate, source, h, out, all & ~reg.bitmap);
+      }
     }
     first = age > 0;  // newer: the next round of this set
   }

@@ -120,6 +120,7 @@ struct SwitchCounters {
   std::uint64_t sent_to_parent = 0;
   std::uint64_t resent_to_parent = 0;
   std::uint64_t results_from_parent = 0;
+  std::uint64_t notices = 0;  // notices sent to the sources of dropped contributions
   std::array<std::uint64_t, kDropReasonCount> dropped{};     // by DropReason
   std::array<std::uint64_t, wire::kErrorCount> malformed{};  // by wire::Error (kOk unused)
 
@@ -246,6 +247,10 @@ class SwitchModel {
   void clear_slots(std::size_t base, std::size_t count);
   void index_children();  // child_jobs_ from jobs_; partials_ once a job has a parent
   Outcome drop(DropReason r);
+  // Drops the contribution h from source and, when due (wire::notice_due), answers it with a
+  // notice of the reason; `waiting`: the ranks a duplicate's round waits for.
+  Outcome drop(DropReason r, const Endpoint& source, const wire::Header& h, PacketSink& out,
+               BitmapRegister waiting = 0);
   // Encodes the stored result of registers_[at] into result_, addressed to request.rank (the
   // multicast rewrites the rank field per destination).
   void build_result(const Job& job, const wire::Header& request, std::size_t at);

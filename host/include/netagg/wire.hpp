@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -29,6 +30,34 @@ struct Decoded {
 // Decodes a netagg packet (UDP payload). Never reads past `packet`. The packet must be exactly
 // header + payload: trailing or missing bytes are kLengthMismatch.
 Decoded decode(std::span<const std::byte> packet);
+
+// ---- Notices -----------------------------------------------------------------------------
+// An aggregator answers a contribution it drops for a reason its sender can act on with a
+// notice: the dropped packet's header with type notice, dtype int32 and the int32 payload
+// [reason, waiting words...]; a `duplicate` notice's waiting words hold the ranks its round waits
+// for (rank r: bit r % 32 of word r / 32). docs/wire-format.md, "Notices".
+
+// Whether an aggregator that has dropped `drops_before` packets for a reason sends a notice for
+// the next one: the first of each reason and then one in every kNoticeInterval.
+constexpr bool notice_due(std::uint64_t drops_before) {
+  return drops_before % kNoticeInterval == 0;
+}
+
+// Writes the notice answering the contribution `dropped` into out. `waiting`: the ranks the round
+// waits for, 32 a word (empty for reasons other than kDuplicate). Returns the packet size, or 0
+// if out is too small or waiting has more than kMaxCount - 1 words.
+std::size_t encode_notice(const Header& dropped, NoticeReason reason,
+                          std::span<const std::uint32_t> waiting, std::span<std::byte> out);
+
+struct Notice {
+  NoticeReason reason{};
+  std::span<const std::byte> waiting;  // big-endian words
+  bool waits_for(std::size_t rank) const;
+};
+
+// Reads the payload of a decoded notice: nullopt unless the packet is a notice of dtype int32
+// with at least one word and a known reason.
+std::optional<Notice> read_notice(const Decoded& d);
 
 // ---- Ethernet / IPv4 / UDP framing --------------------------------------------------------
 using Mac = std::array<std::uint8_t, 6>;

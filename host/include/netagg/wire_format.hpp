@@ -18,6 +18,7 @@ namespace netagg::wire {
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::uint16_t kUdpPort = 20033;  // well-known aggregator port
 inline constexpr std::uint16_t kMaxCount = 1024;  // elements per packet, any dtype
+inline constexpr std::uint32_t kNoticeInterval = 16;  // an aggregator sends a notice for the first drop of each notice_reason and then for one in every notice_interval drops of it (a power of two)
 inline constexpr std::int16_t kExponentNone = std::int16_t(-32768);  // block exponent of a chunk of zeros: the identity of max
 inline constexpr std::int16_t kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
 
@@ -39,14 +40,48 @@ constexpr std::string_view name_in(const std::array<EnumName<E>, N>& table, E v)
 enum class MsgType : std::uint8_t {
   kContribution = 1,  // worker to aggregator
   kResult = 2,  // aggregator to worker
+  kNotice = 3,  // aggregator to the source of a contribution it dropped: why (payload: int32 words, the notice_reason, then for `duplicate` the bitmap of ranks its round waits for)
 };
-inline constexpr std::size_t kMsgTypeCount = 2;
+inline constexpr std::size_t kMsgTypeCount = 3;
 inline constexpr std::array<EnumName<MsgType>, kMsgTypeCount> kMsgTypeNames = {{
     {MsgType::kContribution, "contribution"},
     {MsgType::kResult, "result"},
+    {MsgType::kNotice, "notice"},
 }};
 constexpr std::string_view to_string(MsgType v) { return name_in(kMsgTypeNames, v); }
 constexpr bool is_valid(MsgType v) { return to_string(v) != "unknown"; }
+
+// word 0 of a notice's payload: the drop it reports (each name is a drop's); words 1.. of a
+// `duplicate` notice hold the ranks its round waits for, rank r at bit r % 32 of word 1 + r / 32
+enum class NoticeReason : std::uint32_t {
+  kUnknownJob = 1,  // the aggregator has no job of that id: not installed, removed or replaced
+  kRankOutOfRange = 2,  // the job has fewer workers than the rank
+  kForeignSource = 3,  // the packet came from an address that is not the rank's in the aggregator's job table
+  kSlotOutOfRange = 4,  // the slot is outside the job's range
+  kUnsupportedDtype = 5,  // the aggregator cannot add this dtype
+  kCountTooLargeForJob = 6,  // more elements than the job's elements_per_packet
+  kCountMismatch = 7,  // the round in progress has another element count
+  kDtypeMismatch = 8,  // the round in progress has another dtype
+  kStale = 9,  // the set holds a newer round of the same epoch: to a worker still waiting for that seq, another run used the same token
+  kStaleEpoch = 10,  // the set holds a round of another epoch: another run of the job uses the aggregator
+  kDuplicate = 11,  // the round already has this rank's contribution and waits for the ranks in words 1..
+};
+inline constexpr std::size_t kNoticeReasonCount = 11;
+inline constexpr std::array<EnumName<NoticeReason>, kNoticeReasonCount> kNoticeReasonNames = {{
+    {NoticeReason::kUnknownJob, "unknown_job"},
+    {NoticeReason::kRankOutOfRange, "rank_out_of_range"},
+    {NoticeReason::kForeignSource, "foreign_source"},
+    {NoticeReason::kSlotOutOfRange, "slot_out_of_range"},
+    {NoticeReason::kUnsupportedDtype, "unsupported_dtype"},
+    {NoticeReason::kCountTooLargeForJob, "count_too_large_for_job"},
+    {NoticeReason::kCountMismatch, "count_mismatch"},
+    {NoticeReason::kDtypeMismatch, "dtype_mismatch"},
+    {NoticeReason::kStale, "stale"},
+    {NoticeReason::kStaleEpoch, "stale_epoch"},
+    {NoticeReason::kDuplicate, "duplicate"},
+}};
+constexpr std::string_view to_string(NoticeReason v) { return name_in(kNoticeReasonNames, v); }
+constexpr bool is_valid(NoticeReason v) { return to_string(v) != "unknown"; }
 
 // type of the payload elements
 enum class DataType : std::uint8_t {
@@ -84,7 +119,7 @@ inline constexpr std::uint8_t kFlagsReservedMask = 0xF8;
 //
 //  offset  size  field
 //  0       1     version    wire format version
-//  1       1     type       contribution (worker to aggregator) or result (aggregator to worker)
+//  1       1     type       contribution (worker to aggregator), result, notice (to a worker)
 //  2       1     dtype      data type of the payload elements
 //  3       1     flags      bit 0: set; bit 1: fresh; bit 2: recovery; bits 3..7 zero
 //  4       2     job_id     the job; aggregators keep a table of jobs

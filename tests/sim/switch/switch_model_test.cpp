@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "netagg/error.hpp"
@@ -151,12 +152,24 @@ class SwitchModelTest : public ::testing::Test {
   Outcome send_raw(const Endpoint& source, const std::vector<std::byte>& bytes) {
     return model.process(source, bytes, sink);
   }
+  // The results sent since the last call; the notices among the packets go to `notices`.
   std::vector<Result> take_results() {
     std::vector<Result> out;
-    for (const auto& p : sink.packets) out.push_back(decode_result(p));
+    for (const auto& p : sink.packets) {
+      Result r = decode_result(p);
+      (r.header.type == wire::MsgType::kNotice ? notices : out).push_back(std::move(r));
+    }
     sink.packets.clear();
     return out;
   }
+  bool no_results() { return take_results().empty(); }
+  // The notices sent since the last call: (destination, reason, waiting words).
+  std::vector<Result> take_notices() {
+    take_results();
+    return std::exchange(notices, {});
+  }
+
+  std::vector<Result> notices;
 
   SwitchModel model;
   CollectingSink sink;
@@ -168,7 +181,7 @@ TEST_F(SwitchModelTest, BasicReduction) {
   install();
   EXPECT_EQ(send({kJob, 0, 9, 0, {1, 2, 3, 4}, 2, 77}).action, Action::kAggregated);
   EXPECT_EQ(send({kJob, 2, 9, 0, {100, 200, 300, 400}, 2, 77}).action, Action::kAggregated);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   EXPECT_EQ(send({kJob, 1, 9, 0, {10, 20, 30, 40}, 2, 77}).action, Action::kCompleted);
 
   const auto results = take_results();
@@ -418,9 +431,16 @@ TEST_F(SwitchModelTest, IgnoredRetransmissions) {
   EXPECT_EQ(send({kJob, 0, 9, 0, {5, 5}, 0, 1}), dropped(DropReason::kDuplicate));
   EXPECT_EQ(send({kJob, 0, 9, 0, {5, 5}, 0, 1}), dropped(DropReason::kDuplicate));
   EXPECT_EQ(snapshot(model, 9, 0), after_first);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   send({kJob, 1, 9, 0, {6, 6}, 0, 1});
   EXPECT_EQ(send({kJob, 1, 9, 0, {6, 6}, 0, 1}), dropped(DropReason::kDuplicate));
+  // The first duplicate is answered with a notice: its round waits for ranks 1 and 2. The
+  // next two are not (one in every notice_interval drops of a reason is).
+  const auto notices = take_notices();
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].destination, addr(kPort));
+  EXPECT_EQ(notices[0].header.seq, 1u);
+  EXPECT_THAT(notices[0].values, ElementsAre(int(wire::NoticeReason::kDuplicate), 0b110));
   EXPECT_EQ(send({kJob, 2, 9, 0, {7, 7}, 0, 1}).action, Action::kCompleted);
   const auto results = take_results();
   ASSERT_EQ(results.size(), 3u);
@@ -441,7 +461,15 @@ TEST_F(SwitchModelTest, ForeignJob) {
   EXPECT_EQ(send_from(addr(40000), {3, 0, 8, 0, {1}, 0, 0}), dropped(DropReason::kUnknownJob));
   EXPECT_EQ(snapshot(model, 12, 0), job2);
   EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
-  EXPECT_TRUE(sink.packets.empty());
+  // Each drop is answered, to the sender, with a notice of its reason.
+  const auto notices = take_notices();
+  ASSERT_EQ(notices.size(), 3u);
+  for (const auto& n : notices) EXPECT_EQ(n.destination, addr(40000));
+  EXPECT_THAT(notices[0].values, ElementsAre(int(wire::NoticeReason::kForeignSource)));
+  EXPECT_THAT(notices[1].values, ElementsAre(int(wire::NoticeReason::kSlotOutOfRange)));
+  EXPECT_THAT(notices[2].values, ElementsAre(int(wire::NoticeReason::kUnknownJob)));
+  EXPECT_EQ(notices[2].header.job_id, 3u);
+  EXPECT_EQ(model.counters().notices, 3u);
   expect_balanced(model.counters());
 }
 
@@ -457,7 +485,7 @@ TEST_F(SwitchModelTest, UnknownSource) {
   EXPECT_EQ(model.counters().drops(DropReason::kForeignSource), 3u);
   EXPECT_EQ(model.registers(8, 0).bitmap, 0u);
   EXPECT_EQ(model.registers(8, 0).remaining, 0u);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
 }
 
 TEST_F(SwitchModelTest, RankOutOfRange) {
@@ -544,7 +572,7 @@ TEST_F(SwitchModelTest, MalformedPackets) {
   cases.push_back({"version 0", patched(wire::offset::kVersion, 0), wire::Error::kBadVersion});
   cases.push_back({"version 2", patched(wire::offset::kVersion, 2), wire::Error::kBadVersion});
   cases.push_back({"type 0", patched(wire::offset::kType, 0), wire::Error::kBadType});
-  cases.push_back({"type 3", patched(wire::offset::kType, 3), wire::Error::kBadType});
+  cases.push_back({"type 4", patched(wire::offset::kType, 4), wire::Error::kBadType});
   cases.push_back({"dtype 3", patched(wire::offset::kDtype, 3), wire::Error::kBadDtype});
   cases.push_back({"flags 8", patched(wire::offset::kFlags, 8), wire::Error::kBadFlags});
   cases.push_back({"flags 0x81", patched(wire::offset::kFlags, 0x81), wire::Error::kBadFlags});
@@ -575,7 +603,7 @@ TEST_F(SwitchModelTest, MalformedPackets) {
   EXPECT_EQ(model.counters().malformed, expected);
   EXPECT_EQ(model.counters().drops(DropReason::kMalformed), cases.size());
   EXPECT_EQ(snapshot(model, 8, 0), round);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   // The good packet still completes the round.
   EXPECT_EQ(send_raw(addr(kPort + 1), good).action, Action::kCompleted);
   EXPECT_THAT(take_results()[0].values, ElementsAre(4, 6));
@@ -614,7 +642,7 @@ TEST_F(SwitchModelTest, DroppedPacketsNeverTouchSlotState) {
   for (std::size_t s = 0; s < model.pool_slots(); ++s)
     for (unsigned set = 0; set < 2; ++set)
       EXPECT_EQ(snapshot(model, s, set), before[i++]) << "slot " << s << " set " << set;
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   expect_balanced(model.counters());
 }
 
@@ -677,7 +705,7 @@ TEST_F(SwitchModelTest, JobsAreIsolated) {
   model.process(addr(40000), encode({10, 0, 3, 0, {1, 2}, 1, 3}), sink);
   model.process(addr(40001), encode({20, 0, 4, 0, {100, 200}, 2, 0}), sink);
   model.process(addr(40002), encode({20, 1, 4, 0, {300, 400}, 9, 0}), sink);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   EXPECT_EQ(model.process(addr(40001), encode({10, 1, 3, 0, {5, 6}, 4, 3}), sink).action,
             Action::kCompleted);
   auto results = take_results();
@@ -794,7 +822,7 @@ TEST_F(SwitchModelTest, StalePacketsTouchNothingAndNewerOnesEndAnUnfinishedRound
   EXPECT_EQ(send({kJob, 0, 8, 0, {7, 7}, 0, 0}), dropped(DropReason::kStale));
   EXPECT_EQ(send({kJob, 1, 8, 0, {7, 7}, 0, 0}), dropped(DropReason::kStale));
   EXPECT_EQ(snapshot_all(model), before);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
 
   // Round 4 in progress on set 0 (after round 3 on set 1).
   send({kJob, 0, 8, 1, {1, 1}, 0, 3});
@@ -805,7 +833,7 @@ TEST_F(SwitchModelTest, StalePacketsTouchNothingAndNewerOnesEndAnUnfinishedRound
   EXPECT_EQ(send({kJob, 1, 8, 0, {9, 9}, 0, 2}), dropped(DropReason::kStale));  // round 2's copy
   EXPECT_EQ(send({kJob, 1, 8, 0, {9, 9}, 0, 0}), dropped(DropReason::kStale));
   EXPECT_EQ(snapshot_all(model), before);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   EXPECT_EQ(model.counters().drops(DropReason::kStale), 4u);
 
   // Round 6 (newer) replaces the unfinished round 4 and completes with both ranks.
@@ -843,7 +871,7 @@ TEST_F(SwitchModelTest, RestartFromZeroAgainstOldStateIsDroppedAsStale) {
 
   run(0, kW, 0);  // the new run's first window, from both ranks
   for (int retransmission = 0; retransmission < 2; ++retransmission) run(0, kW, 0);
-  EXPECT_TRUE(sink.packets.empty());
+  EXPECT_TRUE(no_results());
   EXPECT_EQ(snapshot_all(model), before);
   EXPECT_EQ(model.counters().aggregated, counters.aggregated);
   EXPECT_EQ(model.counters().drops(DropReason::kStale), 3u * 2 * kW);
@@ -1036,6 +1064,7 @@ TEST_P(SwitchProtocolTest, EveryRoundOnceAndEveryResultExact) {
     // A result at its worker: accepted only for the packet awaited on that slot and set (as the
     // engine does); an accepted result must be exactly right.
     const Result res = decode_result({addr(kPort + packet.rank), packet.bytes});
+    if (res.header.type == wire::MsgType::kNotice) continue;  // never a result
     Worker& w = workers[packet.rank];
     const std::size_t idx = res.header.slot - kBase;
     ASSERT_LT(idx, pc.window);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -164,7 +165,8 @@ void reduces_answers_and_counts_everything(
     EXPECT_THAT(res.values, ElementsAre(3 * 7 + 3, -21, 3000));
   }
 
-  // Junk, each kind once. None gets an answer.
+  // Junk, each kind once. Only the drops a worker can act on are answered: the first of each
+  // reason (one in every wire::kNoticeInterval is), with a notice to its sender.
   auto good = contribution(kJob, 0, kBase, 0, 100, {1, 2, 3});
   auto patched = [&](std::size_t at, std::uint8_t v) {
     auto b = good;
@@ -213,6 +215,35 @@ void reduces_answers_and_counts_everything(
   const Counters mid = d.wait_for_packets_in(sent);
   EXPECT_EQ(mid.at("results_resent"), 1u);
 
+  // Foreign source (the stranger's, the first of two), unknown job, rank, slot (the first of
+  // two), count too large, dtype, duplicate (the round waits for ranks 1 and 2), count mismatch
+  // (rank 1's).
+  const auto notice_reasons = [](UdpSocket& socket, std::size_t n) {
+    std::vector<std::pair<std::string, std::uint32_t>> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto bytes = socket.receive();
+      if (!bytes) break;
+      const Result res = parse_result(*bytes);
+      EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
+      if (res.values.empty()) continue;
+      const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
+      out.emplace_back(std::string(wire::to_string(reason)),
+                       res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
+    }
+    return out;
+  };
+  using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
+  EXPECT_EQ(notice_reasons(stranger, 1), (Notices{{"foreign_source", 0}}));
+  auto worker0 = notice_reasons(workers[0], 6);  // threads > 1: in the threads' order
+  std::sort(worker0.begin(), worker0.end());
+  EXPECT_EQ(worker0, (Notices{{"count_too_large_for_job", 0},
+                              {"duplicate", 0b110},
+                              {"rank_out_of_range", 0},
+                              {"slot_out_of_range", 0},
+                              {"unknown_job", 0},
+                              {"unsupported_dtype", 0}}));
+  EXPECT_EQ(notice_reasons(workers[1], 1), (Notices{{"count_mismatch", 0}}));
+  const std::uint64_t notices = 8;
   for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
   EXPECT_FALSE(other_job_worker.has_pending());
   EXPECT_FALSE(stranger.has_pending());
@@ -233,6 +264,7 @@ void reduces_answers_and_counts_everything(
       {"sent_to_parent", 0},
       {"resent_to_parent", 0},
       {"results_from_parent", 0},
+      {"notices", notices},
       {"dropped_total", junk + 2},
       {"dropped_malformed", 10},
       {"dropped_not_contribution", 1},
@@ -254,7 +286,7 @@ void reduces_answers_and_counts_everything(
       {"malformed_bad_flags", 2},
       {"malformed_count_too_large", 1},
       {"malformed_length_mismatch", 2},
-      {"datagrams_sent", 3 * kPackets + 1},
+      {"datagrams_sent", 3 * kPackets + 1 + notices},
       {"cross_thread", 0},
       {"send_errors", 0},
   };
@@ -368,6 +400,13 @@ TEST_F(SwitchdTest, SighupReinstallsTheJobsOfTheJobFiles) {
   sent += 2;
   Counters c = d.wait_for_packets_in(sent);
   EXPECT_EQ(c["dropped_stale"], 2u);
+  {  // the first is answered with a notice: the set holds a newer round of this epoch
+    const auto bytes = w0.receive();
+    ASSERT_TRUE(bytes);
+    const Result res = parse_result(*bytes);
+    EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
+    EXPECT_THAT(res.values, ElementsAre(int(wire::NoticeReason::kStale)));
+  }
   EXPECT_FALSE(w0.has_pending());
   EXPECT_FALSE(w1.has_pending());
 
@@ -416,6 +455,12 @@ TEST_F(SwitchdTest, SighupReinstallsTheJobsOfTheJobFiles) {
   EXPECT_THAT(parse_result(*bytes).values, ElementsAre(42));
   c = d.wait_for_packets_in(sent);
   EXPECT_EQ(c["dropped_unknown_job"], 1u);
+  {  // job 1's worker is told: the switch has no job 1 any more
+    const auto notice = w0.receive();
+    ASSERT_TRUE(notice);
+    EXPECT_EQ(parse_result(*notice).header.type, wire::MsgType::kNotice);
+    EXPECT_THAT(parse_result(*notice).values, ElementsAre(int(wire::NoticeReason::kUnknownJob)));
+  }
   EXPECT_FALSE(w0.has_pending());
 
   // A job whose description changed is reported as such.
