@@ -177,6 +177,7 @@ class Switch:
         self.children = [j for j in jobs if "parent" in j]
         self.slots = {}
         self.counters = {}
+        self.notice_drops = {}  # (reason, rank % 32): drops, for the notices' rate
 
     def count(self, name, n=1):
         self.counters[name] = self.counters.get(name, 0) + n
@@ -192,14 +193,19 @@ class Switch:
 
     def noticed(self, reason, f, p, waiting=None):
         """Drops the contribution p (in frame f) for `reason` and, for the first drop of the
-        reason and one in every notice_interval after it, answers it with a notice out of the
+        reason from the rank (its low 5 bits) and one in every notice_interval after it, answers it with a notice out of the
         ingress port, MAC, IP and UDP port swapped, ECN 0: the packet's header with type notice,
         dtype int32, fresh and recovery clear, count and exponent of the payload [reason code,
         the bitmap of the ranks a duplicate's round waits for]. Recovery copies get none."""
-        before = self.counters.get("dropped_" + reason, 0)
         outcome, _ = self.drop(reason)
-        if before % wire_format.NOTICE_INTERVAL or p[3] & 4:
-            return outcome, []  # not due, or a recovery copy (its sender has the result)
+        if p[3] & 4:
+            return outcome, []  # a recovery copy: its sender has the result
+        rank = struct.unpack(">H", p[6:8])[0]
+        key = (reason, rank % 32)  # counted by reason and the rank's low 5 bits
+        before = self.notice_drops.get(key, 0)
+        self.notice_drops[key] = before + 1
+        if before % wire_format.NOTICE_INTERVAL:
+            return outcome, []
         (version, type, dtype, flags, job_id, rank, slot, count, exponent, seq,
          epoch) = struct.unpack(">BBBBHHHHhII", p[:22])
         words = [wire_format.NOTICE_REASONS[reason]] + ([] if waiting is None else [waiting])
@@ -1514,8 +1520,8 @@ def cases():
     c = Case("notices", "The drops a worker can act on are answered with a notice: the "
              "packet's header with type notice, the reason in the payload's first word and, for "
              "a duplicate, the ranks its round waits for in the second. The first drop of a "
-             "reason and one in every notice_interval after it are answered; recovery copies "
-             "never are.", [J5])
+             "reason from a rank and one in every notice_interval after it are answered; "
+             "recovery copies never are.", [J5])
     notice_of("unknown job", c.send(7, 0, 8, 0, 0, [1], "dropped unknown_job", sender=(1, 0)),
               "unknown_job")
     for i in range(1, wire_format.NOTICE_INTERVAL):
@@ -1524,6 +1530,9 @@ def cases():
     notice_of("unknown job again", c.send(7, 0, 8, 0, wire_format.NOTICE_INTERVAL, [1],
                                           "dropped unknown_job", sender=(1, 0),
                                           why=f"drop {wire_format.NOTICE_INTERVAL + 1}: due"),
+              "unknown_job")
+    notice_of("unknown job, rank 1", c.send(7, 1, 8, 0, 0, [1], "dropped unknown_job",
+                                            sender=(1, 1), why="rank 1's first: due"),
               "unknown_job")
     c.send(1, 0, 9, 0, 0, [1], "aggregated")
     c.send(1, 3, 9, 0, 0, [1], "aggregated")
@@ -1542,7 +1551,7 @@ def cases():
     notice_of("stale epoch", c.send(1, 1, 9, 0, 5, [1], "dropped stale_epoch",
                                     epoch=0x0BADC0DE, fresh=0, why="another run's packet"),
               "stale_epoch")
-    c.counter("notices", 5)
+    c.counter("notices", 6)
     out.append(c)
     return out
 

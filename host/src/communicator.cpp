@@ -70,6 +70,8 @@ constexpr Duration kRefusedFor = std::chrono::seconds(1);
 
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
 constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
+// A round that waits for other ranks is reported after this long without a result.
+constexpr Duration kWaitingReportAfter = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -359,6 +361,19 @@ struct Communicator::Impl {
     const auto handle_packet = [&](std::span<const std::byte> packet) {
       engines.on_packet(packet, Clock::now(), transport->last_ecn());
     };
+    // A round that waits for other ranks (a duplicate notice) is reported once per operation
+    // after kWaitingReportAfter without a result: the job waits, but the user knows for whom.
+    bool waiting_reported = false;
+    const auto waiting_text = [&](TimePoint now) -> std::optional<std::string> {
+      for (std::size_t k = 0; k < engines.size(); ++k) {
+        const Engine& e = engines[k];
+        if (!running(k) || !e.waiting_notice()) continue;
+        if (now - e.last_progress() < kWaitingReportAfter) continue;
+        return (engines.size() == 1 ? "" : fmt::format("tree {}: ", k)) +
+               e.describe(*e.waiting_notice());
+      }
+      return std::nullopt;
+    };
     for (;;) {
       bool any = false;
       std::optional<TimePoint> deadline;
@@ -384,9 +399,17 @@ struct Communicator::Impl {
       if (!any) break;
       // (A failure ends the communicator, so an engine in kFailed is this operation's.)
       if (engines.any_failed()) break;
+      const auto now = Clock::now();
+      const auto waiting = waiting_text(now);
+      if (waiting && !waiting_reported) {
+        waiting_reported = true;
+        report(*waiting);
+      }
       if (fallback) {
-        // No result on any tree for fallback_after: the aggregator may be gone.
-        if (const auto now = Clock::now(); engines.stalled(now, cfg.fallback_after)) {
+        // No result on any tree for fallback_after: the aggregator may be gone. (Or, when it
+        // says that its rounds wait for ranks, those ranks went to the hosts already, or are
+        // gone: the session tells.)
+        if (engines.stalled(now, cfg.fallback_after)) {
           report(fmt::format(
               "no result from aggregator {} for {} ms{}: finishing the all-reduce with the other "
               "workers (fallback {})",
@@ -406,6 +429,11 @@ struct Communicator::Impl {
         if (const auto due = engines.stall_deadline(cfg.fallback_after); deadline && due)
           deadline = std::min(*deadline, *due);
       }
+      if (!waiting_reported)
+        for (std::size_t k = 0; k < engines.size(); ++k)
+          if (running(k) && engines[k].waiting_notice())
+            deadline = std::min(deadline.value_or(TimePoint::max()),
+                                engines[k].last_progress() + kWaitingReportAfter);
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);
@@ -414,8 +442,8 @@ struct Communicator::Impl {
     }
     for (std::size_t k = 0; k < engines.size(); ++k)
       if (sources[k] && engines[k].state() == Engine::State::kFailed)
-        throw Error(Errc::kTimeout, engines.size() == 1
-                                        ? engines[k].failure()
+        throw Error(engines[k].failed_by_notice() ? Errc::kRejected : Errc::kTimeout,
+                    engines.size() == 1 ? engines[k].failure()
                                         : fmt::format("tree {}: {}", k, engines[k].failure()));
     for (std::size_t k = 0; k < engines.size(); ++k) {
       if (!probing[k] || engines[k].state() != Engine::State::kDone) continue;

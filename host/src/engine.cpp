@@ -2,6 +2,7 @@
 #include "netagg/engine.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -99,6 +100,9 @@ void Engine::start(PacketSource& src, TimePoint now) {
     }
   }
   failure_.clear();
+  failed_by_notice_ = false;
+  fatal_notice_.reset();
+  waiting_notice_.reset();
   src_ = &src;
   count_ = src.packet_count();
   op_first_global_ = next_global_;
@@ -339,6 +343,10 @@ void Engine::on_packet(std::span<const std::byte> packet, TimePoint now, std::ui
     return;
   }
   const wire::Header& h = d.header;
+  if (h.type == wire::MsgType::kNotice) {
+    on_notice(d, now);
+    return;
+  }
   if (h.type != wire::MsgType::kResult || h.job_id != params_.job_id || h.rank != params_.rank ||
       h.slot < params_.slot_base || h.slot - params_.slot_base >= params_.window) {
     ++stats_.rejected;
@@ -385,6 +393,8 @@ void Engine::accept_result(std::uint32_t idx, const wire::Header& h,
   InFlight& slot = slots_[idx];
   disarm(idx);
   slot.busy = false;
+  if (fatal_notice_ && fatal_notice_->global == slot.global) fatal_notice_.reset();
+  waiting_notice_.reset();  // progress: whatever a round waited for has come
   // Copies of it queued but not sent yet are obsolete now.
   if (const std::uint32_t b = buffer_index(slot.global);
       buffer_info_[b].queued_epoch == transmits_epoch_) {
@@ -541,6 +551,13 @@ void Engine::on_timer(TimePoint now) {
     fail(now);
     return;
   }
+  if (fatal_notice_ && now - fatal_notice_->at >= kNoticeGrace) {
+    failure_ = describe(*fatal_notice_);
+    failed_by_notice_ = true;
+    state_ = State::kFailed;
+    src_ = nullptr;
+    return;
+  }
   if (params_.adaptive_retransmit) {
     on_adaptive_timer(now);
   } else {
@@ -615,6 +632,7 @@ void Engine::on_adaptive_timer(TimePoint now) {
 std::optional<TimePoint> Engine::next_deadline() const {
   if (state_ != State::kRunning) return std::nullopt;
   TimePoint deadline = last_progress_ + params_.job_timeout;
+  if (fatal_notice_) deadline = std::min(deadline, fatal_notice_->at + kNoticeGrace);
   if (waiting_for_pace()) deadline = std::min(deadline, pace_next_);
   if (params_.adaptive_retransmit) {
     if (timers_[0].head != kNone)
@@ -652,9 +670,118 @@ void Engine::fail(TimePoint now) {
   if (missing.size() > kListedMissing) {
     text += fmt::format(" and {} more", missing.size() - kListedMissing);
   }
+  if (waiting_notice_) text += "; " + describe(*waiting_notice_);
   failure_ = std::move(text);
   state_ = State::kFailed;
   src_ = nullptr;
+}
+
+void Engine::on_notice(const wire::Decoded& d, TimePoint now) {
+  const wire::Header& h = d.header;
+  const auto notice = wire::read_notice(d);
+  // Only a notice about the packet in flight on its slot counts: of this job, rank and run, its
+  // set and seq. Anything else (a late one, another run's, one forged without the run's token)
+  // is ignored.
+  const bool in_window = h.slot >= params_.slot_base && h.slot - params_.slot_base < params_.window;
+  const InFlight* slot = in_window ? &slots_[h.slot - params_.slot_base] : nullptr;
+  if (!notice || state_ != State::kRunning || h.job_id != params_.job_id ||
+      h.rank != params_.rank || h.epoch != params_.epoch || !slot || !slot->busy ||
+      h.seq != static_cast<std::uint32_t>(slot->global) ||
+      h.set != (slot->global / params_.window) % 2) {
+    ++stats_.notices_ignored;
+    return;
+  }
+  ++stats_.notices;
+  NoticeSeen seen{notice->reason, now, slot->global, {}};
+  if (notice->reason == wire::NoticeReason::kDuplicate) {
+    for (std::size_t i = 0; i + 4 <= notice->waiting.size(); i += 4)
+      seen.waiting.push_back(wire::load_be32(notice->waiting.data() + i));
+    waiting_notice_ = std::move(seen);
+    return;
+  }
+  if (!fatal_notice_) fatal_notice_ = std::move(seen);
+}
+
+std::vector<std::uint32_t> Engine::ranks_of(const std::vector<std::uint32_t>& words) {
+  std::vector<std::uint32_t> ranks;
+  for (std::size_t w = 0; w < words.size(); ++w)
+    for (std::uint32_t b = 0; b < 32; ++b)
+      if (words[w] >> b & 1u) ranks.push_back(static_cast<std::uint32_t>(32 * w + b));
+  return ranks;
+}
+
+std::string Engine::describe(const NoticeSeen& n) const {
+  const std::uint64_t g = n.global;
+  const auto slot = params_.slot_base + g % params_.window;
+  const std::string where = fmt::format("job {} rank {}: the aggregator drops our packets ({})",
+                                        params_.job_id, params_.rank, wire::to_string(n.reason));
+  switch (n.reason) {
+    case wire::NoticeReason::kStale:
+    case wire::NoticeReason::kStaleEpoch:
+      return fmt::format(
+          "{} as another run's: {}; if this run reused a finished run's token, set a new "
+          "NETAGG_EPOCH (or leave it unset: every run draws its own)",
+          where,
+          n.reason == wire::NoticeReason::kStale
+              ? fmt::format("slot {} holds a later round of this run's token {:#010x}", slot,
+                            params_.epoch)
+              : fmt::format("slot {} holds a round of another run of job {}: two runs of one "
+                            "job use the aggregator at once",
+                            slot, params_.job_id));
+    case wire::NoticeReason::kUnknownJob:
+      return fmt::format(
+          "{}: it has no job {}: the job was never installed there, or was removed or replaced "
+          "(see the daemon's --job, or `netagg-ctl fpga job list`)",
+          where, params_.job_id);
+    case wire::NoticeReason::kForeignSource:
+      return fmt::format(
+          "{}: they do not come from the address its job table gives rank {}: the job file's "
+          "address for this rank differs from the aggregator's",
+          where, params_.rank);
+    case wire::NoticeReason::kRankOutOfRange:
+      return fmt::format(
+          "{}: its job {} has fewer than {} workers: its job table differs from this job file",
+          where, params_.job_id, params_.rank + 1);
+    case wire::NoticeReason::kSlotOutOfRange:
+      return fmt::format(
+          "{}: slot {} is outside its range for job {}: its job table differs from this job file",
+          where, slot, params_.job_id);
+    case wire::NoticeReason::kUnsupportedDtype:
+      return fmt::format(
+          "{}: it cannot add this dtype (a switch adds int32: send fp32 as block floating point)",
+          where);
+    case wire::NoticeReason::kCountTooLargeForJob:
+      return fmt::format(
+          "{}: its job {} takes fewer elements per packet than we send: its job table differs "
+          "from this job file",
+          where, params_.job_id);
+    case wire::NoticeReason::kCountMismatch:
+    case wire::NoticeReason::kDtypeMismatch:
+      return fmt::format(
+          "{}: the round in progress on slot {} has another {}: the ranks of job {} do not run "
+          "the same all-reduce (each must pass a tensor of the same size and dtype)",
+          where, slot, n.reason == wire::NoticeReason::kCountMismatch ? "element count" : "dtype",
+          params_.job_id);
+    case wire::NoticeReason::kDuplicate: {
+      const auto ranks = ranks_of(n.waiting);
+      const std::string who = ranks.empty() ? std::string("other ranks")
+                                            : fmt::format("rank{} {}", ranks.size() > 1 ? "s" : "",
+                                                          fmt::join(ranks, ", "));
+      const std::string them = ranks.size() == 1 ? "it" : "they";
+      if (delivered_ == 0)
+        return fmt::format(
+            "job {} rank {}: {} {} not contributed to any round of this all-reduce (the "
+            "aggregator's round of slot {} waits for {}): {} {} running, with this job and "
+            "epoch?",
+            params_.job_id, params_.rank, who, ranks.size() == 1 ? "has" : "have", slot, them,
+            ranks.size() == 1 ? "is" : "are", them);
+      return fmt::format(
+          "job {} rank {}: the aggregator's round of slot {} waits for {}: {} {} running, with "
+          "this job and epoch?",
+          params_.job_id, params_.rank, slot, who, ranks.size() == 1 ? "is" : "are", them);
+    }
+  }
+  return where;
 }
 
 }  // namespace netagg

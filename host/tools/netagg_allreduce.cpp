@@ -260,6 +260,8 @@ std::string_view errc_name(Errc c) {
       return "unsupported";
     case Errc::kInvalidArgument:
       return "invalid_argument";
+    case Errc::kRejected:
+      return "rejected";
   }
   return "unknown";
 }

@@ -271,6 +271,8 @@ class SwitchModel {
   std::vector<std::unique_ptr<Job>> jobs_;  // indexed by job_id (the job table)
   std::vector<std::uint16_t> child_jobs_;   // ids of the installed jobs that have a parent
   std::vector<std::byte> result_;           // scratch for the outgoing packet
+  // Drops by reason and rank (low 5 bits), for the notices' rate (wire::notice_due).
+  std::array<std::array<std::uint32_t, wire::kNoticeRanks>, kDropReasonCount> notice_drops_{};
   SwitchCounters counters_;
 };
 

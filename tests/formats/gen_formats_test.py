@@ -161,6 +161,9 @@ class GeneratorTest(unittest.TestCase):
         def netagg(d):
             return next(h for h in d["headers"] if h["name"] == "netagg")
 
+        def enum(d, name):
+            return next(e for e in d["enums"] if e["name"] == name)
+
         def field(d, name):
             return next(f for f in netagg(d)["fields"] if f["name"] == name)
 
@@ -178,8 +181,15 @@ class GeneratorTest(unittest.TestCase):
                      "used twice")
         self.rejects("enum value too wide", lambda d: d["enums"][0]["values"][1].update(value=256),
                      "does not fit 8 bits")
-        self.rejects("dtype without size", lambda d: d["enums"][1]["values"][0].pop("size"),
-                     "needs a \"size\"")
+        self.rejects("dtype without size",
+                     lambda d: enum(d, "dtype")["values"][0].pop("size"), "needs a \"size\"")
+        self.rejects("notice reason not a drop",
+                     lambda d: enum(d, "notice_reason")["values"][0].update(name="lost"),
+                     "not the name of a drop")
+        self.rejects("notice interval not a power of two",
+                     lambda d: next(c for c in d["constants"]
+                                    if c["name"] == "notice_interval").update(value=12),
+                     "not a power of two")
         self.rejects("flag outside the field", lambda d: field(d, "flags")["flags"][0].update(bit=8),
                      "outside the field")
         self.rejects("constant too wide", lambda d: d["constants"][0].update(value=70000),

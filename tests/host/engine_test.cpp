@@ -2,6 +2,7 @@
 // The protocol engine, driven single-threaded with a simulated clock through a simulated network
 // (seeded loss, duplication, reordering) to a reference aggregator written here to be obviously
 // correct; and once with real threads through the in-process network.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +33,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Bytes = std::vector<std::byte>;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 constexpr std::uint16_t kJob = 7;
 constexpr std::uint16_t kSlotBase = 100;
@@ -1601,4 +1604,94 @@ TEST(EngineCongestionTest, ALostResultCutsOnlyTheWindowOfTheWorkerThatLostIt) {
 }
 
 }  // namespace
+// ---- Notices --------------------------------------------------------------------------------
+
+// The notice an aggregator sends for the contribution `sent` (as the engine transmitted it).
+Bytes notice_for(std::span<const std::byte> sent, wire::NoticeReason reason,
+                 std::vector<std::uint32_t> waiting = {}) {
+  const wire::Decoded d = wire::decode(sent);
+  EXPECT_TRUE(d);
+  Bytes out(wire::kMaxPacketSize);
+  out.resize(wire::encode_notice(d.header, reason, waiting, out));
+  EXPECT_FALSE(out.empty());
+  return out;
+}
+
+// A notice of a drop the worker can act on fails the operation once its packet has stayed
+// unanswered for kNoticeGrace, with an error that names the cause; before that, nothing changes.
+TEST(EngineTest, ANoticeFailsTheOperationWhenItsPacketStaysUnanswered) {
+  EngineParams params = sim_params(1, 2);
+  params.epoch = 0x5eed;
+  params.job_timeout = 10s;
+  params.retransmit_timeout = params.max_retransmit_timeout = 5s;
+  Engine engine(params);
+  Int32Source src(1, 4 * 256, 2);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  ASSERT_EQ(engine.transmits().size(), 2u);
+  const Bytes sent(engine.transmits()[0].begin(), engine.transmits()[0].end());
+  engine.clear_transmits();
+  engine.on_packet(notice_for(sent, wire::NoticeReason::kUnknownJob), t0 + 1ms);
+  EXPECT_EQ(engine.stats().notices, 1u);
+  EXPECT_EQ(*engine.next_deadline(), t0 + 1ms + Engine::kNoticeGrace);
+  engine.on_timer(t0 + 1ms + Engine::kNoticeGrace - 1ns);
+  EXPECT_EQ(engine.state(), Engine::State::kRunning);
+  engine.on_timer(t0 + 1ms + Engine::kNoticeGrace);
+  ASSERT_EQ(engine.state(), Engine::State::kFailed);
+  EXPECT_TRUE(engine.failed_by_notice());
+  EXPECT_THAT(engine.failure(), HasSubstr("job 7 rank 1: the aggregator drops our packets "
+                                          "(unknown_job): it has no job 7"));
+}
+
+// A notice is taken only for the packet in flight, of this run: another run's (another epoch),
+// one for a packet answered already, or one that a result follows (a forged notice of a packet
+// the aggregator answers) stops nothing.
+TEST(EngineTest, ANoticeOfNoPacketInFlightOrFollowedByTheResultChangesNothing) {
+  EngineParams params = sim_params(0, 2);
+  params.epoch = 0x5eed;
+  Engine engine(params);
+  Int32Source src(0, 4 * 256, 2);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  const Bytes first(engine.transmits()[0].begin(), engine.transmits()[0].end());
+  engine.clear_transmits();
+  Bytes other_run = notice_for(first, wire::NoticeReason::kStaleEpoch);
+  wire::store_be32(other_run.data() + wire::offset::kEpoch, 0x0bad);
+  engine.on_packet(other_run, t0 + 1ms);
+  EXPECT_EQ(engine.stats().notices_ignored, 1u);
+  engine.on_packet(notice_for(first, wire::NoticeReason::kStaleEpoch), t0 + 2ms);
+  EXPECT_EQ(engine.stats().notices, 1u);
+  Bytes result = result_packet(0, 2, 256, 1);
+  wire::store_be32(result.data() + wire::offset::kEpoch, 0x5eed);
+  engine.on_packet(result, t0 + 3ms);  // the packet is answered after all
+  engine.on_packet(notice_for(first, wire::NoticeReason::kStale), t0 + 4ms);  // late
+  EXPECT_EQ(engine.stats().notices_ignored, 2u);
+  engine.on_timer(t0 + 2ms + Engine::kNoticeGrace);
+  EXPECT_EQ(engine.state(), Engine::State::kRunning);
+  EXPECT_FALSE(engine.failed_by_notice());
+}
+
+// A duplicate notice says whom the round waits for; the operation goes on waiting, and its
+// timeout names them.
+TEST(EngineTest, ADuplicateNoticeNamesTheRanksTheRoundWaitsFor) {
+  EngineParams params = sim_params(0, 1);
+  params.job_timeout = 1s;
+  Engine engine(params);
+  Int32Source src(0, 256, 1);
+  const TimePoint t0 = TimePoint{};
+  engine.start(src, t0);
+  const Bytes sent(engine.transmits()[0].begin(), engine.transmits()[0].end());
+  engine.clear_transmits();
+  engine.on_packet(notice_for(sent, wire::NoticeReason::kDuplicate, {0b1010, 1}), t0 + 5ms);
+  ASSERT_TRUE(engine.waiting_notice());
+  EXPECT_EQ(Engine::ranks_of(engine.waiting_notice()->waiting),
+            (std::vector<std::uint32_t>{1, 3, 32}));
+  EXPECT_THAT(engine.describe(*engine.waiting_notice()),
+              HasSubstr("ranks 1, 3, 32 have not contributed to any round of this all-reduce"));
+  engine.on_timer(t0 + 1s);
+  ASSERT_EQ(engine.state(), Engine::State::kFailed);
+  EXPECT_FALSE(engine.failed_by_notice());
+  EXPECT_THAT(engine.failure(), AllOf(HasSubstr("timed out"), HasSubstr("ranks 1, 3, 32")));
+}
+
 }  // namespace netagg

@@ -149,6 +149,29 @@ class Engine {
   TimePoint last_result() const { return last_result_; }
   TimePoint op_started() const { return op_started_; }
 
+  // ---- Notices: what the aggregator said of packets it dropped (docs/wire-format.md) ----
+  // A notice is taken only for a packet in flight (its job, rank, epoch, slot, set and seq), so
+  // one of another run or a forged one without the run's token changes nothing. A notice of a
+  // reason other than kDuplicate fails the operation (Error kRejected, its text in failure()) once
+  // its packet has stayed unanswered for kNoticeGrace: a result in the meantime cancels it, so a
+  // forged notice cannot stop an operation the aggregator answers.
+  static constexpr Duration kNoticeGrace = std::chrono::milliseconds(500);
+  struct NoticeSeen {
+    wire::NoticeReason reason{};
+    TimePoint at{};
+    std::uint64_t global = 0;  // the packet it named
+    // kDuplicate: the ranks its round waits for (rank r: bit r % 32 of word r / 32).
+    std::vector<std::uint32_t> waiting;
+  };
+  // The latest duplicate notice of the running operation (the round of a packet in flight waits
+  // for other ranks), if one came after its last result.
+  const std::optional<NoticeSeen>& waiting_notice() const { return waiting_notice_; }
+  // The ranks in a duplicate notice's bitmap, and what a notice means, for messages.
+  static std::vector<std::uint32_t> ranks_of(const std::vector<std::uint32_t>& words);
+  std::string describe(const NoticeSeen& n) const;
+  // Whether the failure (kFailed) is a notice's (kRejected) rather than the job timeout's.
+  bool failed_by_notice() const { return failed_by_notice_; }
+
   // ---- The host fallback's view (netagg/fallback.hpp) ----
   // Packets of a slot are answered in order (packet g + W is sent only after g's result), so what
   // this worker holds of a slot is one number: the global index of the slot's first packet
@@ -288,6 +311,11 @@ class Engine {
   void send_predecessor(std::uint32_t idx);
   void sample_rtt(Duration rtt);  // counts it; feeds the estimator if adaptive
   void fail(TimePoint now);
+  void on_notice(const wire::Decoded& d, TimePoint now);
+
+  std::optional<NoticeSeen> fatal_notice_;    // the first, while its packet is unanswered
+  std::optional<NoticeSeen> waiting_notice_;  // the latest kDuplicate since the last result
+  bool failed_by_notice_ = false;
 
   EngineParams params_;
   State state_ = State::kIdle;

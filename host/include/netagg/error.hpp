@@ -13,6 +13,7 @@ enum class Errc {
   kTransport,    // the network transport failed (socket error, ...)
   kUnsupported,  // asked for something not built in or not supported by the target
   kInvalidArgument,
+  kRejected,  // the aggregator drops the job's packets and said why (a notice); message names it
 };
 
 class Error : public std::runtime_error {

@@ -21,6 +21,10 @@ struct EngineStats {
   std::uint64_t rejected = 0;       // undecodable, wrong job/rank/type, slot out of range, or the
                                     // in-flight packet's slot/set/seq with another count or dtype
   std::uint64_t foreign_epoch = 0;  // results of this job with another run's epoch, dropped
+  // Notices (the aggregator dropped a packet in flight and said why; docs/wire-format.md), and
+  // notices that named no packet in flight (another run's, late, or forged), ignored.
+  std::uint64_t notices = 0;
+  std::uint64_t notices_ignored = 0;
   // Packets sent again for others: a packet's predecessor on its slot, whose result this worker
   // has, sent along with the packet's later retransmissions (Engine::kRecoveryAfter).
   std::uint64_t recovery_resends = 0;

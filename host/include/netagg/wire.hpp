@@ -37,8 +37,10 @@ Decoded decode(std::span<const std::byte> packet);
 // [reason, waiting words...]; a `duplicate` notice's waiting words hold the ranks its round waits
 // for (rank r: bit r % 32 of word r / 32). docs/wire-format.md, "Notices".
 
-// Whether an aggregator that has dropped `drops_before` packets for a reason sends a notice for
-// the next one: the first of each reason and then one in every kNoticeInterval.
+// Whether an aggregator that has dropped `drops_before` packets of one rank (its low 5 bits:
+// kNoticeRanks counters) for a reason sends a notice for the next one: the first and then one
+// in every kNoticeInterval. Counting by rank keeps one sender's drops from using up another's.
+inline constexpr std::size_t kNoticeRanks = 32;
 constexpr bool notice_due(std::uint64_t drops_before) {
   return drops_before % kNoticeInterval == 0;
 }

@@ -400,8 +400,8 @@ TEST_F(SwitchdTest, SighupReinstallsTheJobsOfTheJobFiles) {
   sent += 2;
   Counters c = d.wait_for_packets_in(sent);
   EXPECT_EQ(c["dropped_stale"], 2u);
-  {  // the first is answered with a notice: the set holds a newer round of this epoch
-    const auto bytes = w0.receive();
+  for (UdpSocket* w : {&w0, &w1}) {  // each is told: the set holds a newer round of this epoch
+    const auto bytes = w->receive();
     ASSERT_TRUE(bytes);
     const Result res = parse_result(*bytes);
     EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
