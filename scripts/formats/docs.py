@@ -51,3 +51,10 @@ def render_doc_drops(w):
         fp = "✓" if "fpga" in d["aggregators"] else ""
         out.append(f"| `{d['name']}` | {sw} | {fp} | {one_line(d['doc'])} |")
     return out
+
+
+def render_doc_notices(w):
+    out = ["| code | reason | what the worker learns |", "|---|---|---|"]
+    for v in w["enums"]["notice_reason"]["values"]:
+        out.append(f"| {v['value']} | `{v['name']}` | {one_line(v['doc'])} |")
+    return out

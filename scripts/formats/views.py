@@ -13,7 +13,7 @@ from .hls import render_hls_layout
 from .sv import render_sv_wire
 from .p4 import render_p4_constants, render_p4_headers
 from .lua import render_lua
-from .docs import render_doc_drops, render_doc_errors, render_doc_header
+from .docs import render_doc_drops, render_doc_errors, render_doc_header, render_doc_notices
 from .csr import render_csr_hls, render_csr_hpp, render_csr_sv, render_sv_params
 
 
@@ -38,6 +38,7 @@ def outputs(wire, csr):
         ("docs/wire-format.md", "region:md:header", render_doc_header(wire), WIRE_SOURCE),
         ("docs/wire-format.md", "region:md:errors", render_doc_errors(wire), WIRE_SOURCE),
         ("docs/wire-format.md", "region:md:drops", render_doc_drops(wire), WIRE_SOURCE),
+        ("docs/wire-format.md", "region:md:notices", render_doc_notices(wire), WIRE_SOURCE),
     ]
     if csr is not None:
         out += [
