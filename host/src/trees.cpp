@@ -117,6 +117,8 @@ EngineStats TreeEngines::stats() const {
     total.duplicates += more.duplicates;
     total.rejected += more.rejected;
     total.foreign_epoch += more.foreign_epoch;
+    total.notices += more.notices;
+    total.notices_ignored += more.notices_ignored;
     total.recovery_resends += more.recovery_resends;
     total.ce_results += more.ce_results;
     total.window_cuts += more.window_cuts;

@@ -364,6 +364,8 @@ int run_worker(const Options& o) {
     out["packets_sent"] = s.packets_sent;
     out["duplicates"] = s.duplicates;
     out["foreign_epoch"] = s.foreign_epoch;
+    out["notices"] = s.notices;
+    out["notices_ignored"] = s.notices_ignored;
     out["recovery_resends"] = s.recovery_resends;
     out["congestion_control"] = cfg.congestion_control;
     out["cwnd"] = s.cwnd;

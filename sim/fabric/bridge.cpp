@@ -408,6 +408,7 @@ WorkerCounters WorkerCore::counters() const {
   c.duplicates = s.duplicates;
   c.rejected = s.rejected;
   c.foreign_epoch = s.foreign_epoch;
+  c.notices = s.notices;
   c.recovery_resends = s.recovery_resends;
   c.ce_results = s.ce_results;
   c.window_cuts = s.window_cuts;

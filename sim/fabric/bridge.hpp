@@ -127,6 +127,7 @@ struct WorkerCounters {
   std::uint64_t duplicates = 0;
   std::uint64_t rejected = 0;
   std::uint64_t foreign_epoch = 0;
+  std::uint64_t notices = 0;  // notices taken (the aggregator said why it dropped a packet)
   std::uint64_t recovery_resends = 0;
   std::uint64_t ce_results = 0;
   std::uint64_t window_cuts = 0;
