@@ -129,6 +129,10 @@ int main(int argc, char** argv) {
                  "switch; $NETAGG_BMV2_FILE holds 'reset_state' and the vector's "
                  "simple_switch_CLI lines, e.g. 'simple_switch_CLI < $NETAGG_BMV2_FILE'");
   app.add_flag("--verbose", verbose, "print every vector, not only failures");
+  bool without_notices = false;
+  app.add_flag("--without-notices", without_notices,
+               "the switch sends no notices (the P4 programs): the vectors' notice frames are "
+               "not expected");
   CLI11_PARSE(app, argc, argv);
   if (!model && ifaces.empty()) {
     std::fprintf(stderr, "netagg-replay: give --model or --iface PORT=IFNAME ...\n");
@@ -161,7 +165,7 @@ int main(int argc, char** argv) {
 
   std::size_t failed = 0;
   for (const auto& v : all) {
-    const auto r = sim::replay(v, *target);
+    const auto r = sim::replay(v, *target, !without_notices);
     if (r.ok()) {
       if (verbose) std::printf("PASS %s (%zu steps)\n", v.name.c_str(), r.steps);
       continue;

@@ -88,7 +88,12 @@ struct ReplayResult {
 // carry Ethernet padding up to 60 bytes beyond the expected bytes), the outcome and the
 // counters when the target reports them. Errors of the target (std::exception) end the vector
 // with a failure naming the step.
-ReplayResult replay(const SwitchVector& v, FrameTarget& target);
+// `notices` false: a target that sends no notices (docs/wire-format.md, "Notices"): the
+// vectors' notice frames are not expected, and its counters are not compared.
+ReplayResult replay(const SwitchVector& v, FrameTarget& target, bool notices = true);
+
+// Whether `frame` is an IPv4/UDP frame carrying a netagg notice.
+bool is_notice_frame(std::span<const std::byte> frame);
 
 std::string hex(std::span<const std::byte> bytes);
 

@@ -77,7 +77,8 @@ TEST(SwitchVectors, EveryConformanceCaseIsPresent) {
                            "ecn_or",
                            "tree_child",
                            "tree_child_rounds",
-                           "tree_two_parents"})
+                           "tree_two_parents",
+                           "notices"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 
@@ -114,6 +115,33 @@ TEST(SwitchVectors, ReplayNoticesWrongAndMissingFrames) {
   const auto r = replay(wrong, model);
   ASSERT_EQ(r.failures.size(), 1u);
   EXPECT_THAT(r.failures[0], HasSubstr("counter completions = 1, expected 2"));
+}
+
+// A switch that sends no notices (the P4 programs) fails the vectors that expect them and passes
+// them replayed --without-notices; one that sends them fails --without-notices (frames that no
+// step expects).
+class NoNoticesTarget : public ModelTarget {
+ public:
+  std::vector<FrameOut> exchange(std::uint16_t port, std::span<const std::byte> frame,
+                                 std::size_t expected) override {
+    auto out = ModelTarget::exchange(port, frame, expected);
+    std::erase_if(out, [](const FrameOut& f) { return is_notice_frame(f.bytes); });
+    return out;
+  }
+};
+
+TEST(SwitchVectors, ATargetWithoutNoticesIsReplayedWithoutThem) {
+  const SwitchVector v = load_switch_vector(switch_vectors_dir() / "notices.vec");
+  NoNoticesTarget quiet;
+  const auto strict = replay(v, quiet);
+  EXPECT_FALSE(strict.ok());
+  EXPECT_THAT(strict.failures.at(0), HasSubstr("did not come"));
+  NoNoticesTarget quiet2;
+  EXPECT_TRUE(replay(v, quiet2, /*notices=*/false).ok());
+  ModelTarget model;
+  const auto loud = replay(v, model, /*notices=*/false);
+  ASSERT_FALSE(loud.ok());
+  EXPECT_THAT(loud.failures.at(0), HasSubstr("unexpected frame"));
 }
 
 // ---- the simple_switch_CLI lines ------------------------------------------------------------
