@@ -204,8 +204,8 @@ class Switch:
         key = (reason, rank % 32)  # counted by reason and the rank's low 5 bits
         before = self.notice_drops.get(key, 0)
         self.notice_drops[key] = before + 1
-        if before % wire_format.NOTICE_INTERVAL:
-            return outcome, []
+        if before % wire_format.NOTICE_INTERVAL and reason != "duplicate":
+            return outcome, []  # not due (a duplicate answers a retransmission: always due)
         (version, type, dtype, flags, job_id, rank, slot, count, exponent, seq,
          epoch) = struct.unpack(">BBBBHHHHhII", p[:22])
         words = [wire_format.NOTICE_REASONS[reason]] + ([] if waiting is None else [waiting])

@@ -71,7 +71,8 @@ constexpr Duration kRefusedFor = std::chrono::seconds(1);
 // Idle wait when the engine has no deadline (it always has one while running; this is a guard).
 constexpr Duration kIdlePoll = std::chrono::milliseconds(50);
 // A round that waits for other ranks is reported after this long without a result.
-constexpr Duration kWaitingReportAfter = std::chrono::seconds(1);
+constexpr Duration kWaitingReportAfter = std::chrono::milliseconds(500);
+constexpr int kWaitingReports = 4;  // per operation
 
 }  // namespace
 
@@ -361,9 +362,11 @@ struct Communicator::Impl {
     const auto handle_packet = [&](std::span<const std::byte> packet) {
       engines.on_packet(packet, Clock::now(), transport->last_ecn());
     };
-    // A round that waits for other ranks (a duplicate notice) is reported once per operation
-    // after kWaitingReportAfter without a result: the job waits, but the user knows for whom.
-    bool waiting_reported = false;
+    // A round that waits for other ranks (a duplicate notice) is reported after
+    // kWaitingReportAfter without a result, and again (a few times at most) when the ranks it
+    // waits for change: the job waits, but the user knows for whom.
+    std::string waiting_reported;
+    int waiting_reports = 0;
     const auto waiting_text = [&](TimePoint now) -> std::optional<std::string> {
       for (std::size_t k = 0; k < engines.size(); ++k) {
         const Engine& e = engines[k];
@@ -401,8 +404,9 @@ struct Communicator::Impl {
       if (engines.any_failed()) break;
       const auto now = Clock::now();
       const auto waiting = waiting_text(now);
-      if (waiting && !waiting_reported) {
-        waiting_reported = true;
+      if (waiting && *waiting != waiting_reported && waiting_reports < kWaitingReports) {
+        waiting_reported = *waiting;
+        ++waiting_reports;
         report(*waiting);
       }
       if (fallback) {
@@ -429,11 +433,11 @@ struct Communicator::Impl {
         if (const auto due = engines.stall_deadline(cfg.fallback_after); deadline && due)
           deadline = std::min(*deadline, *due);
       }
-      if (!waiting_reported)
-        for (std::size_t k = 0; k < engines.size(); ++k)
-          if (running(k) && engines[k].waiting_notice())
-            deadline = std::min(deadline.value_or(TimePoint::max()),
-                                engines[k].last_progress() + kWaitingReportAfter);
+      if (waiting_reports < kWaitingReports)  // wake up for the first report (later ones
+        for (std::size_t k = 0; k < engines.size(); ++k)  // come with the notices)
+          if (const auto at = engines[k].last_progress() + kWaitingReportAfter;
+              running(k) && engines[k].waiting_notice() && at > now)
+            deadline = std::min(deadline.value_or(TimePoint::max()), at);
       const Duration wait =
           deadline ? std::max(Duration::zero(), *deadline - Clock::now()) : kIdlePoll;
       transport->receive(wait, handle_packet);

@@ -767,18 +767,18 @@ std::string Engine::describe(const NoticeSeen& n) const {
       const std::string who = ranks.empty() ? std::string("other ranks")
                                             : fmt::format("rank{} {}", ranks.size() > 1 ? "s" : "",
                                                           fmt::join(ranks, ", "));
-      const std::string them = ranks.size() == 1 ? "it" : "they";
+      const bool one = ranks.size() == 1;
       if (delivered_ == 0)
         return fmt::format(
             "job {} rank {}: {} {} not contributed to any round of this all-reduce (the "
-            "aggregator's round of slot {} waits for {}): {} {} running, with this job and "
+            "aggregator's round of slot {} waits for {}): {} running, with this job and "
             "epoch?",
-            params_.job_id, params_.rank, who, ranks.size() == 1 ? "has" : "have", slot, them,
-            ranks.size() == 1 ? "is" : "are", them);
+            params_.job_id, params_.rank, who, one ? "has" : "have", slot, one ? "it" : "them",
+            one ? "is it" : "are they");
       return fmt::format(
-          "job {} rank {}: the aggregator's round of slot {} waits for {}: {} {} running, with "
+          "job {} rank {}: the aggregator's round of slot {} waits for {}: {} running, with "
           "this job and epoch?",
-          params_.job_id, params_.rank, slot, who, ranks.size() == 1 ? "is" : "are", them);
+          params_.job_id, params_.rank, slot, who, one ? "is it" : "are they");
     }
   }
   return where;

@@ -38,7 +38,7 @@ package netagg_pkg;
   localparam int unsigned HEADER_SIZE = 22;
   localparam logic [15:0] UDP_PORT = 16'd20033;  // well-known aggregator port
   localparam int unsigned MAX_COUNT = 1024;  // elements per packet, any dtype
-  localparam int unsigned NOTICE_INTERVAL = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two)
+  localparam int unsigned NOTICE_INTERVAL = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer)
   localparam logic [15:0] EXPONENT_NONE = 16'h8000;  // -32768: block exponent of a chunk of zeros: the identity of max
   localparam logic [15:0] EXPONENT_NON_FINITE = 16'h7FFF;  // 32767: block exponent of a chunk that held NaN or Inf
 

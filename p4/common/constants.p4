@@ -13,7 +13,7 @@
 #define NETAGG_WIRE_VERSION                   1
 #define NETAGG_HEADER_SIZE                    22  /* bytes */
 #define NETAGG_MAX_COUNT                      1024  /* elements per packet, any dtype */
-#define NETAGG_NOTICE_INTERVAL                16  /* an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two) */
+#define NETAGG_NOTICE_INTERVAL                16  /* an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer) */
 #define NETAGG_EXPONENT_NONE                  -32768  /* block exponent of a chunk of zeros: the identity of max */
 #define NETAGG_EXPONENT_NON_FINITE            32767  /* block exponent of a chunk that held NaN or Inf */
 #define NETAGG_MSG_CONTRIBUTION               1  /* worker to aggregator */

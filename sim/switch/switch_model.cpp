@@ -231,7 +231,8 @@ Outcome SwitchModel::drop(DropReason r, const Endpoint& source, const wire::Head
   const auto reason = notice_reason(r);
   // Recovery copies come from workers that have the result: nothing for them to act on.
   std::uint32_t& drops = notice_drops_[static_cast<std::size_t>(r)][h.rank % wire::kNoticeRanks];
-  if (reason && !h.recovery && wire::notice_due(drops++)) {
+  if (reason && !h.recovery &&
+      (*reason == wire::NoticeReason::kDuplicate || wire::notice_due(drops++))) {
     std::array<std::uint32_t, 1> words{waiting};
     const std::span<const std::uint32_t> payload = *reason == wire::NoticeReason::kDuplicate
                                                        ? std::span<const std::uint32_t>(words)

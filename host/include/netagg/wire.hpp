@@ -40,6 +40,7 @@ Decoded decode(std::span<const std::byte> packet);
 // Whether an aggregator that has dropped `drops_before` packets of one rank (its low 5 bits:
 // kNoticeRanks counters) for a reason sends a notice for the next one: the first and then one
 // in every kNoticeInterval. Counting by rank keeps one sender's drops from using up another's.
+// Duplicates are answered every time: each is a retransmission, paced by its sender's timer.
 inline constexpr std::size_t kNoticeRanks = 32;
 constexpr bool notice_due(std::uint64_t drops_before) {
   return drops_before % kNoticeInterval == 0;

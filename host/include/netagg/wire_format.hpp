@@ -18,7 +18,7 @@ namespace netagg::wire {
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::uint16_t kUdpPort = 20033;  // well-known aggregator port
 inline constexpr std::uint16_t kMaxCount = 1024;  // elements per packet, any dtype
-inline constexpr std::uint32_t kNoticeInterval = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two)
+inline constexpr std::uint32_t kNoticeInterval = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer)
 inline constexpr std::int16_t kExponentNone = std::int16_t(-32768);  // block exponent of a chunk of zeros: the identity of max
 inline constexpr std::int16_t kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
 
