@@ -132,8 +132,7 @@ ip netns exec $sw $simple_switch_cli --thrift-port 9090 < "\$NETAGG_BMV2_FILE" >
 EOF
   start=$(date +%s.%N)
   ip netns exec "$name-h" "$build/sim/switch/netagg-replay" --vectors "$vectors" "${ifaces[@]}" \
-    --configure "sh $tmp/configure.sh" --timeout-ms 3000 --quiet-ms 150 --verbose \
-    --without-notices
+    --configure "sh $tmp/configure.sh" --timeout-ms 3000 --quiet-ms 150 --verbose
   status=$?
   end=$(date +%s.%N)
   echo "bmv2-netns: vectors replayed in $(echo "$end - $start" | bc) s" >&2
