@@ -6,7 +6,7 @@
 # and daemon and prints a JSON summary on stdout. Root only. Used by tests/e2e (label netns) and
 # runnable by hand:
 #
-#   bash scripts/tree-netns.sh BUILD_DIR [options]
+#   bash scripts/netns/tree-netns.sh BUILD_DIR [options]
 #     --workers N      workers (default 6), spread over the leaves in rank order (r mod L)
 #     --leaves L       leaf daemons (default 3)
 #     --trees K        trees, each with a root daemon of its own; the leaves are in every tree
@@ -23,7 +23,7 @@
 set -euo pipefail
 
 die() { echo "tree-netns: $*" >&2; exit 2; }
-[ $# -ge 1 ] || die "usage: bash scripts/tree-netns.sh BUILD_DIR [options]"
+[ $# -ge 1 ] || die "usage: bash scripts/netns/tree-netns.sh BUILD_DIR [options]"
 build=$(cd "$1" && pwd) || die "no build directory $1"
 shift
 workers=6 leaves=3 trees=1 loss=1 dtype=int32 count=200000 iterations=2 name="ntree$$"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Two studies in the ns-3 fabric (docs/fabric.md, "Measured"), run by `make bench-fabric` after the
-# worker sweep, as `bash scripts/bench-fabric-studies.sh BUILD_DIR`:
+# worker sweep, as `bash scripts/bench/bench-fabric-studies.sh BUILD_DIR`:
 #
 # 1. Several trees on an oversubscribed fabric (sim/fabric/oversubscribed.json: 2:1 leaf-spine,
 #    32 workers, 4 MiB, 30 % background load of 1 MiB TCP flows, per-flow ECMP): K = 1, 2, 4
@@ -17,12 +17,12 @@
 # BENCH_FABRIC_STUDIES_QUICK=1 runs the congestion study only.
 set -euo pipefail
 
-usage() { echo "usage: bash scripts/bench-fabric-studies.sh BUILD_DIR" >&2; exit 2; }
+usage() { echo "usage: bash scripts/bench/bench-fabric-studies.sh BUILD_DIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench-fabric-studies: no build directory '$1'" >&2; exit 2; }
 bin="$build/sim/fabric/netagg-fabric"
 [ -x "$bin" ] || { echo "bench-fabric-studies: $bin not built (needs ns-3)" >&2; exit 2; }
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 raw="$build/bench/fabric-studies"
 mkdir -p "$raw"
 

@@ -9,7 +9,7 @@ import json
 import pathlib
 import struct
 
-_PATH = pathlib.Path(__file__).resolve().parent.parent / "formats" / "wire.json"
+_PATH = pathlib.Path(__file__).resolve().parents[2] / "formats" / "wire.json"
 _RAW = json.loads(_PATH.read_text(encoding="utf-8"))
 
 VERSION = _RAW["version"]

@@ -7,7 +7,7 @@ normal containers, TB/TH/TW: tagalong). Tofino 1 has 12 stages per pipeline, 4 s
 stage, and 64 B, 96 H, 64 W normal containers and 32 TB, 48 TH, 32 TW tagalong ones for both
 pipelines together.
 
-Usage: scripts/p4-resources.py PIPE_DIR/netagg.bfa [--json OUT] [--max-stages 12]
+Usage: scripts/p4/p4-resources.py PIPE_DIR/netagg.bfa [--json OUT] [--max-stages 12]
 Exit status 1 when a pipeline uses more stages than --max-stages (what Intel's assembler, bfas,
 rejects: the compiler alone does not stop there), 2 on bad usage."""
 import argparse

@@ -23,7 +23,7 @@ fresh when it is its sender's first packet on that (slot, set) in the run, or a 
 case that takes up a run after a restart of the switch says not fresh itself); `recovery` only
 where a step sets it. Results carry fresh and recovery clear. A contribution carries ECN 0
 (Not-ECT) in its IPv4 header unless the step gives other bits.
-    python3 scripts/gen_switch_vectors.py
+    python3 scripts/vectors/gen_switch_vectors.py
 """
 import json
 import pathlib
@@ -31,7 +31,7 @@ import struct
 
 import wire_format
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "switch"
+OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "vectors" / "switch"
 
 NETAGG_PORT = wire_format.UDP_PORT
 EXP_NONE = wire_format.EXP_NONE

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# All-reduce time through BMv2's simple_switch against elements per packet (scripts/bmv2-netns.sh,
+# All-reduce time through BMv2's simple_switch against elements per packet (scripts/netns/bmv2-netns.sh,
 # no loss, 4 workers): BMv2 runs every lane's register actions in software, so its packet rate
 # falls with the lanes a packet carries, and the best elements per packet is BMv2's own.
-# Root and the P4 tools (simple_switch, simple_switch_CLI, p4c-bm2-ss; scripts/p4-tools.sh)
+# Root and the P4 tools (simple_switch, simple_switch_CLI, p4c-bm2-ss; scripts/p4/p4-tools.sh)
 # needed; exit 77 without them.
-#   bash scripts/bench-bmv2.sh BUILD_DIR [OUT.json] [--count N] [--dtype int32|fp32] [--loss P]
+#   bash scripts/bench/bench-bmv2.sh BUILD_DIR [OUT.json] [--count N] [--dtype int32|fp32] [--loss P]
 set -uo pipefail
 build=${1:?usage: bench-bmv2.sh BUILD_DIR [OUT.json] [--count N] [--dtype D] [--loss P]}; shift
 out=""
@@ -21,7 +21,7 @@ done
 here=$(cd "$(dirname "$0")" && pwd)
 runs=()
 for epp in 16 32 64 128 256; do
-  r=$(bash "$here/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$dtype" --count "$count" \
+  r=$(bash "$here/../netns/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$dtype" --count "$count" \
       --elements-per-packet "$epp" --loss "$loss" --timeout 60 2>/dev/null)
   rc=$?
   [[ $rc == 77 ]] && { echo "$r"; exit 77; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # A competing TCP flow through one worker's link, run by `make bench` as root:
-# `bash scripts/bench-competing.sh BUILD_DIR`. The layout of scripts/bench-shaped.sh (workers in
+# `bash scripts/bench/bench-competing.sh BUILD_DIR`. The layout of scripts/bench/bench-shaped.sh (workers in
 # namespaces behind tbf-shaped veths, netagg-switchd unshaped); one iperf3 TCP flow from worker
 # 0's namespace to the aggregator's, so that it shares worker 0's shaped uplink with worker 0's
 # contributions. Measured: the flow alone, netagg alone, and both at once with netagg's
@@ -14,9 +14,9 @@
 # length (default 8).
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: bash scripts/bench-competing.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-competing.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out="$build/bench"
 raw="$out/competing-raw"
 json="$out/competing.json"
@@ -47,7 +47,7 @@ for b in "$netagg_bin" "$switchd_bin"; do
 done
 
 ns="nac$$"
-netns() { bash "$repo/scripts/dpdk-netns.sh" "$@"; }
+netns() { bash "$repo/scripts/netns/dpdk-netns.sh" "$@"; }
 trap 'netns down "$ns"' EXIT
 netns up "$ns" "$n"
 netns addresses "$ns" "$n" on
@@ -127,7 +127,7 @@ def netagg(name):
 
 result = {"workers": n, "mbit": mbit, "bytes": int(os.environ["BYTES"]),
           "flow_alone_mbit": flow("alone"),
-          "command": "bash scripts/bench-competing.sh BUILD_DIR"}
+          "command": "bash scripts/bench/bench-competing.sh BUILD_DIR"}
 for cc in (0, 1):
     result[f"cc{cc}"] = {"netagg_alone": netagg(f"netagg-cc{cc}"),
                          "netagg_with_flow": netagg(f"both-cc{cc}"),

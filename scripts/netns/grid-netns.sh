@@ -7,7 +7,7 @@
 # plan's rate. Measures each worker's time and compares the slowest worker's rate with the
 # prediction (docs/routing.md, "Execution on real processes"). Root only.
 #
-#   bash scripts/grid-netns.sh BUILD_DIR [options]
+#   bash scripts/netns/grid-netns.sh BUILD_DIR [options]
 #     --policy P        scheme1, scheme2, grid or all (default all)
 #     --scale S         Mbit/s per Gbit/s of the plan (default 20: a 3 Gbit/s link runs at 60
 #                       Mbit/s); every link, capacity and pace is scaled alike
@@ -31,10 +31,10 @@
 set -euo pipefail
 
 die() { echo "grid-netns: $*" >&2; exit 2; }
-[ $# -ge 1 ] || die "usage: bash scripts/grid-netns.sh BUILD_DIR [--policy P] [--scale S] [--bytes N] [--check-ratio R]"
+[ $# -ge 1 ] || die "usage: bash scripts/netns/grid-netns.sh BUILD_DIR [--policy P] [--scale S] [--bytes N] [--check-ratio R]"
 build=$(cd "$1" && pwd) || die "no build directory $1"
 shift
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 policy=all scale=20 bytes="" check_ratio="" out="" name="ngrid$$" epp=1024
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "$1 needs a value"

@@ -4,11 +4,11 @@
 # module as the top, so modules that nothing instantiates yet are checked too (with their
 # default parameters). Exits non-zero if any run warns.
 #
-# Usage: scripts/lint-rtl.sh [--verilator PATH] [MODULE...]
+# Usage: scripts/check/lint-rtl.sh [--verilator PATH] [MODULE...]
 #   MODULE     lint only these tops (default: every non-package file of the list)
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 verilator=verilator
 tops=()
 while [ $# -gt 0 ]; do

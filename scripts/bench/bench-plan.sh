@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# netagg-plan on k-ary fat trees, run as `bash scripts/bench-plan.sh BUILD_DIR`: for k = 4, 8, 16
+# netagg-plan on k-ary fat trees, run as `bash scripts/bench/bench-plan.sh BUILD_DIR`: for k = 4, 8, 16
 # (16, 128 and 1024 hosts; host h0 the root, every other host a worker; 10 Gbit/s links, every
 # switch programmable and aggregating 30 Gbit/s) the rate of each policy (Scheme 1, Scheme 2,
 # GRID and the LP bound), GRID's gap to the bound, the sizes of the programs and the solve times.
@@ -8,14 +8,14 @@
 # PLAN_ARGS=--upward-only plans the streams towards the root alone.
 #
 # Writes BUILD_DIR/bench/plan.json (one entry per k and policy, and the raw reports in
-# BUILD_DIR/bench/plan-raw/) and BUILD_DIR/bench/plan.png (scripts/plot-plan.py, matplotlib), and
+# BUILD_DIR/bench/plan-raw/) and BUILD_DIR/bench/plan.png (scripts/bench/plot-plan.py, matplotlib), and
 # prints a table.
 #
 # Environment: PLAN_K (default "4 8 16"), PLAN_ARGS (more netagg-plan options, e.g.
 # "--agg-gbps 15 --rounds 32").
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: bash scripts/bench-plan.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-plan.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 plan="$build/plan/netagg-plan"
 [ -x "$plan" ] || { echo "bench-plan: $plan not built (ninja -C $build netagg-plan; needs GLPK)" >&2; exit 2; }

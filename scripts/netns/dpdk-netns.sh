@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The veth set-up of the DPDK transport's test and benchmark and of the shaped-link benchmarks
-# (tests/host/dpdk_netns_test.cpp, scripts/bench.sh, scripts/bench-shaped.sh,
-# scripts/bench-competing.sh).
+# (tests/host/dpdk_netns_test.cpp, scripts/bench/bench.sh, scripts/bench/bench-shaped.sh,
+# scripts/bench/bench-competing.sh).
 # Root only (network namespaces). Everything lives in namespaces named NAME-*, so that runs with
 # different NAMEs (ctest -j, a benchmark beside a test) never meet:
 #

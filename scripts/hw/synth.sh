@@ -6,8 +6,8 @@
 # the logic depth between registers; writes them into docs/hardware.md between the
 # synth-results markers (one row per top and parameter set, re-runs replace their row).
 #
-# Usage: scripts/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--no-doc] [--keep DIR]
-#                         [--max-levels N] [--paths N]
+# Usage: scripts/hw/synth.sh [--top MODULE] [-P NAME=VALUE]... [--hier] [--no-doc] [--keep DIR]
+#                            [--max-levels N] [--paths N]
 #   --top      top module (default netagg_fp32_add)
 #   -P         override a parameter of the top
 #   --hier     keep the hierarchy: each distinct module (and parameter set) is synthesized and
@@ -21,7 +21,7 @@
 #   --paths    list the register-to-register paths of N or more LUT levels
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 top=netagg_fp32_add
 params=()
 write_doc=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# netagg's benchmarks, run by `make bench` as `bash scripts/bench.sh BUILD_DIR`.
+# netagg's benchmarks, run by `make bench` as `bash scripts/bench/bench.sh BUILD_DIR`.
 #
 # In one run on one machine: netagg's all-reduce through the switch model against Gloo's ring
 # all-reduce, for every (ranks, size), the two interleaved so drift of the machine hits both; then
@@ -23,10 +23,10 @@
 #                     64K 1M 16M; quick: 64K 1M) set its shape.
 set -euo pipefail
 
-usage() { echo "usage: bash scripts/bench.sh BUILD_DIR" >&2; exit 2; }
+usage() { echo "usage: bash scripts/bench/bench.sh BUILD_DIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench: no build directory '$1'" >&2; exit 2; }
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out="$build/bench"
 raw="$out/raw"
 
@@ -176,7 +176,7 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
 fi
 
 # DPDK (net_af_packet) against kernel UDP, both on the same veths: workers in network namespaces,
-# netagg-switchd on kernel UDP in another, a bridge between them (scripts/dpdk-netns.sh). The two
+# netagg-switchd on kernel UDP in another, a bridge between them (scripts/netns/dpdk-netns.sh). The two
 # transports alternate per size in one run; each measurement gets a fresh switch.
 dpdk_enabled=0
 if grep -q '^NETAGG_DPDK:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then dpdk_enabled=1; fi
@@ -203,9 +203,9 @@ if [ "$dpdk_enabled" != 0 ]; then
     dpdk_sizes=()
     for s in $dpdk_size_list; do dpdk_sizes+=("$(to_bytes "$s")"); done
     dpdk_job="$raw/dpdk-job.json"
-    trap 'bash "$repo/scripts/dpdk-netns.sh" down "$dpdk_ns"' EXIT
-    bash "$repo/scripts/dpdk-netns.sh" up "$dpdk_ns" "$dpdk_ranks"
-    bash "$repo/scripts/dpdk-netns.sh" job "$dpdk_ranks" 256 64 > "$dpdk_job"
+    trap 'bash "$repo/scripts/netns/dpdk-netns.sh" down "$dpdk_ns"' EXIT
+    bash "$repo/scripts/netns/dpdk-netns.sh" up "$dpdk_ns" "$dpdk_ranks"
+    bash "$repo/scripts/netns/dpdk-netns.sh" job "$dpdk_ranks" 256 64 > "$dpdk_job"
     # One measurement: a fresh switch, all workers at once; their JSON lines merged into one array.
     run_veth() {
       local transport=$1 bytes=$2 iterations=$3 name=$4 r status=0 sw
@@ -239,9 +239,9 @@ if [ "$dpdk_enabled" != 0 ]; then
       for transport in udp dpdk; do
         name="veth-$transport-r$dpdk_ranks-b$bytes"
         if [ "$transport" = udp ]; then
-          bash "$repo/scripts/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" on
+          bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" on
         else
-          bash "$repo/scripts/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" off
+          bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" off
         fi
         files=()
         for (( r = 0; r < dpdk_ranks; ++r )); do files+=("$raw/$name.w$r.json"); done
@@ -249,7 +249,7 @@ if [ "$dpdk_enabled" != 0 ]; then
         echo "$warmup" > "$raw/$name.warmup"
       done
     done
-    bash "$repo/scripts/dpdk-netns.sh" down "$dpdk_ns"
+    bash "$repo/scripts/netns/dpdk-netns.sh" down "$dpdk_ns"
     trap - EXIT
   fi
 fi
@@ -257,7 +257,7 @@ fi
 BENCH_BUILD="$build" BENCH_REPO="$repo" BENCH_RAW="$raw" BENCH_OUT="$out/bench.json" \
 BENCH_RANKS_LIST="$ranks_list" BENCH_SIZE_LIST="${sizes[*]}" BENCH_LOAD_BEFORE="$load_before" \
 BENCH_MISSING="${missing[*]}" BENCH_DPDK_SKIPPED="$dpdk_skipped" \
-BENCH_DPDK_RANKS_USED="${dpdk_ranks:-}" BENCH_DPDK_SIZE_LIST="${dpdk_sizes[*]:-}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench.sh $1}" \
+BENCH_DPDK_RANKS_USED="${dpdk_ranks:-}" BENCH_DPDK_SIZE_LIST="${dpdk_sizes[*]:-}" BENCH_COMMAND="${BENCH_COMMAND:-bash scripts/bench/bench.sh $1}" \
   python3 - <<'PY'
 """Merges the raw outputs into bench.json and prints the comparison tables."""
 import datetime
@@ -483,7 +483,7 @@ report = {
     "codec_context": codec_context,
     "fpga": fpga,
     "dpdk_vs_udp": {
-        "setup": "veths and a bridge in network namespaces (scripts/dpdk-netns.sh): workers on "
+        "setup": "veths and a bridge in network namespaces (scripts/netns/dpdk-netns.sh): workers on "
                  "net_af_packet (DPDK 22.11, --no-huge) or kernel UDP on the same veth, "
                  "netagg-switchd on kernel UDP; 256 elements per packet, window 64",
         "skipped": os.environ.get("BENCH_DPDK_SKIPPED") or None,

@@ -2,18 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the golden wire vectors in tests/vectors/wire/.
 
-This is a second, independent encoder (Python's struct, not the C++ code; the header's field
-table comes from formats/wire.json through scripts/wire_format.py), so the C++ decoder, the RTL,
-the HLS model and the P4 parser are all checked against bytes that none of them produced.
-Re-run after changing the format:
-    python3 scripts/gen_vectors.py
+This is a second, independent encoder (Python's struct, not the C++ code; the header's field table
+comes from formats/wire.json through scripts/vectors/wire_format.py), so the C++ decoder, the RTL,
+the HLS model and the P4 parser are all checked against bytes that none of them produced. Re-run
+after changing the format:
+    python3 scripts/vectors/gen_vectors.py
 """
 import pathlib
 import struct
 
 import wire_format
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "vectors" / "wire"
+OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "vectors" / "wire"
 
 TYPES = wire_format.TYPES
 BAD_TYPE = max(TYPES.values()) + 1  # the first type the format does not define

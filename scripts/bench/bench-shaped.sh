@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # netagg against Gloo's ring on bandwidth-limited links, run by `make bench` as
-# `bash scripts/bench-shaped.sh BUILD_DIR`.
+# `bash scripts/bench/bench-shaped.sh BUILD_DIR`.
 #
 # Each worker sits in its own network namespace behind a veth shaped with `tbf` in both
 # directions; netagg-switchd runs unshaped in another namespace; a bridge joins them
-# (scripts/dpdk-netns.sh). In one run, for each link rate and worker count: netagg (kernel UDP,
+# (scripts/netns/dpdk-netns.sh). In one run, for each link rate and worker count: netagg (kernel UDP,
 # through the switch model, fp32 as block floating point and int32) and Gloo's ring all-reduce
 # (fp32 over TCP between the same namespaces), one after the other on the same links. The
 # in-network bound: each worker moves its tensor once each way instead of 2(N-1)/N times, so
@@ -23,9 +23,9 @@
 #   SHAPED_DTYPES      netagg's element types. Default: fp32 int32.
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: bash scripts/bench-shaped.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-shaped.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out="$build/bench"
 raw="$out/shaped-raw"
 mkdir -p "$raw"
@@ -57,7 +57,7 @@ for b in "$netagg_bin" "$switchd_bin" "$gloo_bin"; do
 done
 
 ns="nas$$"
-netns() { bash "$repo/scripts/dpdk-netns.sh" "$@"; }
+netns() { bash "$repo/scripts/netns/dpdk-netns.sh" "$@"; }
 trap 'netns down "$ns"' EXIT
 
 # tbf on both ends of every worker's veth (dpdk-netns.sh shape).
@@ -184,7 +184,7 @@ for n in workers:
             })
 
 json.dump({"rows": rows, "failures": failures,
-           "command": "bash scripts/bench-shaped.sh BUILD_DIR",
+           "command": "bash scripts/bench/bench-shaped.sh BUILD_DIR",
            "iterations": int(os.environ["SHAPED_ITERATIONS"])},
           open(os.environ["SHAPED_JSON"], "w"), indent=1)
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# Plots BUILD/bench/plan.json (scripts/bench-plan.sh): each policy's rate per worker on fat trees
+# Plots BUILD/bench/plan.json (scripts/bench/bench-plan.sh): each policy's rate per worker on fat trees
 # of growing k (log scale), and the solve times.
 #
-#   python3 scripts/plot-plan.py BUILD/bench/plan.json OUT.png
+#   python3 scripts/bench/plot-plan.py BUILD/bench/plan.json OUT.png
 import json
 import sys
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The cost of a packet, run by `make bench` as `bash scripts/bench-packets.sh BUILD_DIR`:
+# The cost of a packet, run by `make bench` as `bash scripts/bench/bench-packets.sh BUILD_DIR`:
 # packets per CPU second of netagg-switchd and of a netagg-allreduce worker, against a plain
 # recvmmsg/sendmmsg UDP reflector and its load (bench/udp_reflector.cpp) in the same run, all on
 # loopback. Four workers (or four loads) keep a window of 64 packets of 1046 bytes (256 int32 or
@@ -19,7 +19,7 @@
 # packets), PACKETS_ITERATIONS all-reduces (default 10).
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: bash scripts/bench-packets.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-packets.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 out="$build/bench"
 raw="$out/packets-raw"
@@ -140,7 +140,7 @@ result = {
     # ... and switchd --threads 2 (slots split between two threads), with offload
     "threads_2": threads,
     "reflector": refl, "loads": loads,
-    "command": "bash scripts/bench-packets.sh BUILD_DIR",
+    "command": "bash scripts/bench/bench-packets.sh BUILD_DIR",
 }
 json.dump(result, open(os.environ["OUT"], "w"), indent=1)
 print("The cost of a packet on loopback, 4 senders with 64 packets of 1046 bytes in flight each:")

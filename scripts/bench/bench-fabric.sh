@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The ns-3 fabric's benchmark, run by `make bench-fabric` as `bash scripts/bench-fabric.sh
+# The ns-3 fabric's benchmark, run by `make bench-fabric` as `bash scripts/bench/bench-fabric.sh
 # BUILD_DIR`: the all-reduce's completion time against the number of workers N, in-network (an
 # aggregation tree: each leaf switch aggregates its hosts, spine 0 is the root) and ring
 # all-reduce over TCP, on the same fabric and tensor. One netagg-fabric run per N.
@@ -29,7 +29,7 @@
 #   BENCH_FABRIC_QUICK=1  workers 4 8 16 and 1 MiB (a smoke run, a few seconds).
 set -euo pipefail
 
-usage() { echo "usage: bash scripts/bench-fabric.sh BUILD_DIR" >&2; exit 2; }
+usage() { echo "usage: bash scripts/bench/bench-fabric.sh BUILD_DIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench-fabric: no build directory '$1'" >&2; exit 2; }
 bin="$build/sim/fabric/netagg-fabric"

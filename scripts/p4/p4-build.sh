@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `make p4`: compiles the P4 programs with the compilers it finds, in NETAGG_P4_PREFIX/bin
-# (default /opt/netagg-p4) first, then on PATH (scripts/p4-tools.sh).
+# (default /opt/netagg-p4) first, then on PATH (scripts/p4/p4-tools.sh).
 #   BMv2 (v1model):  p4c-bm2-ss --arch v1model -> BUILD/p4/bmv2/netagg.json (+ netagg.p4info.txtpb)
 #   Tofino (TNA):    bf-p4c (Intel's SDE) or p4c-barefoot (p4c's open-source back end)
 #                    --target tofino --arch tna -> BUILD/p4/tofino/ (resource logs there);
@@ -13,10 +13,10 @@
 # skipped.
 # Exit status: 0 if every compiler found compiled its program (also when none is installed: the
 # message says so; `make p4` is not a test), 1 if a compilation failed or warned, 2 on bad usage.
-# Usage: scripts/p4-build.sh [BUILD_DIR] [--only bmv2|tofino] [--p4test]  (default: build)
+# Usage: scripts/p4/p4-build.sh [BUILD_DIR] [--only bmv2|tofino] [--p4test]  (default: build)
 #   --p4test  check the Tofino program with p4test even when a Tofino compiler is installed
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=build only="" force_p4test=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -29,7 +29,7 @@ done
 case $only in ""|bmv2|tofino) ;; *) echo "p4-build: --only takes bmv2 or tofino" >&2; exit 2 ;; esac
 [[ $build == /* ]] || build="$root/$build"
 out="$build/p4"
-source "$root/scripts/p4-tools.sh"
+source "$root/scripts/p4/p4-tools.sh"
 status=0 compiled=0 wanted=0
 
 # run_compiler LOG COMMAND...: runs it, shows its output; warnings count as failure.
@@ -49,7 +49,7 @@ run_compiler() {
 }
 
 # tofino_assemble BFA: p4c-barefoot stops at the assembly and does not check how many stages it
-# placed tables in. The resources are summarised from the assembly (scripts/p4-resources.py,
+# placed tables in. The resources are summarised from the assembly (scripts/p4/p4-resources.py,
 # which fails on more than 12 stages), and the assembler, bfas (the back end's bf-asm), when
 # installed, checks the rest.
 tofino_assemble() {
@@ -57,7 +57,8 @@ tofino_assemble() {
   dir=$(dirname "$bfa")
   if [[ ! -f $bfa ]]; then echo "p4: no assembly at $bfa"; return 1; fi
   echo "p4: resources (from the assembly; $dir/../resources.json):"
-  if ! /usr/bin/python3 "$root/scripts/p4-resources.py" "$bfa" --json "$dir/../resources.json"; then
+  if ! /usr/bin/python3 "$root/scripts/p4/p4-resources.py" "$bfa" \
+      --json "$dir/../resources.json"; then
     echo "p4: p4/tofino/netagg.p4 does not fit Tofino 1's stages"; return 1
   fi
   local asm

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The v1model program (p4/bmv2/netagg.p4) on BMv2's simple_switch, in network namespaces: the
 # switch in one namespace, its ports veth pairs. Root only. The P4 tools are found in
-# NETAGG_P4_PREFIX/bin (default /opt/netagg-p4), then on PATH (scripts/p4-tools.sh).
+# NETAGG_P4_PREFIX/bin (default /opt/netagg-p4), then on PATH (scripts/p4/p4-tools.sh).
 #
-#   bash scripts/bmv2-netns.sh BUILD_DIR vectors [--vectors DIR|FILE] [--keep DIR]
+#   bash scripts/netns/bmv2-netns.sh BUILD_DIR vectors [--vectors DIR|FILE] [--keep DIR]
 #       Replays the switch conformance vectors (tests/vectors/switch) with netagg-replay over the
 #       veths; each vector configures the switch with its own simple_switch_CLI lines after a
 #       reset_state. Exit 0: every vector passed.
-#   bash scripts/bmv2-netns.sh BUILD_DIR allreduce [options]
+#   bash scripts/netns/bmv2-netns.sh BUILD_DIR allreduce [options]
 #       One worker per namespace, each on its switch port; the tables and multicast group from
 #       `netagg-ctl p4 bmv2` for the job; netagg-allreduce on every worker, which verifies its sum.
 #     --workers N              (default 4)
@@ -32,7 +32,7 @@ set -uo pipefail
 usage() { sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 2 ]] || usage
 build=$1 mode=$2; shift 2
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 [[ $build == /* ]] || build="$PWD/$build"
 case $mode in vectors|allreduce) ;; *) usage ;; esac
 
@@ -62,7 +62,7 @@ done
 case $dtype in int32|fp32) ;; *) echo "bmv2-netns: --dtype is int32 or fp32" >&2; exit 2 ;; esac
 
 [[ $(id -u) == 0 ]] || { echo "bmv2-netns: skipped: needs root (network namespaces)"; exit 77; }
-source "$root/scripts/p4-tools.sh"
+source "$root/scripts/p4/p4-tools.sh"
 missing=$(p4_missing simple_switch simple_switch_CLI p4c-bm2-ss)
 [[ -z $missing ]] || { echo "bmv2-netns: skipped: $missing $p4_where"; exit 77; }
 simple_switch=$(p4_tool simple_switch) simple_switch_cli=$(p4_tool simple_switch_CLI)
@@ -73,7 +73,7 @@ done
 # ---- the compiled program ----
 p4json=$build/p4/bmv2/netagg.json
 if [[ ! -f $p4json || -n $(find "$root/p4/bmv2" "$root/p4/common" -newer "$p4json" -name '*.p4') ]]; then
-  bash "$root/scripts/p4-build.sh" "$build" --only bmv2 >&2 || { echo "bmv2-netns: the program did not compile" >&2; exit 2; }
+  bash "$root/scripts/p4/p4-build.sh" "$build" --only bmv2 >&2 || { echo "bmv2-netns: the program did not compile" >&2; exit 2; }
 fi
 
 name=nbmv2$$

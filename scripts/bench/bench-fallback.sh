@@ -8,7 +8,7 @@
 #   - death to completion: one all-reduce whose aggregator dies half-way, against the same
 #     all-reduce with a live aggregator.
 # JSON in BUILD/bench/fallback.json, a table on stdout.
-#   bash scripts/bench-fallback.sh BUILD_DIR
+#   bash scripts/bench/bench-fallback.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: bench-fallback.sh BUILD_DIR}
 out="$build/bench"
