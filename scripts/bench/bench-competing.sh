@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # A competing TCP flow through one worker's link, run by `make bench` as root:
-# `bash scripts/bench/bench-competing.sh BUILD_DIR`. The layout of scripts/bench/bench-shaped.sh (workers in
-# namespaces behind tbf-shaped veths, netagg-switchd unshaped); one iperf3 TCP flow from worker
-# 0's namespace to the aggregator's, so that it shares worker 0's shaped uplink with worker 0's
-# contributions. Measured: the flow alone, netagg alone, and both at once with netagg's
-# congestion control off and on (NETAGG_CONGESTION_CONTROL). This kernel's qdiscs do not mark
-# ECN, so the shaper drops and the window reacts to loss only.
+# `bash scripts/bench/bench-competing.sh BUILD_DIR`. The layout of scripts/bench/bench-shaped.sh
+# (workers in namespaces behind tbf-shaped veths, netagg-switchd unshaped); one iperf3 TCP flow from
+# worker 0's namespace to the aggregator's, so that it shares worker 0's shaped uplink with worker
+# 0's contributions. Measured: the flow alone, netagg alone, and both at once with netagg's
+# congestion control off and on (NETAGG_CONGESTION_CONTROL). This kernel's qdiscs do not mark ECN,
+# so the shaper drops and the window reacts to loss only.
 #
 # Writes BUILD_DIR/bench/competing.json and prints a table. Environment: COMPETING_WORKERS
 # (default 4), COMPETING_RATE Mbit/s (default 200), COMPETING_BYTES (default 16M),
@@ -17,6 +17,7 @@ set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-competing.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+bench_py() { /usr/bin/python3 "$repo/scripts/bench/netagg_bench" "$@"; }  # the Python steps
 out="$build/bench"
 raw="$out/competing-raw"
 json="$out/competing.json"
@@ -101,49 +102,4 @@ pkill -f "iperf3 --server --daemon --bind 10.77.0.254" || true
 netns down "$ns"
 trap - EXIT
 
-RAW="$raw" OUT="$json" N="$n" MBIT="$mbit" BYTES="$bytes" /usr/bin/python3 - <<'PY'
-import json, os, statistics
-raw, n, mbit = os.environ["RAW"], int(os.environ["N"]), int(os.environ["MBIT"])
-last = lambda f: json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
-
-def flow(name):
-    try:
-        j = json.load(open(f"{raw}/{name}.iperf.json"))
-        return j["end"]["sum_received"]["bits_per_second"] / 1e6
-    except (OSError, KeyError, ValueError):
-        return None
-
-def netagg(name):
-    try:
-        ws = [last(f"{raw}/{name}.w{r}.json") for r in range(n)]
-    except (OSError, ValueError, IndexError):
-        return None
-    if any(w.get("verification") != "ok" for w in ws):
-        return None
-    # slowest worker's median all-reduce time
-    t = max(statistics.median(w.get("seconds_all") or [w["seconds"]]) for w in ws)
-    return {"seconds": t, "retransmissions": sum(w.get("retransmissions", 0) for w in ws),
-            "window_cuts": sum(w.get("window_cuts", 0) for w in ws)}
-
-result = {"workers": n, "mbit": mbit, "bytes": int(os.environ["BYTES"]),
-          "flow_alone_mbit": flow("alone"),
-          "command": "bash scripts/bench/bench-competing.sh BUILD_DIR"}
-for cc in (0, 1):
-    result[f"cc{cc}"] = {"netagg_alone": netagg(f"netagg-cc{cc}"),
-                         "netagg_with_flow": netagg(f"both-cc{cc}"),
-                         "flow_with_netagg_mbit": flow(f"both-cc{cc}")}
-json.dump(result, open(os.environ["OUT"], "w"), indent=1)
-fmt = lambda x, f: "—" if x is None else f.format(x)
-print(f"A TCP flow through worker 0's {mbit} Mbit/s link against {n} netagg workers "
-      f"(fp32, {result['bytes']} bytes):")
-print(f"  the flow alone: {fmt(result['flow_alone_mbit'], '{:.1f}')} Mbit/s")
-print(f"{'congestion control':>20}{'netagg alone s':>16}{'with flow s':>13}{'flow Mbit/s':>13}"
-      f"{'cuts':>7}")
-for cc in (0, 1):
-    r = result[f"cc{cc}"]
-    a, b = r["netagg_alone"], r["netagg_with_flow"]
-    print(f"{('on' if cc else 'off'):>20}{fmt(a and a['seconds'], '{:.3f}'):>16}"
-          f"{fmt(b and b['seconds'], '{:.3f}'):>13}{fmt(r['flow_with_netagg_mbit'], '{:.1f}'):>13}"
-          f"{fmt(b and b['window_cuts'], '{}'):>7}")
-print(f"JSON: {os.environ['OUT']}")
-PY
+bench_py competing-report --raw "$raw" --out "$json" --workers "$n" --mbit "$mbit" --bytes "$bytes"

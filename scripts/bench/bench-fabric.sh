@@ -38,6 +38,7 @@ if [ ! -x "$bin" ]; then
        "cmake --build $1 --target netagg-fabric)" >&2
   exit 2
 fi
+here=$(cd "$(dirname "$0")" && pwd)
 out="$build/bench"
 raw="$out/fabric"
 mkdir -p "$raw"
@@ -103,82 +104,5 @@ done
 
 [ ${#results[@]} -gt 0 ] || { echo "bench-fabric: no result" >&2; exit 1; }
 
-OUT="$out" /usr/bin/python3 - "${results[@]}" <<'PY'
-import json, os, sys
-
-out = os.environ["OUT"]
-rows = []
-for path in sys.argv[1:]:
-    r = json.load(open(path))
-    i, g = r.get("innetwork", {}), r.get("ring", {})
-    rows.append({
-        "workers": r["workers"],
-        "tensor_bytes": r["tensor_bytes"],
-        "topology": r["scenario"]["topology"],
-        "trees": r["scenario"]["job"]["trees"],
-        "innetwork_s": i.get("completion_s"),
-        "innetwork_verified": i.get("verified"),
-        "innetwork_retransmissions": i.get("retransmissions"),
-        "innetwork_ce_marks": i.get("queues", {}).get("ecn_marks"),
-        "ring_s": g.get("completion_s"),
-        "ring_completed": g.get("completed"),
-        "ring_over_innetwork": r.get("ring_over_innetwork"),
-        "bound": r["bound"],
-        "ideal_innetwork_s": r["ideal"]["innetwork_s"],
-        "ideal_ring_s": r["ideal"]["ring_s"],
-        "wall_s": (i.get("wall_s") or 0) + (g.get("wall_s") or 0),
-        "simulated_packets": (i.get("simulated_packets") or 0) + (g.get("simulated_packets") or 0),
-        "result": path,
-    })
-rows.sort(key=lambda x: x["workers"])
-for x in rows:
-    x["simulated_packets_per_wall_s"] = x["simulated_packets"] / x["wall_s"] if x["wall_s"] else 0
-with open(os.path.join(out, "fabric.json"), "w") as f:
-    json.dump({"benchmark": "fabric", "runs": rows}, f, indent=2)
-
-print(f"{'N':>5} {'in-network ms':>14} {'ring ms':>9} {'ring/in-net':>11} {'bound':>6} "
-      f"{'ideal in-net':>12} {'verified':>8} {'wall s':>7} {'pkts/s':>8}")
-for x in rows:
-    def ms(v):
-        return f"{v * 1e3:.3f}" if v else "-"
-    ratio = f"{x['ring_over_innetwork']:.2f}" if x["ring_over_innetwork"] else "-"
-    print(f"{x['workers']:>5} {ms(x['innetwork_s']):>14} {ms(x['ring_s']):>9} {ratio:>11} "
-          f"{x['bound']:>6.3f} {ms(x['ideal_innetwork_s']):>12} {str(x['innetwork_verified']):>8} "
-          f"{x['wall_s']:>7.1f} {x['simulated_packets_per_wall_s']:>8.0f}")
-
-done = [x["innetwork_s"] for x in rows if x["innetwork_s"] and x["innetwork_verified"]]
-if len(done) > 1:
-    print(f"in-network time over N: slowest / fastest = {max(done) / min(done):.4f}")
-
-try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    print("plot: matplotlib not installed, none drawn", file=sys.stderr)
-    sys.exit(0)
-n = [x["workers"] for x in rows]
-fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-a.plot(n, [x["innetwork_s"] * 1e3 for x in rows], "o-", label="in-network (tree of switch models)")
-a.plot(n, [x["ring_s"] * 1e3 for x in rows], "s-", label="ring all-reduce (TCP)")
-a.plot(n, [x["ideal_innetwork_s"] * 1e3 for x in rows], ":", color="C0", label="S / host link")
-a.plot(n, [x["ideal_ring_s"] * 1e3 for x in rows], ":", color="C1",
-       label="2(N-1)/N · S / host link")
-a.set_xscale("log", base=2)
-a.set_xlabel("workers N")
-a.set_ylabel("completion time (ms, slowest worker)")
-a.set_title(f"all-reduce of {rows[0]['tensor_bytes'] >> 20} MiB, 100 Gbit/s hosts")
-a.set_ylim(bottom=0)
-a.legend(fontsize=8)
-b.plot(n, [x["ring_over_innetwork"] for x in rows], "o-", label="measured ring / in-network")
-b.plot(n, [x["bound"] for x in rows], "--", label="bound 2(N-1)/N (bytes per worker)")
-b.set_xscale("log", base=2)
-b.set_xlabel("workers N")
-b.set_ylabel("ring time / in-network time")
-b.set_ylim(bottom=0)
-b.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(out, "fabric.png"), dpi=110)
-print(f"bench-fabric: {os.path.join(out, 'fabric.json')}, {os.path.join(out, 'fabric.png')}")
-PY
+/usr/bin/python3 "$here/netagg_bench" fabric-report --out "$out" "${results[@]}"
 exit $status

@@ -12,6 +12,8 @@
 set -euo pipefail
 build=${1:?usage: bench-fallback.sh BUILD_DIR}
 out="$build/bench"
+here=$(cd "$(dirname "$0")" && pwd)
+bench_py() { /usr/bin/python3 "$here/netagg_bench" "$@"; }  # the Python steps
 mkdir -p "$out"
 local_bin="$build/sim/launcher/netagg-local"
 gloo_bin="$build/bench/gloo_allreduce"
@@ -35,34 +37,4 @@ for bytes in "${sizes[@]}"; do
     --json > "$tmp/live-$bytes.json"
 done
 
-/usr/bin/python3 - "$tmp" "$out/fallback.json" "${sizes[@]}" <<'PY'
-import json, statistics, sys
-tmp, path, sizes = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
-rows = []
-for b in sizes:
-    load = lambda name: json.load(open(f"{tmp}/{name}-{b}.json"))
-    host, gloo, death, live = load("host"), load("gloo"), load("death"), load("live")
-    for name, run in (("host", host), ("death", death), ("live", live)):
-        if run["verification"] != "ok":
-            sys.exit(f"bench-fallback: {name} run of {b} bytes: {run['verification']}: "
-                     f"{run.get('problems')}")
-    later = host["seconds_all"][1:]  # the first one includes the detection
-    rows.append({
-        "bytes": b,
-        "host_mode_seconds_median": statistics.median(later),
-        "gloo_ring_seconds_median": gloo["seconds_median"],
-        "host_over_gloo": statistics.median(later) / gloo["seconds_median"],
-        "death_to_completion_seconds": death["seconds"],
-        "live_seconds": live["seconds"],
-        "death_fallback_seconds": death["fallback_seconds"],
-    })
-json.dump({"workers": 4, "rows": rows}, open(path, "w"), indent=1)
-print("| bytes | host mode (median) | Gloo ring (median) | ratio | aggregator dies half-way | live | of which the session |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
-for r in rows:
-    print(f"| {r['bytes']} | {1e3 * r['host_mode_seconds_median']:.2f} ms | "
-          f"{1e3 * r['gloo_ring_seconds_median']:.2f} ms | {r['host_over_gloo']:.2f} | "
-          f"{r['death_to_completion_seconds']:.3f} s | {1e3 * r['live_seconds']:.2f} ms | "
-          f"{r['death_fallback_seconds']:.3f} s |")
-print(f"bench-fallback: {path}")
-PY
+bench_py fallback-report --folder "$tmp" --out "$out/fallback.json" --sizes "${sizes[*]}"

@@ -21,6 +21,8 @@ set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: bash scripts/bench/bench-packets.sh BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+bench_py() { /usr/bin/python3 "$here/netagg_bench" "$@"; }  # the Python steps
 out="$build/bench"
 raw="$out/packets-raw"
 mkdir -p "$raw"
@@ -58,16 +60,7 @@ kill -TERM "$rpid"; wait "$rpid" || true
 
 # ---- netagg-switchd and four workers ----
 job="$raw/job.json"
-python3 - "$job" "$workers" <<'PY'
-import json, socket, sys
-ports = []
-for _ in range(int(sys.argv[2])):  # free ports, picked by the kernel
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
-    ports.append(s.getsockname()[1]); s.close()
-json.dump({"job_id": 1, "slots": {"base": 0, "count": 64}, "elements_per_packet": 256,
-           "workers": [{"rank": r, "address": f"127.0.0.1:{p}"} for r, p in enumerate(ports)]},
-          open(sys.argv[1], "w"))
-PY
+bench_py packets-job --out "$job" --workers "$workers"
 # run_netagg LABEL OFFLOAD [THREADS]: switchd (from THREADS threads, default 1) and the workers
 # with UDP GSO/GRO on (1) or off (0); the daemon's CPU seconds go to $raw/LABEL/switchd.cpu.
 run_netagg() {
@@ -97,62 +90,4 @@ run_netagg offload 1
 run_netagg plain 0
 run_netagg threads 1 2
 
-RAW="$raw" OUT="$out/packets.json" WORKERS="$workers" \
-  /usr/bin/python3 - <<'PY'
-import json, os
-raw, n = os.environ["RAW"], int(os.environ["WORKERS"])
-last = lambda f: json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
-refl = last(f"{raw}/reflector.out")
-loads = [last(f"{raw}/load{r}.json") for r in range(n)]
-reflector_pps = refl["packets_in"] / refl["cpu_seconds"]
-load_pps = sum(l["packets"] for l in loads) / sum(l["cpu_seconds"] for l in loads)
-
-def netagg(label):
-    workers = [last(f"{raw}/{label}/worker{r}.json") for r in range(n)]
-    sw = json.load(open(f"{raw}/{label}/switchd.json"))
-    sw_cpu = float(open(f"{raw}/{label}/switchd.cpu").read())
-    switchd_pps = sw["packets_in"] / sw_cpu
-    worker_pps = (sum(w["packets_sent"] + w["retransmissions"] for w in workers)
-                  / sum(w["cpu_seconds"] for w in workers))
-    return {
-        "switchd_packets_per_cpu_second": switchd_pps,
-        "ratio_switchd_over_reflector": switchd_pps / reflector_pps,
-        "worker_packets_per_cpu_second": worker_pps,
-        "ratio_worker_over_load": worker_pps / load_pps,
-        "switchd": {"packets_in": sw["packets_in"], "cpu_seconds": sw_cpu,
-                    "cross_thread": sw.get("cross_thread", 0)},
-        "workers": [{k: w.get(k) for k in ("packets_sent", "retransmissions", "cpu_seconds",
-                                           "seconds", "verification")} for w in workers],
-    }
-
-offload, plain, threads = netagg("offload"), netagg("plain"), netagg("threads")
-result = {
-    "reflector_packets_per_cpu_second": reflector_pps,
-    "load_packets_per_cpu_second": load_pps,
-    # UDP GSO/GRO on (the default) ...
-    "switchd_packets_per_cpu_second": offload["switchd_packets_per_cpu_second"],
-    "ratio_switchd_over_reflector": offload["ratio_switchd_over_reflector"],
-    "worker_packets_per_cpu_second": offload["worker_packets_per_cpu_second"],
-    "ratio_worker_over_load": offload["ratio_worker_over_load"],
-    "offload": offload,
-    # ... and off (switchd --no-udp-offload, NETAGG_UDP_OFFLOAD=0)
-    "no_offload": plain,
-    # ... and switchd --threads 2 (slots split between two threads), with offload
-    "threads_2": threads,
-    "reflector": refl, "loads": loads,
-    "command": "bash scripts/bench/bench-packets.sh BUILD_DIR",
-}
-json.dump(result, open(os.environ["OUT"], "w"), indent=1)
-print("The cost of a packet on loopback, 4 senders with 64 packets of 1046 bytes in flight each:")
-print(f"{'':36}{'packets per CPU second':>24}{'ratio':>8}")
-print(f"{'reflector (plain UDP)':36}{reflector_pps:>24,.0f}")
-for label, r in (("UDP GSO/GRO", offload), ("no offload", plain),
-                 ("2 threads", threads)):
-    print(f"{'netagg-switchd, ' + label:36}{r['switchd_packets_per_cpu_second']:>24,.0f}"
-          f"{r['ratio_switchd_over_reflector']:>8.2f}")
-print(f"{'reflector load (sender)':36}{load_pps:>24,.0f}")
-for label, r in (("UDP GSO/GRO", offload), ("no offload", plain)):
-    print(f"{'netagg-allreduce worker, ' + label:36}{r['worker_packets_per_cpu_second']:>24,.0f}"
-          f"{r['ratio_worker_over_load']:>8.2f}")
-print(f"JSON: {os.environ['OUT']}")
-PY
+bench_py packets-report --raw "$raw" --out "$out/packets.json" --workers "$workers"
