@@ -11,12 +11,12 @@ packages=(
   libhwy-dev
   libgloo-dev
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
-  clang-format               # the format check (scripts/check-format.sh)
+  clang-format               # the format check (scripts/check/check-format.sh)
   python3
   python3-matplotlib         # the plots of `make bench`
   tshark                     # the Wireshark dissector tests (formats/wireshark/netagg.lua); dumpcap
-  iperf3                     # the competing TCP flow of `make bench` (scripts/bench-competing.sh)
-  verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
+  iperf3                     # `make bench`'s competing TCP flow (scripts/bench/bench-competing.sh)
+  verilator yosys            # RTL simulation and lint; synthesis check (scripts/hw/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
