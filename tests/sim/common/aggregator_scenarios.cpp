@@ -112,10 +112,32 @@ void TwoJobs::expect_nothing_pending() {
   EXPECT_FALSE(stranger.has_pending());
 }
 
-std::string one_slot_job(const Endpoint& worker) {
-  return fmt::format(R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
-      "elements_per_packet": 1, "workers": [{}]}})",
-                     worker_json(0, worker));
+std::string one_slot_job(const Endpoint& worker, const std::optional<Endpoint>& aggregator) {
+  return fmt::format(
+      R"({{"job_id": 1, "slots": {{"base": 0, "count": 1}},
+      "elements_per_packet": 1, {}"workers": [{}]}})",
+      aggregator ? fmt::format(R"("aggregator": "{}", )", aggregator->to_string()) : "",
+      worker_json(0, worker));
+}
+
+std::string job_of_another_aggregator(const Endpoint& worker) {
+  return one_slot_job(worker, Endpoint{0x7F000001, 9});
+}
+
+void expect_job_of_another_aggregator_refused(DaemonProcess& d, const std::string& file) {
+  EXPECT_EQ(d.wait_exit(), 2);
+  EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("listening")));
+  // The daemon's port is the kernel's: not one to suggest for the job.
+  EXPECT_THAT(d.stderr_text(),
+              ::testing::AllOf(
+                  HasSubstr(fmt::format("{}: {}: job 1: its workers send to 127.0.0.1:9 (the "
+                                        "job's \"aggregator\"), but this daemon listens on "
+                                        "127.0.0.1:",
+                                        d.name(), file)),
+                  HasSubstr(" (a port the kernel chose for --listen 127.0.0.1:0): they would get "
+                            "no answer. Start it with --listen 127.0.0.1:9, or leave the job's "
+                            "\"aggregator\" out and give the workers the address "
+                            "(NETAGG_AGGREGATOR, netagg-allreduce --target)\n")));
 }
 
 void expect_answer_then_quiet_stop_on_sigint(DaemonProcess& d, LoopbackUdpSocket& worker) {

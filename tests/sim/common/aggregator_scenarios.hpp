@@ -63,11 +63,18 @@ class TwoJobs {
   LoopbackUdpSocket other_job_worker, stranger;
 };
 
-// Job 1: `worker` alone on slot 0, one element a packet.
-std::string one_slot_job(const Endpoint& worker);
+// Job 1: `worker` alone on slot 0, one element a packet; `aggregator` where given.
+std::string one_slot_job(const Endpoint& worker, const std::optional<Endpoint>& aggregator = {});
 
 // `d` (started --quiet with one_slot_job(worker)) answers a contribution, then stops on SIGINT
 // with exit code 0, no counters on stdout and nothing on stderr.
 void expect_answer_then_quiet_stop_on_sigint(DaemonProcess& d, LoopbackUdpSocket& worker);
+
+// Job 1 of one_slot_job(worker) with "aggregator" 127.0.0.1:9, which the daemon does not serve.
+std::string job_of_another_aggregator(const Endpoint& worker);
+
+// `d` (started with --listen 127.0.0.1:0 and job_of_another_aggregator, in `file`) refuses it:
+// exit 2 before any "listening" line, and a message naming both addresses and the fixes.
+void expect_job_of_another_aggregator_refused(DaemonProcess& d, const std::string& file);
 
 }  // namespace netagg::testing

@@ -280,6 +280,15 @@ TEST_P(FpgadTest, AsALeafOfATreeItSendsSumsUpAndTakesTheRootsResult) {
   EXPECT_FALSE(w2.has_pending());
 }
 
+// A job whose "aggregator" is not the address the daemon listens on is refused: its workers would
+// send there and get no answer. Exit 2, both addresses and the fixes named.
+TEST_P(FpgadTest, AJobWhoseAggregatorIsNotTheListenAddressIsRefused) {
+  UdpSocket w;
+  const fs::path file = write("job.json", job_of_another_aggregator(w.local()));
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", file.string()}));
+  expect_job_of_another_aggregator_refused(d, file.string());
+}
+
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.
 TEST_P(FpgadTest, BadConfigurationExitsWithTwo) {
   UdpSocket w, busy;

@@ -400,6 +400,44 @@ TEST_F(SwitchdTest, RateQueueDropsAndResultsFromTheParentPassAtOnce) {
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
 }
 
+// A job whose "aggregator" the daemon's socket does not receive (another port; another IP unless
+// the daemon listens on 0.0.0.0) is refused: its workers would send there and get no answer. At
+// start the daemon exits 2 with both addresses and the fixes; on SIGHUP the jobs stay as they were.
+TEST_F(SwitchdTest, AJobWhoseAggregatorIsNotTheListenAddressIsRefused) {
+  UdpSocket w;
+  const fs::path file = write("job.json", job_of_another_aggregator(w.local()));
+  {
+    Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", file.string()});
+    expect_job_of_another_aggregator_refused(d, file.string());
+  }
+
+  // Reloads: the daemon's own address is accepted, another IP on its port is not.
+  write("job.json", one_slot_job(w.local()));
+  Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", file.string()});
+  const Endpoint sw = d.wait_listening();
+  write("job.json", one_slot_job(w.local(), sw));
+  EXPECT_THAT(d.reload(), HasSubstr("netagg-switchd: SIGHUP: done, 1 jobs installed"));
+  const Endpoint other_ip{0x7F000002, sw.port};
+  write("job.json", one_slot_job(w.local(), other_ip));
+  EXPECT_THAT(d.reload(),
+              HasSubstr(fmt::format("netagg-switchd: SIGHUP: failed, jobs unchanged: {}: job 1: "
+                                    "its workers send to {} (the job's \"aggregator\"), but this "
+                                    "daemon listens on {} (a port the kernel chose",
+                                    file.string(), other_ip.to_string(), sw.to_string())));
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+
+  // On the wildcard address every IP of the port is the daemon's.
+  write("job.json", one_slot_job(w.local()));
+  Daemon any(dir_, {"--listen", "0.0.0.0:0", "--job", file.string()});
+  const Endpoint bound = any.wait_listening();
+  EXPECT_EQ(bound.ip, 0u);
+  write("job.json", one_slot_job(w.local(), Endpoint{0x7F000001, bound.port}));
+  EXPECT_THAT(any.reload(), HasSubstr("netagg-switchd: SIGHUP: done, 1 jobs installed"));
+  write("job.json", job_of_another_aggregator(w.local()));
+  EXPECT_THAT(any.reload(), HasSubstr("SIGHUP: failed, jobs unchanged"));
+  EXPECT_EQ(any.stop(SIGTERM), 0) << any.stderr_text();
+}
+
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.
 TEST_F(SwitchdTest, BadConfigurationExitsWithTwo) {
   UdpSocket w, busy;
