@@ -63,7 +63,8 @@ const EngineParams& checked(const EngineParams& params) {
 
 }  // namespace
 
-Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make_rto(params)) {
+Engine::Engine(const EngineParams& params)
+    : params_(checked(params)), rto_(make_rto(params)), start_rto_(make_rto(params)) {
   // Backoff levels: from the lowest timeout, doubling per retransmission up to the cap, where
   // it stays (the last level).
   std::size_t levels = 1;
@@ -74,6 +75,7 @@ Engine::Engine(const EngineParams& params) : params_(checked(params)), rto_(make
   }
   timers_.resize(levels);
   stats_.rto = rto_.rto();
+  if (params_.adaptive_retransmit) stats_.start_rto = start_rto_.rto();
 
   slots_.resize(params.window);
   cwnd_ = ssthresh_ = params.window;
@@ -530,9 +532,13 @@ void Engine::sample_rtt(Duration rtt) {
   ++stats_.rtt_samples;
   if (!params_.adaptive_retransmit) return;
   rto_.on_sample(rtt);
+  // A window's packets answered one after another give a window of samples per round trip.
+  const auto in_flight = static_cast<std::uint64_t>(std::max(1.0, cwnd_));
+  start_rto_.on_sample(rtt, static_cast<std::uint32_t>(std::min(count_, in_flight)));
   stats_.rto = rto_.rto();
   stats_.srtt = rto_.srtt();
   stats_.rttvar = rto_.rttvar();
+  stats_.start_rto = start_rto_.rto();
 }
 
 void Engine::retransmit(std::uint32_t idx, std::uint8_t level, TimePoint now) {
@@ -588,7 +594,9 @@ Engine::AdaptiveDeadline Engine::adaptive_deadline(std::uint32_t idx) const {
   // Nothing sent after it was answered yet: it waits in the same queue as they do, so while
   // results keep coming it is not late; the RTO counts from the latest of its sending, the last
   // result and the last probe (which restarts the timer, as a retransmission does in TCP).
-  return {std::max({slot.last_sent, last_progress_, last_probe_}) + rto_.rto(), false};
+  // Before the operation's first result the wait includes the other workers' start.
+  const Duration rto = delivered_ == 0 ? std::max(rto_.rto(), start_rto_.rto()) : rto_.rto();
+  return {std::max({slot.last_sent, last_progress_, last_probe_}) + rto, false};
 }
 
 std::uint32_t Engine::first_not_overtaken() const {
@@ -624,7 +632,9 @@ void Engine::on_adaptive_timer(TimePoint now) {
   }
   if (probe == kNone) return;
   rto_.on_timeout(now);  // a timeout, not a loss seen: back off
+  if (delivered_ == 0) start_rto_.on_timeout(now);
   stats_.rto = rto_.rto();
+  stats_.start_rto = start_rto_.rto();
   last_probe_ = now;
   retransmit(probe, 0, now);
 }

@@ -15,15 +15,16 @@ RtoEstimator::RtoEstimator(Duration initial, Duration min, Duration max)
   }
 }
 
-void RtoEstimator::on_sample(Duration rtt) {
+void RtoEstimator::on_sample(Duration rtt, std::uint32_t per_round_trip) {
   rtt = std::max(rtt, Duration::zero());
   if (samples_ == 0) {
     srtt_ = rtt;
     rttvar_ = rtt / 2;
   } else {
+    const Duration::rep n = std::max<std::uint32_t>(per_round_trip, 1);
     const Duration error = srtt_ > rtt ? srtt_ - rtt : rtt - srtt_;
-    rttvar_ = rttvar_ - rttvar_ / 4 + error / 4;  // (1 - 1/4) RTTVAR + 1/4 |SRTT - R|
-    srtt_ = srtt_ - srtt_ / 8 + rtt / 8;          // (1 - 1/8) SRTT + 1/8 R
+    rttvar_ = rttvar_ - rttvar_ / (4 * n) + error / (4 * n);  // (1 - 1/4n) RTTVAR + 1/4n |SRTT - R|
+    srtt_ = srtt_ - srtt_ / (8 * n) + rtt / (8 * n);          // (1 - 1/8n) SRTT + 1/8n R
   }
   ++samples_;
   // Both terms are at most a few round trips; a sample near Duration::max would be clamped

@@ -359,10 +359,12 @@ int run_worker(const Options& o) {
     };
     out["retransmissions"] = s.retransmissions;
     out["spurious_retransmissions"] = s.spurious_retransmissions;
+    out["overtaken_retransmissions"] = s.overtaken_retransmissions;
     out["rtt_samples"] = s.rtt_samples;
     out["rto_ms"] = ms(s.rto);
     out["srtt_ms"] = ms(s.srtt);
     out["rttvar_ms"] = ms(s.rttvar);
+    out["start_rto_ms"] = ms(s.start_rto);
     out["packets_sent"] = s.packets_sent;
     out["duplicates"] = s.duplicates;
     out["foreign_epoch"] = s.foreign_epoch;

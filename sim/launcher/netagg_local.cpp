@@ -580,13 +580,15 @@ int run(const Options& o) {
   }
   const double best =
       per_iteration.empty() ? 0 : *std::min_element(per_iteration.begin(), per_iteration.end());
-  std::uint64_t retransmissions = 0, spurious = 0, packets_sent = 0, injected_drops = 0;
+  std::uint64_t retransmissions = 0, spurious = 0, overtaken = 0, packets_sent = 0,
+                injected_drops = 0;
   std::uint64_t fallback_chunks = 0, fallback_sessions = 0, fallback_copied = 0;
   double fallback_seconds = 0;
   for (const auto& res : results)
     if (res.is_object()) {
       retransmissions += res.value("retransmissions", 0ull);
       spurious += res.value("spurious_retransmissions", 0ull);
+      overtaken += res.value("overtaken_retransmissions", 0ull);
       packets_sent += res.value("packets_sent", 0ull);
       injected_drops += res.value("injected_drops", 0ull);
       fallback_chunks =
@@ -627,6 +629,7 @@ int run(const Options& o) {
         {"verification", verification},
         {"retransmissions", retransmissions},
         {"spurious_retransmissions", spurious},
+        {"overtaken_retransmissions", overtaken},
         {"packets_sent", packets_sent},
         {"injected_drops", injected_drops},
         {"ranks", ranks},

@@ -44,6 +44,39 @@ TEST(RtoEstimator, FollowsRfc6298) {
   EXPECT_EQ(r.backoff(2), 29ms);
 }
 
+// RFC 7323, Appendix G: with n samples per round trip the gains are divided by n, so that a
+// round trip's samples move the estimate about as far as one sample does with n = 1.
+TEST(RtoEstimator, SeveralSamplesPerRoundTripMoveItAsOneDoes) {
+  RtoEstimator one(20ms, 1ms, 500ms), eight(20ms, 1ms, 500ms);
+  one.on_sample(2ms);
+  eight.on_sample(2ms);
+  one.on_sample(4ms);  // SRTT 2.25 ms, RTTVAR 1.25 ms (FollowsRfc6298)
+  for (int i = 0; i < 8; ++i) eight.on_sample(4ms, 8);
+  // Each of the 8: RTTVAR (1 - 1/32) RTTVAR + 1/32 |SRTT - 4|, SRTT (1 - 1/64) SRTT + 4/64.
+  EXPECT_EQ(eight.srtt(), 2236751ns);
+  EXPECT_EQ(eight.rttvar(), 1199407ns);
+  EXPECT_EQ(eight.rto(), 7034379ns);  // against 7.25 ms
+  EXPECT_EQ(eight.samples(), 9u);
+
+  // A window of 64 samples equal to SRTT: one sample per round trip keeps 3/4 of the spread
+  // (RTTVAR 0.78 ms), one per packet forgets it.
+  RtoEstimator per_round_trip(20ms, 1ms, 500ms), per_packet(20ms, 1ms, 500ms);
+  per_round_trip.on_sample(2ms);
+  per_packet.on_sample(2ms);
+  for (int i = 0; i < 64; ++i) {
+    per_round_trip.on_sample(2ms, 64);
+    per_packet.on_sample(2ms);
+  }
+  EXPECT_EQ(per_round_trip.rttvar(), 778446ns);
+  EXPECT_EQ(per_round_trip.rto(), 5113784ns);
+  EXPECT_EQ(per_packet.rto(), 2000012ns);
+  // 0 counts as 1.
+  RtoEstimator zero(20ms, 1ms, 500ms);
+  zero.on_sample(2ms);
+  zero.on_sample(4ms, 0);
+  EXPECT_EQ(zero.rto(), one.rto());
+}
+
 TEST(RtoEstimator, SteadyRoundTripsConvergeToTheFloorOrTheRoundTrip) {
   RtoEstimator r(20ms, 1ms, 500ms);
   for (int i = 0; i < 200; ++i) r.on_sample(3ms);

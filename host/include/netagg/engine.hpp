@@ -142,6 +142,7 @@ class Engine {
   std::uint64_t packet_count() const { return count_; }
   // The retransmission timeout now (fixed unless adaptive_retransmit) and its estimate.
   const RtoEstimator& rto() const { return rto_; }
+  const RtoEstimator& start_rto() const { return start_rto_; }
   // When the running operation last got a new result (or started).
   TimePoint last_progress() const { return last_progress_; }
   // When the last result from the network was taken, in any operation (TimePoint{}: never),
@@ -335,6 +336,11 @@ class Engine {
   std::vector<Buffer> buffer_info_;  // 2W
   std::vector<std::byte> kept_;      // W * kMaxPacketSize: each slot's last result
   RtoEstimator rto_;
+  // The timeout while the operation has no result yet (adaptive only): its first rounds wait for
+  // every worker to start it, so they follow the spread of round trips from one operation to the
+  // next, not the last few packets'. The same samples, the gains divided by the packets an
+  // operation keeps in flight (RFC 7323, Appendix G): its RTTVAR moves per round trip.
+  RtoEstimator start_rto_;
   std::uint64_t next_order_ = 1;   // the next transmission's place in the order
   std::uint64_t rack_order_ = 0;   // latest first transmission of a packet answered (0: none)
   Duration rack_rtt_{0};           // round trip of the latest-sent packet answered without a resend

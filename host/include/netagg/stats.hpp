@@ -52,6 +52,8 @@ struct EngineStats {
   // The retransmission timeout now and the round-trip estimate behind it (zero before the
   // first sample, and always without adaptive_retransmit).
   Duration rto{0}, srtt{0}, rttvar{0};
+  // Adaptive only: the timeout while an operation has no result yet (Engine::start_rto).
+  Duration start_rto{0};
 };
 
 // The host fallback's counts (docs/fallback.md).
