@@ -81,7 +81,9 @@ module netagg_core #(
   logic [63:0] counter_value;
   logic block, flush, store_job, store_worker, remove_job, clear_table;
   logic [JOB_W-1:0] wr_entry;
-  logic [15:0] ent_base, ent_count;
+  logic [15:0] ent_base, ent_count, ent_job_id, ent_elements, ent_parent_id;
+  logic [NW-1:0] ent_workers;
+  logic ent_valid, ent_parent;
   logic clear_slots, clear_all, ctl_clear_counters;
   logic [15:0] clear_base, clear_count;
   logic accum_empty, round_empty, replicate_idle;  // round_empty: no group decided yet
@@ -119,6 +121,14 @@ module netagg_core #(
       .soft_reset_o    (soft_reset),
       .clear_counters_o(csr_clear_counters),
       .busy_i          (busy),
+      .entry_valid_i   (ent_valid),
+      .entry_job_id_i  (ent_job_id),
+      .entry_workers_i (ent_workers),
+      .entry_slot_base_i(ent_base),
+      .entry_slot_count_i(ent_count),
+      .entry_elements_i(ent_elements),
+      .entry_parent_i  (ent_parent),
+      .entry_parent_id_i(ent_parent_id),
       .counter_index_o (counter_index),
       .counter_value_i (counter_value)
   );
@@ -249,6 +259,12 @@ module netagg_core #(
       .wr_parent_mac_i (parent_mac),
       .ent_slot_base_o (ent_base),
       .ent_slot_count_o(ent_count),
+      .ent_valid_o     (ent_valid),
+      .ent_job_id_o    (ent_job_id),
+      .ent_workers_o   (ent_workers),
+      .ent_elements_o  (ent_elements),
+      .ent_parent_o    (ent_parent),
+      .ent_parent_id_o (ent_parent_id),
       .lk_job_id_i     (lk_job_id),
       .lk_rank_i       (lk_rank),
       .lk_result_i     (lk_result),

@@ -66,7 +66,7 @@ std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
 TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
   Model fresh;
   EXPECT_EQ(fresh.csr_read(csr::kVersion), 0x00010001u);
-  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 8u << 8 | 6u << 16 | 16u << 24);
+  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 0x10u | 8u << 8 | 6u << 16 | 16u << 24);
   EXPECT_EQ(fresh.csr_read(csr::kStatus), 0u);
   EXPECT_EQ(fresh.csr_read(csr::kAggUdpPort), csr::kAggUdpPortReset);
   for (const auto& r : csr::kRegisters) {
@@ -75,7 +75,7 @@ TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
     }
   }
   ReferenceModel<Params<8, 1024, 4, 3, 32>> other;
-  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 3u << 8 | 10u << 16 | 4u << 24);
+  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 0x10u | 3u << 8 | 10u << 16 | 4u << 24);
 }
 
 TEST_F(HlsAggregator, ReadWriteRegistersReadBackAndReadOnlyIgnoreWrites) {
@@ -190,6 +190,73 @@ TEST_F(HlsAggregator, InvalidJobEntriesAreNotInstalled) {
   commit(bus_, Command::kStoreJob);
   model_.process_frame(0, contribution_frame(job, 0, 0, v));
   EXPECT_EQ(count(Counter::kDroppedUnknownJob), 3u);
+}
+
+// JOB_ENTRY_* read back the entry JOB_INDEX selects as the table holds it (not the staging
+// registers), and read 0 for an entry that holds no valid job or is beyond the table; the
+// synthesized top's output registers show the same.
+TEST_F(HlsAggregator, JobTableReadsBackEntryByEntry) {
+  const auto entry_registers = [&](std::uint32_t index) {
+    model_.csr_write(csr::kJobIndex, index);
+    return std::vector<std::uint32_t>{
+        model_.csr_read(csr::kJobEntryId), model_.csr_read(csr::kJobEntryWorkers),
+        model_.csr_read(csr::kJobEntrySlots), model_.csr_read(csr::kJobEntryElements),
+        model_.csr_read(csr::kJobEntryParentId)};
+  };
+  const std::vector<std::uint32_t> empty(5, 0);
+  EXPECT_TRUE(read_device_info(bus_).job_table_readback);
+  for (std::uint32_t e = 0; e < 8; ++e) EXPECT_EQ(entry_registers(e), empty) << "entry " << e;
+
+  install(0, make_job(5, 2, 0, 4, 16));
+  JobSpec child = make_job(7, 3, 8, 2, 64);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 2, 20, std::nullopt, std::nullopt};
+  install(3, child);
+  EXPECT_EQ(entry_registers(3),
+            (std::vector<std::uint32_t>{csr::kJobEntryValid | 7, 3, 2u << 16 | 8, 64,
+                                        csr::kJobEntryHasParent | 40}));
+  EXPECT_EQ(entry_registers(0),
+            (std::vector<std::uint32_t>{csr::kJobEntryValid | 5, 2, 4u << 16, 16, 0}));
+  // The staging registers are not the entry.
+  model_.csr_write(csr::kJobId, csr::kJobIdValid | 9);
+  model_.csr_write(csr::kJobWorkers, 1);
+  model_.csr_write(csr::kJobSlots, 1u << 16 | 60);
+  EXPECT_EQ(entry_registers(0)[0], csr::kJobEntryValid | 5);
+  EXPECT_EQ(entry_registers(0)[2], 4u << 16);
+  // The top's output registers follow JOB_INDEX too.
+  CsrOutputs out{};
+  model_.csr_write(csr::kJobIndex, 3);
+  model_.core().csr_outputs(out);
+  EXPECT_EQ(out.job_entry_id, csr::kJobEntryValid | 7);
+  EXPECT_EQ(out.job_entry_workers, 3u);
+  EXPECT_EQ(out.job_entry_slots, 2u << 16 | 8);
+  EXPECT_EQ(out.job_entry_elements, 64u);
+  EXPECT_EQ(out.job_entry_parent_id, csr::kJobEntryHasParent | 40);
+  for (std::uint32_t e : {1u, 2u, 7u, 8u, 0xFFFFFFFFu})
+    EXPECT_EQ(entry_registers(e), empty) << "entry " << e;
+
+  const JobTableEntry read = read_job_entry(bus_, 3);
+  EXPECT_EQ(read.entry, 3u);
+  EXPECT_TRUE(read.valid);
+  EXPECT_EQ(read.job_id, 7u);
+  EXPECT_EQ(read.workers, 3u);
+  EXPECT_EQ(read.slot_base, 8u);
+  EXPECT_EQ(read.slot_count, 2u);
+  EXPECT_EQ(read.elements_per_packet, 64u);
+  EXPECT_EQ(read.parent_job_id, std::optional<std::uint16_t>(40));
+  EXPECT_FALSE(read_job_entry(bus_, 0).parent_job_id);
+
+  // Stored as not valid (more workers than the bitmap), removed, soft reset: empty.
+  model_.csr_write(csr::kJobIndex, 0);
+  model_.csr_write(csr::kJobId, csr::kJobIdValid | 5);
+  model_.csr_write(csr::kJobWorkers, 33);
+  commit(bus_, Command::kStoreJob);
+  EXPECT_EQ(entry_registers(0), empty);
+  remove_job(bus_, 3);
+  EXPECT_EQ(entry_registers(3), empty);
+  install(6, make_job(8, 2, 16, 2, 16));
+  EXPECT_EQ(entry_registers(6)[0], csr::kJobEntryValid | 8);
+  soft_reset(bus_);
+  EXPECT_EQ(entry_registers(6), empty);
 }
 
 // ---- Reduction -------------------------------------------------------------------------------

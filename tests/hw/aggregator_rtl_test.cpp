@@ -80,7 +80,7 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
 
 TEST_F(Rtl, CsrIdentityAndReadback) {
   EXPECT_EQ(tb.read32(csr::kVersion), (1u << 16) | wire::kVersion);
-  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
+  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | 0x10u | (8u << 8) | (6u << 16) | (16u << 24));
   EXPECT_EQ(tb.read32(csr::kFeatures), model.csr_read(csr::kFeatures));
   EXPECT_EQ(tb.read32(csr::kVersion), model.csr_read(csr::kVersion));
   EXPECT_EQ(tb.read32(csr::kAggUdpPort), wire::kUdpPort);
@@ -97,6 +97,81 @@ TEST_F(Rtl, CsrIdentityAndReadback) {
     tb.write32(reg, 0x5A5A0000u + reg);
     EXPECT_EQ(tb.read32(reg), 0x5A5A0000u + reg) << "register 0x" << std::hex << reg;
   }
+}
+
+// JOB_ENTRY_* read the entry JOB_INDEX selects as stored, as the reference model does: every
+// register of every entry (and beyond the table) after each change of the table, while traffic
+// to another job runs through the datapath.
+TEST_F(Rtl, JobTableReadsBack) {
+  const std::uint32_t registers[] = {csr::kJobEntryId, csr::kJobEntryWorkers, csr::kJobEntrySlots,
+                                     csr::kJobEntryElements, csr::kJobEntryParentId};
+  std::vector<fpga::CsrBus*> both = {&tb, &model_bus};
+  const auto expect_same_table = [&](const std::string& when) {
+    for (std::uint32_t e : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 0x80000003u}) {
+      tb.write32(csr::kJobIndex, e);
+      model.csr_write(csr::kJobIndex, e);
+      for (std::uint32_t r : registers)
+        EXPECT_EQ(tb.read32(r), model.csr_read(r))
+            << when << ": entry " << e << ", register 0x" << std::hex << r;
+    }
+  };
+  EXPECT_EQ(read_device_info(tb).job_table_readback, true);
+  expect_same_table("power-on");
+  tb.write32(csr::kJobIndex, 2);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
+
+  const JobSpec a = make_job(5, 2, 0, 4, 16);
+  JobSpec child = make_job(7, 3, 8, 2, 64);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 2, 20, std::nullopt, std::nullopt};
+  install(0, a);
+  install(3, child);
+  expect_same_table("two jobs");
+  tb.write32(csr::kJobIndex, 3);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 7);
+  EXPECT_EQ(tb.read32(csr::kJobEntryWorkers), 3u);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 2u << 16 | 8);
+  EXPECT_EQ(tb.read32(csr::kJobEntryElements), 64u);
+  EXPECT_EQ(tb.read32(csr::kJobEntryParentId), csr::kJobEntryHasParent | 40);
+  // JOB_INDEX is read at once: the read right after its write shows the new entry.
+  tb.write32(csr::kJobIndex, 0);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 5);
+  EXPECT_EQ(tb.read32(csr::kJobEntryParentId), 0u);
+
+  // A read between the frames of a round, and the staging registers rewritten: the entry is
+  // what was stored.
+  tb.push_frame(
+      0, contribution_frame(a, {.job = 5, .rank = 0, .slot = 1, .seq = 1, .values = ints({4})}));
+  tb.step(3);
+  for (fpga::CsrBus* bus : both) {
+    bus->write32(csr::kJobId, csr::kJobIdValid | 9);
+    bus->write32(csr::kJobSlots, 1u << 16 | 60);
+  }
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 5);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 4u << 16);
+  const auto results = send(a, {.job = 5, .rank = 1, .slot = 1, .seq = 1, .values = ints({6})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({10}));
+
+  // Stored as not valid, removed, a soft reset.
+  for (fpga::CsrBus* bus : both) {
+    bus->write32(csr::kJobIndex, 0);
+    bus->write32(csr::kJobId, csr::kJobIdValid | 5);
+    bus->write32(csr::kJobWorkers, 33);
+    commit(*bus, Command::kStoreJob);
+  }
+  expect_same_table("entry 0 stored as not valid");
+  tb.write32(csr::kJobIndex, 0);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
+  for (fpga::CsrBus* bus : both) remove_job(*bus, 3);
+  expect_same_table("entry 3 removed");
+  tb.write32(csr::kJobIndex, 3);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 0u);
+  install(6, make_job(8, 2, 16, 2, 16));
+  expect_same_table("entry 6 stored");
+  for (fpga::CsrBus* bus : both) soft_reset(*bus);
+  expect_same_table("soft reset");
+  tb.write32(csr::kJobIndex, 6);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
 }
 
 TEST_F(Rtl, CountersLatchAndClear) {

@@ -62,6 +62,7 @@ DeviceInfo read_device_info(CsrBus& bus) {
   const unsigned log2_slots = (features >> 16) & 0xFF;
   info.slots = log2_slots < 17 ? 1u << log2_slots : 0;
   info.max_beats = features >> 24;
+  info.job_table_readback = (features & reg::kFeaturesJobTableReadback) != 0;
   if (info.wire_version != wire::kVersion)
     throw Error(Errc::kUnsupported,
                 fmt::format("FPGA aggregator speaks wire format version {}, this build {}",
@@ -218,6 +219,25 @@ void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num
 void remove_job(CsrBus& bus, unsigned job_index) {
   bus.write32(reg::kJobIndex, job_index);
   issue(bus, reg::kCommit, std::uint32_t(Command::kRemoveJob), "removing a job");
+}
+
+JobTableEntry read_job_entry(CsrBus& bus, unsigned entry) {
+  bus.write32(reg::kJobIndex, entry);
+  JobTableEntry e;
+  e.entry = entry;
+  const std::uint32_t id = bus.read32(reg::kJobEntryId);
+  if ((id & reg::kJobEntryValid) == 0) return e;
+  e.valid = true;
+  e.job_id = static_cast<std::uint16_t>(id & 0xFFFF);
+  e.workers = bus.read32(reg::kJobEntryWorkers);
+  const std::uint32_t slots = bus.read32(reg::kJobEntrySlots);
+  e.slot_base = static_cast<std::uint16_t>(slots & 0xFFFF);
+  e.slot_count = static_cast<std::uint16_t>(slots >> 16);
+  e.elements_per_packet = bus.read32(reg::kJobEntryElements) & 0xFFFF;
+  const std::uint32_t parent = bus.read32(reg::kJobEntryParentId);
+  if ((parent & reg::kJobEntryHasParent) != 0)
+    e.parent_job_id = static_cast<std::uint16_t>(parent & 0xFFFF);
+  return e;
 }
 
 void commit(CsrBus& bus, Command command) {

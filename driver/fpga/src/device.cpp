@@ -236,6 +236,18 @@ AggregatorAddress Device::aggregator_address() {
   return a;
 }
 
+std::vector<JobTableEntry> Device::job_table() {
+  const DeviceInfo info = identify();
+  if (!info.job_table_readback)
+    throw Error(Errc::kUnsupported,
+                fmt::format("{}: cannot read its job table back (FEATURES bit 4 clear: a design "
+                            "without JOB_ENTRY_*)",
+                            name_));
+  std::vector<JobTableEntry> table;
+  for (unsigned e = 0; e < info.max_jobs; ++e) table.push_back(read_job_entry(*bus_, e));
+  return table;
+}
+
 void Device::add_jobs(std::span<const JobSpec> jobs, unsigned first_entry,
                       const AggregatorAddress& aggregator) {
   const DeviceInfo info = identify();

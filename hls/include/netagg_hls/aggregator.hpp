@@ -93,7 +93,7 @@ class Aggregator {
     act_on_sequences();
   }
   // Reading COUNTER_LO latches the selected 64-bit counter; COUNTER_HI returns the latched half.
-  // Unmapped addresses read 0.
+  // JOB_ENTRY_* read the entry JOB_INDEX selects. Unmapped addresses read 0.
   uint32_t csr_read(uint32_t address) {
     const uint32_t off = align(address);
     switch (off) {
@@ -108,6 +108,12 @@ class Aggregator {
         return static_cast<uint32_t>(counter_latch_);
       case csr14::kCounterHi:
         return static_cast<uint32_t>(counter_latch_ >> 32);
+      case csr14::kJobEntryId:
+      case csr14::kJobEntryWorkers:
+      case csr14::kJobEntrySlots:
+      case csr14::kJobEntryElements:
+      case csr14::kJobEntryParentId:
+        return entry_register(off);
       default:
         return writable(off) ? reg_[off / 4] : 0;
     }
@@ -150,6 +156,11 @@ class Aggregator {
     out.status = 0;
     out.counter_lo = static_cast<uint32_t>(c);
     out.counter_hi = static_cast<uint32_t>(c >> 32);
+    out.job_entry_id = entry_register(csr14::kJobEntryId);
+    out.job_entry_workers = entry_register(csr14::kJobEntryWorkers);
+    out.job_entry_slots = entry_register(csr14::kJobEntrySlots);
+    out.job_entry_elements = entry_register(csr14::kJobEntryElements);
+    out.job_entry_parent_id = entry_register(csr14::kJobEntryParentId);
   }
 
   uint64_t counter(uint32_t index) const {
@@ -353,11 +364,35 @@ class Aggregator {
   }
   static uint32_t version_register() { return kDesignVersion << 16 | layout::kVersion; }
   static uint32_t features_register() {
-    return static_cast<uint32_t>(kNumPorts) | static_cast<uint32_t>(kMaxJobs) << 8 |
-           static_cast<uint32_t>(P::kLog2Slots) << 16 | static_cast<uint32_t>(kMaxBeats) << 24;
+    return static_cast<uint32_t>(kNumPorts) | csr14::kFeaturesJobTableReadback |
+           static_cast<uint32_t>(kMaxJobs) << 8 | static_cast<uint32_t>(P::kLog2Slots) << 16 |
+           static_cast<uint32_t>(kMaxBeats) << 24;
   }
 
   uint32_t reg(uint32_t offset) const { return reg_[offset / 4]; }
+
+  // JOB_ENTRY_* (register offset `off`): the entry JOB_INDEX selects as the table holds it; 0
+  // for an entry that is not valid or beyond the table.
+  uint32_t entry_register(uint32_t off) const {
+    const uint32_t entry = reg(csr14::kJobIndex);
+    if (entry >= static_cast<uint32_t>(kMaxJobs)) return 0;
+    const JobEntry& job = table_.job(static_cast<int>(entry));
+    if (!job.valid) return 0;
+    switch (off) {
+      case csr14::kJobEntryId:
+        return csr14::kJobEntryValid | job.id;
+      case csr14::kJobEntryWorkers:
+        return job.workers;
+      case csr14::kJobEntrySlots:
+        return static_cast<uint32_t>(job.slot_count) << 16 | job.slot_base;
+      case csr14::kJobEntryElements:
+        return job.elements;
+      case csr14::kJobEntryParentId:
+        return job.has_parent ? (csr14::kJobEntryHasParent | job.parent_id) : 0u;
+      default:
+        return 0;
+    }
+  }
 
   // CONTROL first, then COMMIT: when the top sees both change in one poll, the host wrote the
   // reset before programming (the order control.cpp and the tests use).

@@ -248,6 +248,37 @@ TEST_P(FpgaModelTest, RemoveSoftResetAndResetMidTraffic) {
   EXPECT_EQ(counters(m()).at("frames_in"), 2u) << "the reset cleared the counters";
 }
 
+// The job table reads back through JOB_INDEX / JOB_ENTRY_*: what the driver stored, entry by
+// entry, emptied by a remove and by a soft reset.
+TEST_P(FpgaModelTest, JobTableReadsBack) {
+  EXPECT_TRUE(fpga::read_device_info(m()).job_table_readback);
+  JobSpec child = make_job(6, 8, 2, 3, 32);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 1, 20, std::nullopt, std::nullopt};
+  fpga::program_job(m(), make_job(5, 0, 4, 2, 16), 1, kAgg);
+  fpga::program_job(m(), child, 4, kAgg);
+  for (unsigned e = 0; e < 8; ++e) {
+    const fpga::JobTableEntry entry = fpga::read_job_entry(m(), e);
+    EXPECT_EQ(entry.entry, e);
+    EXPECT_EQ(entry.valid, e == 1 || e == 4) << "entry " << e;
+  }
+  fpga::JobTableEntry entry = fpga::read_job_entry(m(), 4);
+  EXPECT_EQ(entry.job_id, 6u);
+  EXPECT_EQ(entry.workers, 3u);
+  EXPECT_EQ(entry.slot_base, 8u);
+  EXPECT_EQ(entry.slot_count, 2u);
+  EXPECT_EQ(entry.elements_per_packet, 32u);
+  EXPECT_EQ(entry.parent_job_id, std::optional<std::uint16_t>(40));
+  entry = fpga::read_job_entry(m(), 1);
+  EXPECT_EQ(entry.job_id, 5u);
+  EXPECT_EQ(entry.slot_count, 4u);
+  EXPECT_FALSE(entry.parent_job_id);
+  fpga::remove_job(m(), 4);
+  EXPECT_FALSE(fpga::read_job_entry(m(), 4).valid);
+  EXPECT_TRUE(fpga::read_job_entry(m(), 1).valid);
+  fpga::soft_reset(m());
+  EXPECT_FALSE(fpga::read_job_entry(m(), 1).valid);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, FpgaModelTest, ::testing::Values("rtl", "hls", "vp"),
                          [](const auto& info) { return info.param; });
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One FPGA aggregator as the control plane sees it: its CSRs (formats/csr.json) behind a
-// CsrBus, with the operations netagg-ctl and the daemons need (identify, job table, counters,
-// reset). Where the CSRs are is the CsrBus's business; three kinds exist:
+// CsrBus, with the operations netagg-ctl and the daemons need (identify, the job table: read,
+// add, remove; counters, reset). Where the CSRs are is the CsrBus's business; three kinds exist:
 //
 //   open_xrt_device()   an Alveo card over XRT: xrt::device, the xclbin, xrt::ip registers
 //                       (built when XRT is found: xrt_available())
@@ -53,6 +53,10 @@ class Device {
 
   // The aggregator's address registers (AGG_MAC_*, AGG_IP, AGG_UDP_PORT) as they are now.
   AggregatorAddress aggregator_address();
+
+  // The job table as the device holds it, entries 0..MAX_JOBS-1 (read_job_entry). Throws
+  // Error(kUnsupported) naming the device for a design that cannot read it back.
+  std::vector<JobTableEntry> job_table();
 
   // Checks the jobs against the device (check_jobs; they go into entries first_entry, ...) and
   // programs them, entry by entry, with `aggregator` as the address registers.
