@@ -58,10 +58,13 @@ class Device {
   // Error(kUnsupported) naming the device for a design that cannot read it back.
   std::vector<JobTableEntry> job_table();
 
-  // Checks the jobs against the device (check_jobs; they go into entries first_entry, ...) and
-  // programs them, entry by entry, with `aggregator` as the address registers.
-  void add_jobs(std::span<const JobSpec> jobs, unsigned first_entry,
-                const AggregatorAddress& aggregator);
+  // Places the jobs against the job table as the device holds it (place_jobs: a free entry each,
+  // or the placement's; an entry that holds a job only with Placement::replace), checks them
+  // against the device and programs them, entry by entry, with `aggregator` as the address
+  // registers. Returns where each job went, in the jobs' order. Nothing is written when a job is
+  // refused.
+  std::vector<PlacedJob> add_jobs(std::span<const JobSpec> jobs, const Placement& placement,
+                                  const AggregatorAddress& aggregator);
   // Empties the entry and clears its slots. Throws Error(kConfig) for an entry beyond MAX_JOBS.
   void remove_job(unsigned entry);
 
