@@ -8,8 +8,8 @@
 // epoch, packets numbered from 0) while the old run's rounds are still held, and the old run's
 // late packets keep coming.
 // The switch takes UDP payloads, the FPGA model Ethernet frames of them. After every packet both
-// must have sent the same packets to the same addresses, and in the end every counter the two
-// share must agree.
+// must have sent the same packets (results and notices) to the same addresses, and in the end
+// every counter the two share must agree.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -63,7 +63,8 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
     EXPECT_EQ(f(Counter::kCompletions), s.completions);
     EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
-    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.notices);
+    EXPECT_EQ(f(Counter::kNotices), s.notices);
     EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
     EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
     EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
@@ -79,13 +80,13 @@ class Crosscheck {
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
     // Every kind of event happened, so the agreement above means something.
-    for (Counter c :
-         {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
-          Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
-          Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
-          Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
-          Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
-          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers})
+    for (Counter c : {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
+                      Counter::kDroppedStale, Counter::kDroppedCountMismatch,
+                      Counter::kDroppedForeignSource, Counter::kDroppedRankOutOfRange,
+                      Counter::kDroppedUnknownJob, Counter::kDroppedSlotOutOfRange,
+                      Counter::kDroppedCountTooLargeForJob, Counter::kDroppedNotContribution,
+                      Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch,
+                      Counter::kDroppedNoRound, Counter::kEpochTakeovers, Counter::kNotices})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -108,9 +109,7 @@ class Crosscheck {
     sim::CollectingSink sink;
     switch_.process(source, packet, sink);
     std::vector<Sent> expected;
-    for (auto& p : sink.packets)  // the FPGA aggregator sends no notices (docs/wire-format.md)
-      if (wire::decode(p.bytes).header.type != wire::MsgType::kNotice)
-        expected.push_back({p.destination, p.bytes});
+    for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
 
     const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
     const auto frames =
@@ -126,9 +125,10 @@ class Crosscheck {
     }
     ASSERT_EQ(got, expected) << "after " << switch_.counters().packets_in << " packets";
 
-    // Workers take in their results.
+    // Workers take in their results (a notice changes nothing here).
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
+      if (d.header.type != wire::MsgType::kResult) continue;
       for (std::size_t j = 0; j < jobs_.size(); ++j)
         if (jobs_[j].job_id == d.header.job_id && d.header.epoch == epoch_[j])
           progress_[j][d.header.rank].results.insert(d.header.seq);
@@ -303,8 +303,9 @@ class TreeCrosscheck {
     EXPECT_EQ(f(Counter::kSentToParent), s.sent_to_parent);
     EXPECT_EQ(f(Counter::kResentToParent), s.resent_to_parent);
     EXPECT_EQ(f(Counter::kResultsFromParent), s.results_from_parent);
-    EXPECT_EQ(f(Counter::kFramesOut),
-              s.results_multicast + s.results_resent + s.sent_to_parent + s.resent_to_parent);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.sent_to_parent +
+                                          s.resent_to_parent + s.notices);
+    EXPECT_EQ(f(Counter::kNotices), s.notices);
     EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
     EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
     EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
@@ -323,7 +324,8 @@ class TreeCrosscheck {
           Counter::kResentToParent, Counter::kResultsFromParent, Counter::kDroppedDuplicate,
           Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
           Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
-          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers})
+          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers,
+          Counter::kNotices})
       EXPECT_GT(f(c), 0u) << csr::name(c);
   }
 
@@ -350,9 +352,7 @@ class TreeCrosscheck {
     sim::CollectingSink sink;
     switch_.process(source, packet, sink);
     std::vector<Sent> expected;
-    for (auto& p : sink.packets)  // the FPGA aggregator sends no notices (docs/wire-format.md)
-      if (wire::decode(p.bytes).header.type != wire::MsgType::kNotice)
-        expected.push_back({p.destination, p.bytes});
+    for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
 
     const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
     const auto frames =
@@ -370,6 +370,7 @@ class TreeCrosscheck {
 
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
+      if (d.header.type == wire::MsgType::kNotice) continue;
       if (s.destination == kParentAddress) {  // the parent gets it, or the network loses it
         if (rng_() % 5 == 0) continue;
         Upload u{d.header, {}};
