@@ -161,7 +161,9 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
   const std::uint64_t junk = 18, round = 4;
   const std::uint64_t sent = result_rounds + junk + round;
 
-  // Junk, each kind once. None gets an answer; the device counts each by its reason.
+  // Junk, each kind once; the device counts each by its reason. Only the drops a worker can act
+  // on are answered: the first of each reason and rank (one in every wire::kNoticeInterval is),
+  // with a notice to its sender.
   auto good = contribution(kJob, 0, kBase, 0, 100, {1, 2, 3});
   auto patched = [&](std::size_t at, std::uint8_t v) {
     auto b = good;
@@ -210,6 +212,39 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
 
   const Counters mid = d.wait_for_datagrams(sent);
   EXPECT_EQ(mid.at("results_resent"), 1u);
+
+  // Foreign source (the stranger's, the first of two: a notice goes to the packet's source, a
+  // registered worker or not), unknown job, rank, slot (the first of two), count too large,
+  // duplicate (the round waits for ranks 1 and 2), count mismatch (rank 1's), dtype mismatch
+  // (rank 2's).
+  const auto notice_reasons = [&](UdpSocket& socket, std::size_t n) {
+    std::vector<std::pair<std::string, std::uint32_t>> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      Endpoint from;
+      const auto bytes = socket.receive(&from);
+      if (!bytes) break;
+      EXPECT_EQ(from, agg) << "notices come from the address the workers send to";
+      const Result res = parse_result(*bytes);
+      EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
+      if (res.values.empty()) continue;
+      const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
+      out.emplace_back(std::string(wire::to_string(reason)),
+                       res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
+    }
+    return out;
+  };
+  using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
+  EXPECT_EQ(notice_reasons(stranger, 1), (Notices{{"foreign_source", 0}}));
+  auto worker0 = notice_reasons(workers[0], 5);
+  std::sort(worker0.begin(), worker0.end());
+  EXPECT_EQ(worker0, (Notices{{"count_too_large_for_job", 0},
+                              {"duplicate", 0b110},
+                              {"rank_out_of_range", 0},
+                              {"slot_out_of_range", 0},
+                              {"unknown_job", 0}}));
+  EXPECT_EQ(notice_reasons(workers[1], 1), (Notices{{"count_mismatch", 0}}));
+  EXPECT_EQ(notice_reasons(workers[2], 1), (Notices{{"dtype_mismatch", 0}}));
+  const std::uint64_t notices = 8;
   for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
   EXPECT_FALSE(other_job_worker.has_pending());
   EXPECT_FALSE(stranger.has_pending());
@@ -227,7 +262,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
 
   const Counters expected = {
       {"frames_in", sent},
-      {"frames_out", 3 * kPackets + 1},
+      {"frames_out", 3 * kPackets + 1 + notices},
       {"aggregated", 3 * kPackets + 1},
       {"completions", kPackets},
       {"results_resent", 1},
@@ -260,11 +295,12 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"resent_to_parent", 0},
       {"results_from_parent", 0},
       {"epoch_takeovers", 0},
+      {"notices", notices},
       {"datagrams_in", sent},
-      {"egress_frames", 3 * kPackets + 1},
+      {"egress_frames", 3 * kPackets + 1 + notices},
       {"egress_undecodable", 0},
       {"egress_protocol_errors", 0},
-      {"datagrams_sent", 3 * kPackets + 1},
+      {"datagrams_sent", 3 * kPackets + 1 + notices},
       {"send_errors", 0},
   };
   for (const auto& [name, value] : expected) EXPECT_EQ(exit_json[name], value) << name;
