@@ -39,7 +39,7 @@ formats:
 
 # The C++ against .clang-format (run by .ci/run before the tests).
 format-check: $(DEPS_STAMP)
-	bash scripts/check-format.sh
+	bash scripts/check/check-format.sh
 
 # Unit, model and end-to-end tests. Tests labelled "long" run only with `make test-long`.
 test: build
@@ -63,17 +63,17 @@ sim: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fpga-scenario
 	$(BUILD)/sim/fpga/netagg-fpga-scenario --model rtl --trace $(BUILD)/netagg_aggregator.fst
 
-# Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_PACKETS=0 skips the
-# cost of a packet (scripts/bench-packets.sh), BENCH_SHAPED=0 the shaped-link comparison
-# (scripts/bench-shaped.sh; as root, else reported as skipped), BENCH_COMPETING=0 the competing
-# TCP flow (scripts/bench-competing.sh; as root), BENCH_FALLBACK=0 the host fallback against Gloo's
-# ring (scripts/bench-fallback.sh).
+# Benchmarks: JSON (and plots) in $(BUILD)/bench/, summary on stdout. BENCH_PACKETS=0 skips the cost
+# of a packet (scripts/bench/bench-packets.sh), BENCH_SHAPED=0 the shaped-link comparison
+# (scripts/bench/bench-shaped.sh; as root, else reported as skipped), BENCH_COMPETING=0 the
+# competing TCP flow (scripts/bench/bench-competing.sh; as root), BENCH_FALLBACK=0 the host fallback
+# against Gloo's ring (scripts/bench/bench-fallback.sh).
 bench: build
-	status=0; bash scripts/bench.sh $(BUILD) || status=$$?; \
-	if [ "$${BENCH_PACKETS:-1}" != 0 ]; then bash scripts/bench-packets.sh $(BUILD) || status=$$?; fi; \
-	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench-shaped.sh $(BUILD) || status=$$?; fi; \
-	if [ "$${BENCH_COMPETING:-1}" != 0 ]; then bash scripts/bench-competing.sh $(BUILD) || status=$$?; fi; \
-	if [ "$${BENCH_FALLBACK:-1}" != 0 ]; then bash scripts/bench-fallback.sh $(BUILD) || status=$$?; fi; \
+	status=0; bash scripts/bench/bench.sh $(BUILD) || status=$$?; \
+	if [ "$${BENCH_PACKETS:-1}" != 0 ]; then bash scripts/bench/bench-packets.sh $(BUILD) || status=$$?; fi; \
+	if [ "$${BENCH_SHAPED:-1}" != 0 ]; then bash scripts/bench/bench-shaped.sh $(BUILD) || status=$$?; fi; \
+	if [ "$${BENCH_COMPETING:-1}" != 0 ]; then bash scripts/bench/bench-competing.sh $(BUILD) || status=$$?; fi; \
+	if [ "$${BENCH_FALLBACK:-1}" != 0 ]; then bash scripts/bench/bench-fallback.sh $(BUILD) || status=$$?; fi; \
 	exit $$status
 
 # The ns-3 fabric (docs/fabric.md): all-reduce completion time against the number of workers,
@@ -82,22 +82,22 @@ bench: build
 # $(BUILD)/bench/. Builds only netagg-fabric.
 bench-fabric: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-fabric
-	status=0; bash scripts/bench-fabric.sh $(BUILD) || status=$$?; \
-	bash scripts/bench-fabric-studies.sh $(BUILD) || status=$$?; exit $$status
+	status=0; bash scripts/bench/bench-fabric.sh $(BUILD) || status=$$?; \
+	bash scripts/bench/bench-fabric-studies.sh $(BUILD) || status=$$?; exit $$status
 
 # netagg-plan (docs/routing.md): Scheme 1, Scheme 2, GRID and the LP bound on fat trees k = 4, 8,
 # 16; JSON and a plot in $(BUILD)/bench/.
 bench-plan: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-plan
-	bash scripts/bench-plan.sh $(BUILD)
+	bash scripts/bench/bench-plan.sh $(BUILD)
 
 # BMv2's simple_switch running the P4 program (docs/switch-pipeline.md): 4 workers' all-reduce
 # time against elements per packet; JSON in $(BUILD)/bench/bmv2.json. Root and the P4 tools
-# (scripts/p4-tools.sh) needed, else it says what is missing.
+# (scripts/p4/p4-tools.sh) needed, else it says what is missing.
 bench-bmv2: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-replay netagg-ctl netagg-allreduce
 	mkdir -p $(BUILD)/bench
-	bash scripts/bench-bmv2.sh $(BUILD) $(BUILD)/bench/bmv2.json
+	bash scripts/bench/bench-bmv2.sh $(BUILD) $(BUILD)/bench/bmv2.json
 
 # The torch.distributed backend's example (docs/pytorch.md): DDP on 4 ranks with Gloo and through
 # netagg (switch model, FPGA HLS model, both also with 1 % loss, 10 RTL steps); accuracy, samples/s
@@ -106,11 +106,12 @@ pytorch: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target netagg-torch
 	/usr/bin/python3 examples/pytorch/run_digits.py --build $(BUILD)
 
-# The P4 programs: compiled with the P4 tools in NETAGG_P4_PREFIX/bin (default /opt/netagg-p4)
-# or on PATH; otherwise says which are missing and where they were looked for, and exits 0
-# (scripts/p4-build.sh; the tests of label p4-toolchain use the same tools, scripts/p4-tools.sh).
+# The P4 programs: compiled with the P4 tools in NETAGG_P4_PREFIX/bin (default /opt/netagg-p4) or on
+# PATH; otherwise says which are missing and where they were looked for, and exits 0
+# (scripts/p4/p4-build.sh; the tests of label p4-toolchain use the same tools,
+# scripts/p4/p4-tools.sh).
 p4:
-	bash scripts/p4-build.sh $(BUILD)
+	bash scripts/p4/p4-build.sh $(BUILD)
 
 # The Alveo xclbin (docs/hardware.md, "Vitis build flow"): PLATFORM=u250|u280|u55c, KERNEL=rtl|hls,
 # CMAC_XO=<the 100G Ethernet kernels>. Needs Vitis on PATH: without it, stops at once saying what

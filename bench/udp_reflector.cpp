@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cheapest thing a packet can cost: a plain UDP reflector, the peer against which
-// scripts/bench-packets.sh measures the packets per CPU second of netagg-switchd and of a worker.
+// scripts/bench/bench-packets.sh measures the packets per CPU second of netagg-switchd and of a
+// worker.
 //
 //   udp_reflector reflect --listen IP:PORT
 //       sends every datagram back to where it came from, recvmmsg/sendmmsg batches of up to 64,

@@ -11,12 +11,12 @@ packages=(
   libhwy-dev
   libgloo-dev
   clang libclang-rt-14-dev   # libFuzzer target for the wire decoder
-  clang-format               # the format check (scripts/check-format.sh)
+  clang-format               # the format check (scripts/check/check-format.sh)
   python3
   python3-matplotlib         # the plots of `make bench`
-  tshark                     # the Wireshark dissector test (formats/wireshark/netagg.lua)
-  iperf3                     # the competing TCP flow of `make bench` (scripts/bench-competing.sh)
-  verilator yosys            # RTL simulation and lint; synthesis check (scripts/synth.sh)
+  tshark                     # the Wireshark dissector tests (formats/wireshark/netagg.lua); dumpcap
+  iperf3                     # `make bench`'s competing TCP flow (scripts/bench/bench-competing.sh)
+  verilator yosys            # RTL simulation and lint; synthesis check (scripts/hw/synth.sh)
   zlib1g-dev                 # Verilator's FST trace writer (fstapi) includes zlib.h
   libxrt-dev uuid-dev        # the Alveo driver over XRT 2.13 (driver/fpga; compiled, linked, error paths tested)
   dpdk libdpdk-dev dpdk-dev  # the DPDK transport (pkg-config libdpdk; PMDs net_af_packet, ...)
@@ -52,5 +52,9 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# tshark's wireshark-common asks whether users outside the wireshark group may capture: no (the
+# capture test runs as root), answered here so that the install asks nothing.
+echo "wireshark-common wireshark-common/install-setuid boolean false" |
+  "${sudo[@]}" debconf-set-selections
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" apt-get install -y -q "${missing[@]}"

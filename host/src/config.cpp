@@ -418,6 +418,16 @@ void apply_env_settings(Config& cfg, bool run_only) {
     for (const Setting& s : kDpdkSettings) apply(s, true);
 }
 
+// The run's epoch: NETAGG_EPOCH, else the one `cfg` has, else the launcher's run id.
+void apply_env_epoch(Config& cfg) {
+  if (auto v = getenv_string("NETAGG_EPOCH")) {
+    cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
+    check_epoch(*cfg.epoch, "NETAGG_EPOCH");
+  } else if (!cfg.epoch) {
+    cfg.epoch = launcher_epoch();
+  }
+}
+
 struct FileConfig {
   Config cfg;
   bool has_job = false;
@@ -551,8 +561,8 @@ Config Config::from_env() {
       throw Error(Errc::kConfig, fmt::format("{}={} but the job has {} workers", w->first, n,
                                              cfg.job.world_size()));
   }
-  apply_env_settings(cfg, /*run_only=*/false);
-  apply_run_environment(cfg);
+  apply_env_settings(cfg, /*run_only=*/false);  // the run's switches among them
+  apply_env_epoch(cfg);
   cfg.validate();
   return cfg;
 }
@@ -567,12 +577,7 @@ void apply_run_environment(Config& cfg) {
       throw Error(Errc::kConfig, fmt::format("NETAGG_WORLD_SIZE={} but the job has {} workers", n,
                                              cfg.job.world_size()));
   }
-  if (auto v = getenv_string("NETAGG_EPOCH")) {
-    cfg.epoch = parse_epoch(*v, "NETAGG_EPOCH");
-    check_epoch(*cfg.epoch, "NETAGG_EPOCH");
-  } else if (!cfg.epoch) {
-    cfg.epoch = launcher_epoch();
-  }
+  apply_env_epoch(cfg);
 }
 
 void check_epoch(std::uint32_t epoch, std::string_view where) {

@@ -190,6 +190,7 @@ netagg::FloatWire float_wire_of(const Options& o) {
 
 netagg::Config worker_config(const Options& o) {
   netagg::Config cfg;
+  bool from_env = true;  // Config::from_env applied the whole environment
   if (is_address(o.target)) {
     // The command line names the aggregator: it overrides the environment's.
     ::setenv("NETAGG_AGGREGATOR", o.target.c_str(), 1);
@@ -204,6 +205,7 @@ netagg::Config worker_config(const Options& o) {
     cfg = netagg::Config::from_env();
   } else if (!o.job_file.empty()) {
     if (o.rank < 0) usage_error("--job needs --rank");
+    from_env = false;
     cfg.job = netagg::load_job(o.job_file);
     cfg.rank = o.rank;
     if (is_address(o.target)) {
@@ -229,7 +231,7 @@ netagg::Config worker_config(const Options& o) {
   cfg.loss = o.loss;
   cfg.loss_seed = o.seed;
   // The run's switches and epoch from the environment apply with --job too; --epoch wins.
-  netagg::apply_run_environment(cfg);
+  if (!from_env) netagg::apply_run_environment(cfg);
   if (o.epoch) {  // given, even empty: parsed (an empty one is refused, as NETAGG_EPOCH="" is)
     cfg.epoch = netagg::parse_epoch(*o.epoch, "--epoch");
     netagg::check_epoch(*cfg.epoch, "--epoch");

@@ -5,7 +5,7 @@
 #   vivado -mode batch -source package_kernel.tcl -tclargs XO RTL_DIR CSR_PKG PART NUM_PORTS
 #
 # The sources are the generated CSR package, then every file of RTL_DIR/files.txt in its order:
-# the one file list that CMake's Verilator targets and scripts/synth.sh read too.
+# the one file list that CMake's Verilator targets and scripts/hw/synth.sh read too.
 # The kernel is user managed (no ap_ctrl block: it runs from reset, as the HLS top's ap_ctrl_none):
 # the host reaches it only through s_axi_control with xrt::ip (driver/fpga/src/xrt_device.cpp).
 #

@@ -57,6 +57,14 @@
  * restarted: an ingress-to-egress clone (mirroring session = the job's mcast_grp, on the
  * parent's port) that egress rewrites, next to the stored result resent to the copy's sender.
  * Register `fresh` holds whether the round's first packet was fresh.
+ * Notices (the model's SwitchModel::drop; docs/wire-format.md, "Notices"): a contribution
+ * dropped for a reason its sender can act on (unknown_job .. duplicate; not malformed,
+ * not_contribution, no_round, nor any recovery copy) is answered out of its ingress port, MACs,
+ * IPs and UDP ports swapped, IPv4 ECN 0: its header with type notice, dtype int32, the set bit
+ * alone, exponent_none, payload word 0 the notice_reason and, for a duplicate, word 1 the ranks
+ * the round waits for; the other lanes are invalidated, the lengths fixed and the frame
+ * truncated. Register notice_drops (reason x rank & 31) paces them: the first drop and then
+ * one in every NETAGG_NOTICE_INTERVAL; every duplicate is answered (counter notices).
  * Frames (sim/switch/pipeline.cpp, checked byte for byte by tests/vectors/switch): ARP and ICMP
  * echo answered for the switch's IP; every other frame to that IP counts in packets_in and goes
  * through wire::decode_frame's and wire::decode's checks (all drops[malformed]); frames the
@@ -77,6 +85,8 @@
 #define PKT_INSTANCE_TYPE_INGRESS_CLONE 1
 #define PKT_INSTANCE_TYPE_REPLICATION 5
 #define FIELD_LIST_TO_PARENT 1          /* what a recovery clone keeps of ingress's metadata */
+#define NETAGG_NOTICE_RANKS 32          /* notice counters per reason: by the rank's low 5 bits */
+#define NETAGG_NOTICE_REGISTER_SIZE 352 /* 11 notice reasons (codes 1..11) * NETAGG_NOTICE_RANKS */
 
 #define OP_WRITE 0
 #define OP_ADD 1
@@ -167,6 +177,13 @@ struct metadata_t {
     @field_list(FIELD_LIST_TO_PARENT) bit<32> vbase;
     bit<32> vidx;
     bit<32> v;
+    /* notices: the answer to a dropped contribution (0: none) */
+    bit<8>  notice_reason;    /* NETAGG_NOTICE_*: the drop's, for an actionable drop */
+    bit<32> notice_at;        /* notice_drops index: (reason - 1) * 32 + (rank & 31) */
+    bit<32> notice_before;    /* the counter before this drop (mod NETAGG_NOTICE_INTERVAL) */
+    bit<1>  notice_due;       /* this drop is answered */
+    bit<32> all_ranks;        /* duplicate: the job's ranks, one bit each */
+    bit<16> notice_count;     /* the notice's words: 1, 2 for a duplicate */
 }
 
 /* ================================= parser ================================================= */
@@ -243,6 +260,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(1, CounterType.packets) resent_to_parent;     /* again: a retransmission, a recovery */
     counter(1, CounterType.packets) results_from_parent;  /* completions by a parent's result */
     counter(1, CounterType.packets) epoch_takeovers;      /* sets taken from another epoch's round */
+    counter(1, CounterType.packets) notices;              /* notices sent (dropped contributions) */
 
     register<bit<8>>(NETAGG_REGISTER_SIZE) has_round;
     register<bit<32>>(NETAGG_REGISTER_SIZE) epoch;      /* the epoch of the set's round */
@@ -255,6 +273,10 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(NETAGG_REGISTER_SIZE) ecn;         /* OR of the round's IPv4 ECN bits */
     register<bit<8>>(NETAGG_REGISTER_SIZE) upstream;    /* trees: 1 = waits for the parent */
     register<bit<8>>(NETAGG_REGISTER_SIZE) fresh;       /* the round's first packet was fresh */
+    /* Notices: the drops of each notice reason by the sender's rank (low 5 bits), counted
+     * modulo NETAGG_NOTICE_INTERVAL (the model's notice_drops_, which counts on and tests
+     * wire::notice_due; the same answer, as the interval divides 2^32): 0 before a drop = due. */
+    register<bit<32>>(NETAGG_NOTICE_REGISTER_SIZE) notice_drops;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_0;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_1;
     register<bit<32>>(NETAGG_VALUE_REGISTER_SIZE) value_2;
@@ -420,6 +442,17 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
     LANE_OP(18, b) LANE_OP(19, b) LANE_OP(20, b) LANE_OP(21, b) LANE_OP(22, b) LANE_OP(23, b)  \
     LANE_OP(24, b) LANE_OP(25, b) LANE_OP(26, b) LANE_OP(27, b) LANE_OP(28, b) LANE_OP(29, b)  \
     LANE_OP(30, b) LANE_OP(31, b)
+
+/* Notices: lanes 32*b .. 32*b + 31 out of the frame (the notice keeps one or two words). */
+#define LANE_OFF(i, b) hdr.lanes[32 * b + i].setInvalid();
+#define LANE_OFF_BLOCK(b)                                                                     \
+    LANE_OFF(0, b)  LANE_OFF(1, b)  LANE_OFF(2, b)  LANE_OFF(3, b)  LANE_OFF(4, b)            \
+    LANE_OFF(5, b)  LANE_OFF(6, b)  LANE_OFF(7, b)  LANE_OFF(8, b)  LANE_OFF(9, b)            \
+    LANE_OFF(10, b) LANE_OFF(11, b) LANE_OFF(12, b) LANE_OFF(13, b) LANE_OFF(14, b)           \
+    LANE_OFF(15, b) LANE_OFF(16, b) LANE_OFF(17, b) LANE_OFF(18, b) LANE_OFF(19, b)           \
+    LANE_OFF(20, b) LANE_OFF(21, b) LANE_OFF(22, b) LANE_OFF(23, b) LANE_OFF(24, b)           \
+    LANE_OFF(25, b) LANE_OFF(26, b) LANE_OFF(27, b) LANE_OFF(28, b) LANE_OFF(29, b)           \
+    LANE_OFF(30, b) LANE_OFF(31, b)
 
     apply {
         switch_identity.apply();
@@ -751,7 +784,99 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
 
                 if (meta.drop == 1) {
                     drops.count((bit<32>)meta.drop_reason);
-                    mark_to_drop(standard_metadata);
+                    /* ---- notices (the model's SwitchModel::drop with a source): a
+                     * contribution dropped for a reason its sender can act on, not a recovery
+                     * copy (its sender has the result), is answered when due: every duplicate
+                     * (it answers a retransmission, paced by its sender), any other reason for
+                     * the first drop of (reason, rank & 31) and then one in every
+                     * NETAGG_NOTICE_INTERVAL. Malformed packets, results, not_contribution and
+                     * no_round get none. ---- */
+                    if (hdr.netagg.isValid() && hdr.netagg.msg_type == NETAGG_MSG_CONTRIBUTION &&
+                        (hdr.netagg.flags & NETAGG_FLAG_RECOVERY) == 0) {
+                        if (meta.drop_reason == NETAGG_DROP_UNKNOWN_JOB) {
+                            meta.notice_reason = NETAGG_NOTICE_UNKNOWN_JOB;
+                        } else if (meta.drop_reason == NETAGG_DROP_RANK_OUT_OF_RANGE) {
+                            meta.notice_reason = NETAGG_NOTICE_RANK_OUT_OF_RANGE;
+                        } else if (meta.drop_reason == NETAGG_DROP_FOREIGN_SOURCE) {
+                            meta.notice_reason = NETAGG_NOTICE_FOREIGN_SOURCE;
+                        } else if (meta.drop_reason == NETAGG_DROP_SLOT_OUT_OF_RANGE) {
+                            meta.notice_reason = NETAGG_NOTICE_SLOT_OUT_OF_RANGE;
+                        } else if (meta.drop_reason == NETAGG_DROP_UNSUPPORTED_DTYPE) {
+                            meta.notice_reason = NETAGG_NOTICE_UNSUPPORTED_DTYPE;
+                        } else if (meta.drop_reason == NETAGG_DROP_COUNT_TOO_LARGE_FOR_JOB) {
+                            meta.notice_reason = NETAGG_NOTICE_COUNT_TOO_LARGE_FOR_JOB;
+                        } else if (meta.drop_reason == NETAGG_DROP_COUNT_MISMATCH) {
+                            meta.notice_reason = NETAGG_NOTICE_COUNT_MISMATCH;
+                        } else if (meta.drop_reason == NETAGG_DROP_STALE) {
+                            meta.notice_reason = NETAGG_NOTICE_STALE;
+                        } else if (meta.drop_reason == NETAGG_DROP_STALE_EPOCH) {
+                            meta.notice_reason = NETAGG_NOTICE_STALE_EPOCH;
+                        } else if (meta.drop_reason == NETAGG_DROP_DUPLICATE) {
+                            meta.notice_reason = NETAGG_NOTICE_DUPLICATE;
+                        }
+                    }
+                    if (meta.notice_reason == NETAGG_NOTICE_DUPLICATE) {
+                        meta.notice_due = 1;             /* every one; no counter */
+                    } else if (meta.notice_reason != 0) {
+                        meta.notice_at = ((bit<32>)meta.notice_reason - 1) * NETAGG_NOTICE_RANKS +
+                                         (bit<32>)(hdr.netagg.rank & (NETAGG_NOTICE_RANKS - 1));
+                        notice_drops.read(meta.notice_before, meta.notice_at);
+                        if (meta.notice_before == 0) {
+                            meta.notice_due = 1;
+                        }
+                        if (meta.notice_before >= NETAGG_NOTICE_INTERVAL - 1) {
+                            notice_drops.write(meta.notice_at, 0);
+                        } else {
+                            notice_drops.write(meta.notice_at, meta.notice_before + 1);
+                        }
+                    }
+                    if (meta.notice_due == 1) {
+                        /* wire::encode_notice: the dropped packet's header with type notice,
+                         * dtype int32, the set bit alone, exponent_none, count 1 (2 for a
+                         * duplicate); job_id, rank, slot, seq and epoch stay. Payload word 0
+                         * the reason; a duplicate's word 1 the ranks its round waits for. */
+                        notices.count(32w0);
+                        hdr.netagg.msg_type = NETAGG_MSG_NOTICE;
+                        hdr.netagg.dtype = NETAGG_DTYPE_INT32;
+                        hdr.netagg.flags = hdr.netagg.flags & NETAGG_FLAG_SET;
+                        hdr.netagg.exponent = 0x8000;    /* NETAGG_EXPONENT_NONE, 16 bits */
+                        LANE_OFF_BLOCK(0) LANE_OFF_BLOCK(1) LANE_OFF_BLOCK(2) LANE_OFF_BLOCK(3)
+                        LANE_OFF_BLOCK(4) LANE_OFF_BLOCK(5) LANE_OFF_BLOCK(6) LANE_OFF_BLOCK(7)
+                        hdr.lanes[0].setValid();
+                        hdr.lanes[0].value = (bit<32>)meta.notice_reason;
+                        meta.notice_count = 1;
+                        if (meta.notice_reason == NETAGG_NOTICE_DUPLICATE) {
+                            /* the job's ranks whose bit the round lacks (a duplicate is a
+                             * checked contribution: worker_count and bitmap_s are read) */
+                            if (meta.worker_count >= NETAGG_MAX_WORKERS) {
+                                meta.all_ranks = 0xFFFFFFFF;
+                            } else {
+                                meta.all_ranks = ((bit<32>)1 << meta.worker_count) - 1;
+                            }
+                            hdr.lanes[1].setValid();
+                            hdr.lanes[1].value = meta.all_ranks & ~meta.bitmap_s;
+                            meta.notice_count = 2;
+                        }
+                        hdr.netagg.count = meta.notice_count;
+                        hdr.udp.length = 8 + NETAGG_HEADER_SIZE + (meta.notice_count << 2);
+                        hdr.ipv4.total_len = 20 + hdr.udp.length;
+                        /* back where the packet came from, as a resent result */
+                        hdr.udp.checksum = 0;
+                        mac_addr_t mac = hdr.ethernet.src_addr;
+                        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+                        hdr.ethernet.dst_addr = mac;
+                        ipv4_addr_t ip = hdr.ipv4.src_addr;
+                        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                        hdr.ipv4.dst_addr = ip;
+                        bit<16> port = hdr.udp.src_port;
+                        hdr.udp.src_port = hdr.udp.dst_port;
+                        hdr.udp.dst_port = port;
+                        /* ECN 0; after total_len: frame_length is taken from it (truncate) */
+                        originate_ipv4(0);
+                        standard_metadata.egress_spec = standard_metadata.ingress_port;
+                    } else {
+                        mark_to_drop(standard_metadata);
+                    }
                 } else {
                     /* the value lanes: every block in this pass */
                     meta.vbase = meta.at * NETAGG_MAX_PASSES;

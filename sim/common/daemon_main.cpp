@@ -34,6 +34,31 @@ void write_counters_json(const std::string& file, const CounterList& counters) {
 
 }  // namespace
 
+void check_job_aggregators(const std::vector<std::string>& files, const Endpoint& requested,
+                           const Endpoint& bound) {
+  for (const auto& file : files)
+    for (const JobSpec& job : load_jobs(file)) {
+      if (!job.trees.empty() || !job.aggregator) continue;
+      const Endpoint& to = *job.aggregator;
+      if (to.port == bound.port && (bound.ip == 0 || to.ip == bound.ip)) continue;
+      // A port the kernel chose is no address to write into a job.
+      const std::string listening =
+          requested.port == 0 ? fmt::format("{} (a port the kernel chose for --listen {})",
+                                            bound.to_string(), requested.to_string())
+                              : bound.to_string();
+      const std::string or_set =
+          requested.port == 0
+              ? ""
+              : fmt::format(", or set the job's \"aggregator\" to {}", bound.to_string());
+      throw Error(Errc::kConfig,
+                  fmt::format("{}: job {}: its workers send to {} (the job's \"aggregator\"), but "
+                              "this daemon listens on {}: they would get no answer. Start it with "
+                              "--listen {}{}, or leave the job's \"aggregator\" out and give the "
+                              "workers the address (NETAGG_AGGREGATOR, netagg-allreduce --target)",
+                              file, job.job_id, to.to_string(), listening, to.to_string(), or_set));
+    }
+}
+
 CounterReport::CounterReport(std::string daemon, std::string json_file,
                              std::function<CounterList()> read)
     : daemon_(std::move(daemon)), json_file_(std::move(json_file)), read_(std::move(read)) {}

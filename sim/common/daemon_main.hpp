@@ -16,6 +16,7 @@
 
 #include "datagram_server.hpp"
 #include "netagg/error.hpp"
+#include "netagg/job.hpp"
 
 namespace netagg::sim {
 
@@ -47,6 +48,15 @@ class CounterReport {
   std::string json_file_;
   std::function<CounterList()> read_;
 };
+
+// Error(kConfig) when a job of the job files `files` names an `aggregator` whose datagrams do not
+// reach the daemon's socket, `bound` at the address --listen `requested` (with port 0: a port the
+// kernel chose): another port, or another IP while the socket is not bound to the wildcard
+// 0.0.0.0. The job's workers send there and would wait for answers that never come; the message
+// names both addresses and the fixes. A job with trees is left out: its parts' addresses are the
+// trees' (each part found by --as or by this address).
+void check_job_aggregators(const std::vector<std::string>& files, const Endpoint& requested,
+                           const Endpoint& bound);
 
 // A daemon's main: SIGPIPE ignored (a launcher that closed our stdout must not kill us), the
 // command line parsed by `app` (--help exits 0, a bad command line kExitConfig), then `run`. An

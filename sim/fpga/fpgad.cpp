@@ -503,7 +503,9 @@ int run(const Options& opt) {
   sim::ServerOptions server_options;
   server_options.offload = !opt.no_udp_offload;
   server_options.die_at_datagram = opt.die_at_datagram;
-  sim::DatagramServer server(sim::parse_listen_address(opt.listen), server_options);
+  const Endpoint listen = sim::parse_listen_address(opt.listen);
+  sim::DatagramServer server(listen, server_options);
+  sim::check_job_aggregators(opt.job_files, listen, server.address());
   std::unique_ptr<ControlSocket> control;
   if (!opt.control.empty()) control = std::make_unique<ControlSocket>(opt.control);
   daemon.program(server.address());

@@ -131,8 +131,8 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "print every vector, not only failures");
   bool without_notices = false;
   app.add_flag("--without-notices", without_notices,
-               "the switch sends no notices (the P4 programs): the vectors' notice frames are "
-               "not expected");
+               "the switch sends no notices (the Tofino program, the FPGA aggregator): the "
+               "vectors' notice frames are not expected");
   CLI11_PARSE(app, argc, argv);
   if (!model && ifaces.empty()) {
     std::fprintf(stderr, "netagg-replay: give --model or --iface PORT=IFNAME ...\n");

@@ -282,6 +282,8 @@ void reload_jobs(const Options& opt, const Shards& shards) {
   std::vector<netagg::JobSpec> jobs;
   try {
     jobs = load_job_files(opt);
+    sim::check_job_aggregators(opt.job_files, sim::parse_listen_address(opt.listen),
+                               shards.front()->server->address());
     for (const auto& shard : shards) shard->model.replace_jobs(jobs);
   } catch (const std::exception& e) {
     const std::string line =
@@ -347,6 +349,7 @@ int run(const Options& opt) {
     shard->server = std::make_unique<sim::DatagramServer>(listen, options);
     listen = shard->server->address();
   }
+  sim::check_job_aggregators(opt.job_files, sim::parse_listen_address(opt.listen), listen);
   if (opt.threads > 1) shards.front()->server->steer_by_slot(opt.threads);
   shards.front()->server->announce("netagg-switchd");
 

@@ -148,6 +148,23 @@ TEST_F(NetaggCtl, SwitchIpNeededWithoutAggregator) {
                                  "set_switch_identity 02:6e:61:67:73:77 10.9.8.7\n"));
 }
 
+// Workers on loopback behind a switch on the network: refused, the worker's address named.
+TEST_F(NetaggCtl, LoopbackWorkersBehindASwitchOnTheNetworkExit2) {
+  const fs::path local = dir_ / "local.json";
+  std::ofstream(local) << R"({"job_id": 3, "slots": {"base": 0, "count": 8},
+    "elements_per_packet": 16, "aggregator": "10.0.1.254:20033", "workers": [
+    {"rank": 0, "address": "127.0.0.1:31000", "mac": "02:00:00:00:00:01", "switch_port": 4},
+    {"rank": 1, "address": "127.0.0.1:31001", "mac": "02:00:00:00:00:02", "switch_port": 5}]})";
+  const CtlRun r = run({"p4", "bmv2", "--job", local.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, AllOf(StartsWith("netagg-ctl: "),
+                           HasSubstr("local.json: job 3: workers (rank 0).address: 127.0.0.1 is a "
+                                     "loopback address, but the switch's IP (--switch-ip, else "
+                                     "the jobs' \"aggregator\") is 10.0.1.254"),
+                           HasSubstr("cabled to switch_port 4")));
+  EXPECT_THAT(r.out, IsEmpty());
+}
+
 TEST_F(NetaggCtl, LimitsDependOnTheTarget) {
   // 256 elements per packet: 8 passes of 32 lanes on BMv2, beyond Tofino's 2.
   const fs::path file = dir_ / "wide.json";

@@ -515,6 +515,49 @@ TEST(Checks, ParentIsNotTheSwitch) {
   EXPECT_THAT(error_of({j}), HasSubstr("parent.mac: 02:6e:61:67:73:77 is the switch's own MAC"));
 }
 
+// Loopback addresses never leave their host: a worker or parent on one cannot reach a switch on
+// the network, nor one on the network a switch at a loopback address. All on loopback is a test
+// on one machine and passes.
+TEST(Checks, LoopbackOnOneSideOfTheSwitchOnly) {
+  auto j = job(1, 0, 8);
+  j.spec.workers[1].address.ip = 0x7F000001;
+  EXPECT_EQ(error_of({j}),
+            "test.json: jobs[1]: job 1: workers (rank 1).address: 127.0.0.1 is a loopback "
+            "address, but the switch's IP (--switch-ip, else the jobs' \"aggregator\") is "
+            "10.0.0.254: no packet from or to a loopback address leaves its host, so the worker "
+            "and the switch would never reach each other. Give the worker the address of its "
+            "interface cabled to switch_port 1");
+  // The whole 127.0.0.0/8.
+  j.spec.workers[1].address.ip = 0x7F0A0B0C;
+  EXPECT_THAT(error_of({j}), HasSubstr("workers (rank 1).address: 127.10.11.12 is a loopback"));
+
+  auto local = job(1, 0, 8);
+  local.spec.aggregator->ip = 0x7F000001;
+  for (auto& w : local.spec.workers) w.address.ip = 0x7F000002 + w.rank;
+  EXPECT_NO_THROW(plan_switch(std::vector{local}, {}, Target::kBmv2));
+  local.spec.workers[0].address.ip = 0x0A000001;
+  EXPECT_EQ(error_of({local}),
+            "test.json: jobs[1]: job 1: workers (rank 0).address: 10.0.0.1 is on the network, "
+            "but the switch's IP (--switch-ip, else the jobs' \"aggregator\") is 127.0.0.1, a "
+            "loopback address: no packet to it leaves the worker's host. Give the switch its "
+            "address on the network");
+  // --switch-ip counts as the jobs' aggregator does.
+  auto no_aggregator = job(1, 0, 8);
+  no_aggregator.spec.aggregator.reset();
+  SwitchIdentity loopback_switch;
+  loopback_switch.ip = 0x7F000001;
+  EXPECT_THAT(error_of({no_aggregator}, loopback_switch),
+              HasSubstr("rank 0).address: 10.0.0.1 is on the network"));
+
+  auto c = child(1, 0, 8);
+  c.spec.parent->address.ip = 0x7F000001;
+  EXPECT_THAT(error_of({c}),
+              HasSubstr("job 1: parent.address: 127.0.0.1 is a loopback address, but the "
+                        "switch's IP (--switch-ip, else the jobs' \"aggregator\") is 10.0.0.254"));
+  EXPECT_THAT(error_of({c}), HasSubstr("Give the parent the address of its interface cabled to "
+                                       "switch_port 9"));
+}
+
 TEST(Checks, ParentSlotsFitSixteenBits) {
   auto j = child(1, 0, 8);
   j.spec.parent->slot_base = 65528;

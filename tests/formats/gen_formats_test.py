@@ -157,6 +157,23 @@ class GeneratorTest(unittest.TestCase):
             for needle in needles:
                 self.assertIn(needle, text, rel)
 
+    def test_the_dissector_takes_its_checks_from_the_description(self):
+        data = load(WIRE)
+        enums = {e["name"]: e for e in data["enums"]}
+        enums["msg_type"]["values"].append({"name": "probe", "value": 9, "doc": "a test"})
+        enums["dtype"]["values"].append({"name": "int8", "value": 7, "size": 1, "doc": "a test"})
+        data["version"] = 3
+        next(c for c in data["constants"] if c["name"] == "max_count")["value"] = 512
+        self.tree.write_json("formats/wire.json", data)
+        r = self.tree.run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lua = self.tree.read("formats/wireshark/netagg.lua")
+        for needle in ['[9] = "probe",', "[7] = 1,", 'f.int8 = ProtoField.bytes("netagg.int8"',
+                       "[7] = f.int8,", 'field = "version", error = "bad_version", '
+                       "ok = function(v) return v == 3 end",
+                       "ok = function(v) return v <= 512 end", 'register_heuristic("udp"']:
+            self.assertIn(needle, lua)
+
     def test_wire_rules(self):
         def netagg(d):
             return next(h for h in d["headers"] if h["name"] == "netagg")
@@ -197,6 +214,11 @@ class GeneratorTest(unittest.TestCase):
         self.rejects("drop without aggregator", lambda d: d["drops"][0].update(aggregators=[]),
                      "aggregators must list")
         self.rejects("first error not ok", lambda d: d["errors"].pop(0), "must be \"ok\"")
+
+        def unchecked_dtype(d):
+            field(d, "dtype").pop("check")
+            netagg(d)["check_order"].remove("dtype")
+        self.rejects("dtype unchecked", unchecked_dtype, "needs an in_enum check on dtype")
 
     def test_csr_rules(self):
         def regs(d):

@@ -8,10 +8,11 @@
 // epoch, packets numbered from 0) while the old run's rounds are still held, and the old run's
 // late packets keep coming.
 // The switch takes UDP payloads, the FPGA model Ethernet frames of them. After every packet both
-// must have sent the same packets (results and notices) to the same addresses, and in the end
-// every counter the two share must agree.
+// must have sent the same packets to the same addresses, and in the end every counter the two
+// share must agree.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <vector>
@@ -33,9 +34,78 @@ struct Sent {
   friend bool operator==(const Sent&, const Sent&) = default;
 };
 
-class Crosscheck {
+// The switch model and the FPGA model side by side, fed the same packets.
+class SideBySide {
  public:
-  Crosscheck() : switch_(64, 256) {
+  std::uint64_t completions() const { return fpga_.counter(csr::index(Counter::kCompletions)); }
+
+ protected:
+  explicit SideBySide(std::uint32_t seed) : switch_(64, 256), rng_(seed) {}
+
+  // `packet` from `source` into both (into a random one of the FPGA's ports): what the switch
+  // model sends (results and notices) goes to `sent`. A fatal failure when the FPGA model sends
+  // anything else.
+  void process_on_both(const Endpoint& source, const std::vector<std::byte>& packet,
+                       std::vector<Sent>& sent) {
+    sim::CollectingSink sink;
+    switch_.process(source, packet, sink);
+    for (auto& p : sink.packets) sent.push_back({p.destination, p.bytes});
+
+    const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
+    const auto frames =
+        fpga_.process_frame(static_cast<unsigned>(rng_() % 4), frame_from(from, packet));
+    std::vector<Sent> got;
+    for (const TxFrame& f : frames) {
+      const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
+      ASSERT_TRUE(d);
+      const std::size_t udp_payload = wire::load_be16(f.bytes.data() + 38) - wire::kUdpHeaderSize;
+      got.push_back({{d.address.dst_ip, d.address.dst_port},
+                     {f.bytes.begin() + wire::kFrameOverhead,
+                      f.bytes.begin() + wire::kFrameOverhead + udp_payload}});
+    }
+    ASSERT_EQ(got, sent) << "after " << switch_.counters().packets_in << " packets";
+  }
+
+  // The counters every cross-check compares: what enters, adds, completes, and the drops both
+  // aggregators count alike.
+  void expect_shared_counters_agree() const {
+    const sim::SwitchCounters& s = switch_.counters();
+    auto f = [&](Counter c) { return fpga_.counter(csr::index(c)); };
+    using sim::DropReason;
+    EXPECT_EQ(f(Counter::kFramesIn), s.packets_in);
+    EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
+    EXPECT_EQ(f(Counter::kCompletions), s.completions);
+    EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
+    EXPECT_EQ(f(Counter::kNotices), s.notices);
+    EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
+    EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
+    EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
+    EXPECT_EQ(f(Counter::kDroppedForeignSource), s.drops(DropReason::kForeignSource));
+    EXPECT_EQ(f(Counter::kDroppedSlotOutOfRange), s.drops(DropReason::kSlotOutOfRange));
+    EXPECT_EQ(f(Counter::kDroppedCountTooLargeForJob), s.drops(DropReason::kCountTooLargeForJob));
+    EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
+    EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
+    EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
+    EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
+    EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
+    EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
+  }
+
+  // Fails the test unless every counter of `counters` counted something.
+  void expect_each_happened(std::initializer_list<Counter> counters) const {
+    for (Counter c : counters) EXPECT_GT(fpga_.counter(csr::index(c)), 0u) << csr::name(c);
+  }
+
+  sim::SwitchModel switch_;
+  ReferenceModel<> fpga_;
+  ModelBus<ReferenceModel<>> fpga_bus_{fpga_};
+  Sent last_;  // the packet last sent, which the network may duplicate
+  std::mt19937 rng_;
+};
+
+class Crosscheck : public SideBySide {
+ public:
+  Crosscheck() : SideBySide(99) {
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
       switch_.add_job(jobs_[j]);
       program_job(fpga_bus_, jobs_[j], static_cast<unsigned>(j + 2), kAggregator);
@@ -58,39 +128,20 @@ class Crosscheck {
   void check_counters() {
     const sim::SwitchCounters& s = switch_.counters();
     auto f = [&](Counter c) { return fpga_.counter(csr::index(c)); };
-    using sim::DropReason;
-    EXPECT_EQ(f(Counter::kFramesIn), s.packets_in);
-    EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
-    EXPECT_EQ(f(Counter::kCompletions), s.completions);
-    EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
+    expect_shared_counters_agree();
     EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.notices);
-    EXPECT_EQ(f(Counter::kNotices), s.notices);
-    EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
-    EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
-    EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
-    EXPECT_EQ(f(Counter::kDroppedForeignSource), s.drops(DropReason::kForeignSource));
-    EXPECT_EQ(f(Counter::kDroppedSlotOutOfRange), s.drops(DropReason::kSlotOutOfRange));
-    EXPECT_EQ(f(Counter::kDroppedCountTooLargeForJob), s.drops(DropReason::kCountTooLargeForJob));
-    EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
-    EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
-    EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
-    EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
-    EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
-    EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
     // Every kind of event happened, so the agreement above means something.
-    for (Counter c : {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
-                      Counter::kDroppedStale, Counter::kDroppedCountMismatch,
-                      Counter::kDroppedForeignSource, Counter::kDroppedRankOutOfRange,
-                      Counter::kDroppedUnknownJob, Counter::kDroppedSlotOutOfRange,
-                      Counter::kDroppedCountTooLargeForJob, Counter::kDroppedNotContribution,
-                      Counter::kMalformedBadVersion, Counter::kDroppedStaleEpoch,
-                      Counter::kDroppedNoRound, Counter::kEpochTakeovers, Counter::kNotices})
-      EXPECT_GT(f(c), 0u) << csr::name(c);
+    expect_each_happened({Counter::kCompletions, Counter::kResultsResent,
+                          Counter::kDroppedDuplicate, Counter::kDroppedStale,
+                          Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
+                          Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
+                          Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
+                          Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
+                          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound,
+                          Counter::kEpochTakeovers, Counter::kNotices});
   }
-
-  std::uint64_t completions() const { return fpga_.counter(csr::index(Counter::kCompletions)); }
 
  private:
   struct WorkerProgress {
@@ -106,24 +157,9 @@ class Crosscheck {
   }
 
   void deliver(const Endpoint& source, const std::vector<std::byte>& packet) {
-    sim::CollectingSink sink;
-    switch_.process(source, packet, sink);
     std::vector<Sent> expected;
-    for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
-
-    const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
-    const auto frames =
-        fpga_.process_frame(static_cast<unsigned>(rng_() % 4), frame_from(from, packet));
-    std::vector<Sent> got;
-    for (const TxFrame& f : frames) {
-      const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
-      ASSERT_TRUE(d);
-      const std::size_t udp_payload = wire::load_be16(f.bytes.data() + 38) - wire::kUdpHeaderSize;
-      got.push_back({{d.address.dst_ip, d.address.dst_port},
-                     {f.bytes.begin() + wire::kFrameOverhead,
-                      f.bytes.begin() + wire::kFrameOverhead + udp_payload}});
-    }
-    ASSERT_EQ(got, expected) << "after " << switch_.counters().packets_in << " packets";
+    process_on_both(source, packet, expected);
+    if (::testing::Test::HasFatalFailure()) return;
 
     // Workers take in their results (a notice changes nothing here).
     for (const Sent& s : expected) {
@@ -245,15 +281,10 @@ class Crosscheck {
   }
 
   std::vector<JobSpec> jobs_{make_job(3, 4, 0, 3, 37), make_job(9, 3, 10, 2, 256)};
-  sim::SwitchModel switch_;
-  ReferenceModel<> fpga_;
-  ModelBus<ReferenceModel<>> fpga_bus_{fpga_};
   std::vector<std::vector<WorkerProgress>> progress_;
   std::vector<std::uint32_t> epoch_ = std::vector<std::uint32_t>(jobs_.size(), 0x5eed0001u);
   std::vector<std::pair<std::uint32_t, std::vector<WorkerProgress>>> previous_ =
       std::vector<std::pair<std::uint32_t, std::vector<WorkerProgress>>>(jobs_.size());
-  Sent last_;
-  std::mt19937 rng_{99};
 };
 
 TEST(HlsSwitchCrosscheck, SameResultsAndCountersOnRandomInt32Traffic) {
@@ -273,9 +304,9 @@ TEST(HlsSwitchCrosscheck, SameResultsAndCountersOnRandomInt32Traffic) {
 // parent included), and in the end the counters the two share must agree. Recovery copies are
 // left out: the switch model keeps a round's sum after the parent's result to send it to a
 // restarted parent again, the FPGA aggregator does not (docs/fpga-aggregator.md, "Trees").
-class TreeCrosscheck {
+class TreeCrosscheck : public SideBySide {
  public:
-  TreeCrosscheck() : switch_(64, 256) {
+  TreeCrosscheck() : SideBySide(2024) {
     switch_.add_job(child_);
     program_job(fpga_bus_, child_, 1, kAggregator);
     progress_.resize(child_.workers.size());
@@ -295,41 +326,21 @@ class TreeCrosscheck {
   void check_counters() {
     const sim::SwitchCounters& s = switch_.counters();
     auto f = [&](Counter c) { return fpga_.counter(csr::index(c)); };
-    using sim::DropReason;
-    EXPECT_EQ(f(Counter::kFramesIn), s.packets_in);
-    EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
-    EXPECT_EQ(f(Counter::kCompletions), s.completions);
-    EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
+    expect_shared_counters_agree();
     EXPECT_EQ(f(Counter::kSentToParent), s.sent_to_parent);
     EXPECT_EQ(f(Counter::kResentToParent), s.resent_to_parent);
     EXPECT_EQ(f(Counter::kResultsFromParent), s.results_from_parent);
     EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.sent_to_parent +
                                           s.resent_to_parent + s.notices);
-    EXPECT_EQ(f(Counter::kNotices), s.notices);
-    EXPECT_EQ(f(Counter::kDroppedCountMismatch), s.drops(DropReason::kCountMismatch));
-    EXPECT_EQ(f(Counter::kDroppedStaleEpoch), s.drops(DropReason::kStaleEpoch));
-    EXPECT_EQ(f(Counter::kEpochTakeovers), s.epoch_takeovers);
-    EXPECT_EQ(f(Counter::kDroppedNoRound), s.drops(DropReason::kNoRound));
-    EXPECT_EQ(f(Counter::kDroppedDuplicate), s.drops(DropReason::kDuplicate));
-    EXPECT_EQ(f(Counter::kDroppedStale), s.drops(DropReason::kStale));
-    EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
-    EXPECT_EQ(f(Counter::kDroppedSlotOutOfRange), s.drops(DropReason::kSlotOutOfRange));
-    EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
-    EXPECT_EQ(f(Counter::kDroppedForeignSource), s.drops(DropReason::kForeignSource));
-    EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
-    EXPECT_EQ(f(Counter::kDroppedCountTooLargeForJob), s.drops(DropReason::kCountTooLargeForJob));
     // Every kind of event happened, so the agreement above means something.
-    for (Counter c :
-         {Counter::kCompletions, Counter::kResultsResent, Counter::kSentToParent,
-          Counter::kResentToParent, Counter::kResultsFromParent, Counter::kDroppedDuplicate,
-          Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
-          Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
-          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers,
-          Counter::kNotices})
-      EXPECT_GT(f(c), 0u) << csr::name(c);
+    expect_each_happened({Counter::kCompletions, Counter::kResultsResent, Counter::kSentToParent,
+                          Counter::kResentToParent, Counter::kResultsFromParent,
+                          Counter::kDroppedDuplicate, Counter::kDroppedStale,
+                          Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
+                          Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
+                          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound,
+                          Counter::kEpochTakeovers, Counter::kNotices});
   }
-
-  std::uint64_t completions() const { return fpga_.counter(csr::index(Counter::kCompletions)); }
 
  private:
   struct WorkerProgress {
@@ -349,28 +360,13 @@ class TreeCrosscheck {
   }
 
   void deliver(const Endpoint& source, const std::vector<std::byte>& packet) {
-    sim::CollectingSink sink;
-    switch_.process(source, packet, sink);
     std::vector<Sent> expected;
-    for (auto& p : sink.packets) expected.push_back({p.destination, p.bytes});
-
-    const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
-    const auto frames =
-        fpga_.process_frame(static_cast<unsigned>(rng_() % 4), frame_from(from, packet));
-    std::vector<Sent> got;
-    for (const TxFrame& f : frames) {
-      const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
-      ASSERT_TRUE(d);
-      const std::size_t udp_payload = wire::load_be16(f.bytes.data() + 38) - wire::kUdpHeaderSize;
-      got.push_back({{d.address.dst_ip, d.address.dst_port},
-                     {f.bytes.begin() + wire::kFrameOverhead,
-                      f.bytes.begin() + wire::kFrameOverhead + udp_payload}});
-    }
-    ASSERT_EQ(got, expected) << "after " << switch_.counters().packets_in << " packets";
+    process_on_both(source, packet, expected);
+    if (::testing::Test::HasFatalFailure()) return;
 
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
-      if (d.header.type == wire::MsgType::kNotice) continue;
+      if (d.header.type == wire::MsgType::kNotice) continue;  // changes nothing here
       if (s.destination == kParentAddress) {  // the parent gets it, or the network loses it
         if (rng_() % 5 == 0) continue;
         Upload u{d.header, {}};
@@ -479,14 +475,9 @@ class TreeCrosscheck {
   }
 
   JobSpec child_ = make_child_job(5, 3, 2, 3, 37, 50, 1, 30);
-  sim::SwitchModel switch_;
-  ReferenceModel<> fpga_;
-  ModelBus<ReferenceModel<>> fpga_bus_{fpga_};
   std::vector<WorkerProgress> progress_;
   std::vector<Upload> uploads_;
   std::uint32_t epoch_ = 0x7ee00001u, old_epoch_ = 0x7ee00001u;
-  Sent last_;
-  std::mt19937 rng_{2024};
 };
 
 TEST(HlsSwitchCrosscheck, ATreeChildSendsAndTakesWhatTheSwitchModelDoes) {

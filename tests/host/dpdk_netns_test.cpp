@@ -2,7 +2,7 @@
 // The DPDK transport over a real (virtual) network: each worker in a network namespace of its
 // own, running netagg-allreduce --transport dpdk on net_af_packet over a veth (no IP address in
 // the kernel: DPDK owns it), the aggregator netagg-switchd on kernel UDP in another namespace,
-// all joined by a bridge in a third (scripts/dpdk-netns.sh draws it). The workers ARP for the
+// all joined by a bridge in a third (scripts/netns/dpdk-netns.sh draws it). The workers ARP for the
 // aggregator, the switch's kernel ARPs for them, and every worker checks its result: int32
 // exactly, fp32 within the block floating point bound. Loss: an nftables rule in the
 // aggregator's namespace drops a share of the netagg UDP both ways.
@@ -33,7 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const std::string kScript = std::string(NETAGG_SOURCE_DIR) + "/scripts/dpdk-netns.sh";
+const std::string kScript = std::string(NETAGG_SOURCE_DIR) + "/scripts/netns/dpdk-netns.sh";
 const std::string kTool = std::string(NETAGG_BINARY_DIR) + "/host/tools/netagg-allreduce";
 const std::string kSwitchd = std::string(NETAGG_BINARY_DIR) + "/sim/switch/netagg-switchd";
 constexpr int kWorkers = 3;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # netagg-plan's GRID and Scheme 1 plans of GRID's example on processes in network namespaces
-# (scripts/grid-netns.sh): every worker verifies its sum over the planned routes (no other route
-# exists) and every aggregator of the plan completed rounds. The rate against the plan's
+# (scripts/netns/grid-netns.sh): every worker verifies its sum over the planned routes (no other
+# route exists) and every aggregator of the plan completed rounds. The rate against the plan's
 # prediction is printed, not checked: it depends on how busy the machine is, and is measured by
-# `bash scripts/grid-netns.sh BUILD --policy all` (docs/routing.md). Exit 77 (skipped) without
+# `bash scripts/netns/grid-netns.sh BUILD --policy all` (docs/routing.md). Exit 77 (skipped) without
 # root.
 set -euo pipefail
 build=$1
@@ -12,7 +12,7 @@ build=$1
 command -v tc > /dev/null || { echo "grid_netns_test: skipped: tc (iproute2) is not installed"; exit 77; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 for policy in grid scheme1; do
-  out=$(bash "$here/scripts/grid-netns.sh" "$build" --policy "$policy" --bytes 3000000) || { echo "$out"; echo "FAILED: $policy"; exit 1; }
+  out=$(bash "$here/scripts/netns/grid-netns.sh" "$build" --policy "$policy" --bytes 3000000) || { echo "$out"; echo "FAILED: $policy"; exit 1; }
   OUT="$out" POLICY="$policy" python3 - <<'PY'
 import json, os, sys
 d = json.loads(os.environ["OUT"])

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Aggregation trees of netagg-switchd processes in network namespaces, with loss at every
-# aggregator (scripts/tree-netns.sh): one tree and two trees, int32 and fp32; every worker must
-# verify and every leaf's rounds must have been answered by a root. Exit 77 (skipped) without
-# root.
+# Aggregation trees of netagg-switchd processes in network namespaces, with loss at every aggregator
+# (scripts/netns/tree-netns.sh): one tree and two trees, int32 and fp32; every worker must verify
+# and every leaf's rounds must have been answered by a root. Exit 77 (skipped) without root.
 set -euo pipefail
 build=$1
 [ "$(id -u)" = 0 ] || { echo "tree_netns_test: skipped: needs root (network namespaces)"; exit 77; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 check() {
   local out
-  out=$(bash "$here/scripts/tree-netns.sh" "$build" "$@") || { echo "$out"; echo "FAILED: $*"; exit 1; }
+  out=$(bash "$here/scripts/netns/tree-netns.sh" "$build" "$@") || { echo "$out"; echo "FAILED: $*"; exit 1; }
   OUT="$out" ARGS="$*" python3 - <<'PY'
 import json, os, sys
 d = json.loads(os.environ["OUT"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The P4 programs on the open-source P4 tools, found in NETAGG_P4_PREFIX/bin (default
-# /opt/netagg-p4), then on PATH (scripts/p4-tools.sh). Exit 77 (skipped, with the reason) when a
+# /opt/netagg-p4), then on PATH (scripts/p4/p4-tools.sh). Exit 77 (skipped, with the reason) when a
 # tool is absent.
 #   toolchain_test.sh BUILD bmv2-compile     p4c-bm2-ss compiles p4/bmv2/netagg.p4 with no warning
 #   toolchain_test.sh BUILD tofino-p4test    p4test accepts p4/tofino/netagg.p4 with no warning
@@ -13,7 +13,7 @@
 set -uo pipefail
 build=$1 mode=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
-source "$here/scripts/p4-tools.sh"
+source "$here/scripts/p4/p4-tools.sh"
 need() {
   local missing
   missing=$(p4_missing "$@")
@@ -24,7 +24,7 @@ case $mode in
     need p4c-bm2-ss
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
-    bash "$here/scripts/p4-build.sh" "$out" --only bmv2 || exit 1
+    bash "$here/scripts/p4/p4-build.sh" "$out" --only bmv2 || exit 1
     # The program's tables and registers as the control plane names them.
     for name in NetaggIngress.job_table NetaggIngress.worker_table NetaggIngress.parent_table \
                 NetaggEgress.result_destination; do
@@ -34,7 +34,7 @@ case $mode in
     need p4test tna.p4
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
-    bash "$here/scripts/p4-build.sh" "$out" --only tofino --p4test > "$out/log" 2>&1
+    bash "$here/scripts/p4/p4-build.sh" "$out" --only tofino --p4test > "$out/log" 2>&1
     rc=$?
     cat "$out/log"
     [[ $rc == 0 ]] && grep -q "checked\|compiled" "$out/log" || exit 1 ;;
@@ -42,7 +42,7 @@ case $mode in
     need p4c-barefoot bfas
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
-    bash "$here/scripts/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
+    bash "$here/scripts/p4/p4-build.sh" "$out" --only tofino > "$out/log" 2>&1
     rc=$?
     cat "$out/log"
     [[ $rc == 0 ]] || exit 1
@@ -56,10 +56,10 @@ case $mode in
     done ;;
   bmv2-vectors)
     need simple_switch simple_switch_CLI p4c-bm2-ss
-    exec bash "$here/scripts/bmv2-netns.sh" "$build" vectors ;;
+    exec bash "$here/scripts/netns/bmv2-netns.sh" "$build" vectors ;;
   bmv2-allreduce)
     need simple_switch simple_switch_CLI p4c-bm2-ss
-    out=$(bash "$here/scripts/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$3" \
+    out=$(bash "$here/scripts/netns/bmv2-netns.sh" "$build" allreduce --workers 4 --dtype "$3" \
       --count 8192 --elements-per-packet 64 --loss 1)
     rc=$?
     echo "$out"

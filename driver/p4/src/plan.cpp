@@ -3,6 +3,7 @@
 #include "netagg/p4/control.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -57,6 +58,31 @@ std::uint32_t resolve_switch_ip(std::span<const JobInput> jobs, const SwitchIden
     }
   }
   return *ip;  // jobs is non-empty, so either --switch-ip or the first job set it
+}
+
+bool is_loopback(std::uint32_t ip) { return ip >> 24 == 127; }
+
+// A host's loopback addresses (127.0.0.0/8) never leave it: the kernel sends no packet from or to
+// one out of an interface, and drops one that comes in. A host (`who`: a worker, the parent) and
+// the switch are both on loopback (a test on one machine) or both on the network.
+void check_loopback(const JobInput& job, const std::string& field, std::string_view who,
+                    std::uint32_t host_ip, std::uint32_t switch_ip,
+                    std::optional<std::uint16_t> switch_port) {
+  if (is_loopback(host_ip) == is_loopback(switch_ip)) return;
+  if (is_loopback(host_ip))
+    job_error(job, field,
+              fmt::format("{} is a loopback address, but the switch's IP (--switch-ip, else the "
+                          "jobs' \"aggregator\") is {}: no packet from or to a loopback address "
+                          "leaves its host, so the {} and the switch would never reach each other. "
+                          "Give the {} the address of its interface{}",
+                          format_ipv4(host_ip), format_ipv4(switch_ip), who, who,
+                          switch_port ? fmt::format(" cabled to switch_port {}", *switch_port)
+                                      : std::string(" towards the switch")));
+  job_error(job, field,
+            fmt::format("{} is on the network, but the switch's IP (--switch-ip, else the jobs' "
+                        "\"aggregator\") is {}, a loopback address: no packet to it leaves the "
+                        "{}'s host. Give the switch its address on the network",
+                        format_ipv4(host_ip), format_ipv4(switch_ip), who));
 }
 
 void check_job(const JobInput& job, Target target) {
@@ -193,6 +219,8 @@ SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& i
       if (w.address.ip == config.switch_ip)
         job_error(job, field + ".address",
                   fmt::format("{} is the switch's own IP", format_ipv4(w.address.ip)));
+      check_loopback(job, field + ".address", "worker", w.address.ip, config.switch_ip,
+                     w.switch_port);
       const std::string who = fmt::format("rank {} of {}", w.rank, describe(job));
       auto [it, inserted] = port_of_mac.try_emplace(*w.mac, *w.switch_port, who);
       if (inserted) {
@@ -216,6 +244,8 @@ SwitchConfig plan_switch(std::span<const JobInput> jobs, const SwitchIdentity& i
         job_error(job, "parent.address",
                   fmt::format("{} is the switch's own IP; a switch is not its own parent",
                               format_ipv4(p.address.ip)));
+      check_loopback(job, "parent.address", "parent", p.address.ip, config.switch_ip,
+                     p.switch_port);
       const std::string who = fmt::format("the parent of {}", describe(job));
       auto [it, inserted] = port_of_mac.try_emplace(*p.mac, *p.switch_port, who);
       if (inserted) {

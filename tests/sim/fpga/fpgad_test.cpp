@@ -3,41 +3,27 @@
 // started on loopback with a job file, driven from UDP sockets bound to the workers' addresses,
 // stopped with signals. The counters come from the device's CSRs. Every port is picked by the
 // kernel, so tests running in parallel do not collide.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "aggregator_scenarios.hpp"
 #include "daemon.hpp"
 #include "harness.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
-
-extern char** environ;
 
 namespace netagg {
 namespace {
@@ -45,34 +31,21 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using Counters = std::map<std::string, std::uint64_t>;
-
-// Guards against a hung daemon; they fail the test, they never measure speed.
-constexpr auto kGuard = std::chrono::seconds(30);
+// The helpers of the daemon tests: tests/common/daemon.hpp,
+// tests/sim/common/aggregator_scenarios.hpp.
+using namespace netagg::testing;  // NOLINT(google-build-using-namespace)
 
 const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "fpga" / "netagg-fpgad";
 
-using UdpSocket = testing::LoopbackUdpSocket;
-
-using testing::contribution;
-using testing::parse_result;
-using testing::read_json_counters;
-using testing::Result;
-using testing::worker_json;
-
-// The daemon as a child process (tests/common/daemon.hpp), with what only netagg-fpgad does.
-class Daemon : public testing::DaemonProcess {
+// The daemon as a child process, with what only netagg-fpgad does.
+class Daemon : public AggregatorDaemon {
  public:
   Daemon(const fs::path& dir, std::vector<std::string> args)
-      : DaemonProcess("netagg-fpgad", testing::command(kDaemon, std::move(args)), dir, kGuard) {}
+      : AggregatorDaemon(kDaemon, dir, std::move(args)) {}
 
   // Requests counters until datagrams_in reaches `n`: then the daemon has processed (and
   // answered) every datagram sent to it.
   Counters wait_for_datagrams(std::uint64_t n) { return wait_for_counter("datagrams_in", n); }
-
-  static Counters last_block(const std::string& s) {
-    return DaemonProcess::last_block(s, "netagg-fpgad");
-  }
 };
 
 class FpgadTest : public testing::ScratchTest, public ::testing::WithParamInterface<std::string> {
@@ -91,22 +64,10 @@ class FpgadTest : public testing::ScratchTest, public ::testing::WithParamInterf
 };
 
 TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
-  constexpr std::uint16_t kJob = 5, kBase = 16, kWindow = 2, kOtherJob = 6;
-  UdpSocket workers[3];
-  UdpSocket other_job_worker, stranger;
-  // Two jobs in one file: ours (rank 2 on port 3 by its switch_port), and one whose worker we
-  // use to send into ours.
-  const fs::path job_file =
-      write("jobs.json",
-            fmt::format(R"({{"jobs": [
-  {{"job_id": {}, "slots": {{"base": {}, "count": {}}}, "elements_per_packet": 3,
-    "workers": [{}, {}, {}]}},
-  {{"job_id": {}, "slots": {{"base": 0, "count": 4}}, "elements_per_packet": 8,
-    "workers": [{}]}}
-]}})",
-                        kJob, kBase, kWindow, worker_json(0, workers[0].local()),
-                        worker_json(1, workers[1].local()), worker_json(2, workers[2].local(), 3),
-                        kOtherJob, worker_json(0, other_job_worker.local())));
+  using J = TwoJobs;
+  J jobs;
+  // Rank 2 on port 3 by its switch_port.
+  const fs::path job_file = write("jobs.json", jobs.job_file(3));
   const fs::path json = dir_ / "counters.json";
   Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", job_file.string(), "--counters-json",
                        json.string()}));
@@ -116,142 +77,48 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
   EXPECT_THAT(d.stderr_text(), HasSubstr("job 5: 3 workers, slots [16, 18), 3 elements per "
                                          "packet, ports by rank 0 1 3"));
 
-  // Eight packets per worker through a window of 2: slot base + P % 2, set (P / 2) % 2.
-  // Rank r sends {P + r, -P, 1000 * r}; the sum over 3 ranks is {3P + 3, -3P, 3000}.
-  constexpr std::uint32_t kPackets = 8;
-  for (std::uint32_t p = 0; p < kPackets; ++p) {
-    const auto slot = static_cast<std::uint16_t>(kBase + p % kWindow);
-    const auto set = static_cast<std::uint8_t>((p / kWindow) % 2);
-    for (std::uint16_t r = 0; r < 3; ++r)
-      workers[r].send_to(agg, contribution(kJob, r, slot, set, p,
-                                           {std::int32_t(p + r), -std::int32_t(p), 1000 * r},
-                                           std::int16_t(r - 5)));
-    for (std::uint16_t r = 0; r < 3; ++r) {
-      Endpoint from;
-      const auto bytes = workers[r].receive(&from);
-      ASSERT_TRUE(bytes) << "no result for packet " << p << " at rank " << r;
-      EXPECT_EQ(from, agg) << "results come from the address the workers send to";
-      const Result res = parse_result(*bytes);
-      EXPECT_EQ(res.header.type, wire::MsgType::kResult);
-      EXPECT_EQ(res.header.job_id, kJob);
-      EXPECT_EQ(res.header.rank, r);
-      EXPECT_EQ(res.header.slot, slot);
-      EXPECT_EQ(res.header.set, set);
-      EXPECT_EQ(res.header.seq, p);
-      EXPECT_EQ(res.header.exponent, -3);
-      EXPECT_THAT(res.values, ElementsAre(std::int32_t(3 * p + 3), -3 * std::int32_t(p), 3000));
-    }
-  }
-  // Rank 1 retransmits the last packet: the stored result comes back to it alone.
-  const std::uint32_t last = kPackets - 1;
-  const auto last_slot = static_cast<std::uint16_t>(kBase + last % kWindow);
-  const auto last_set = static_cast<std::uint8_t>((last / kWindow) % 2);
-  workers[1].send_to(agg, contribution(kJob, 1, last_slot, last_set, last,
-                                       {std::int32_t(last + 1), -std::int32_t(last), 1000}));
-  {
-    const auto bytes = workers[1].receive();
-    ASSERT_TRUE(bytes);
-    const Result res = parse_result(*bytes);
-    EXPECT_EQ(res.header.rank, 1);
-    EXPECT_EQ(res.header.seq, last);
-    EXPECT_THAT(res.values, ElementsAre(3 * 7 + 3, -21, 3000));
-  }
-
-  const std::uint64_t result_rounds = 3 * kPackets + 1;
-  const std::uint64_t junk = 18, round = 4;
+  jobs.reduce_and_retransmit(agg);
+  constexpr std::uint32_t kPackets = J::kPackets;
+  const std::uint64_t result_rounds = J::kRoundDatagrams;
+  const std::uint64_t junk = J::kJunk, round = 4;
   const std::uint64_t sent = result_rounds + junk + round;
 
   // Junk, each kind once; the device counts each by its reason. Only the drops a worker can act
   // on are answered: the first of each reason and rank (one in every wire::kNoticeInterval is),
   // with a notice to its sender.
-  auto good = contribution(kJob, 0, kBase, 0, 100, {1, 2, 3});
-  auto patched = [&](std::size_t at, std::uint8_t v) {
-    auto b = good;
-    b[at] = std::byte(v);
-    return b;
-  };
-  workers[0].send_to(agg, {});                                   // truncated
-  workers[0].send_to(agg, {good.begin(), good.begin() + 10});    // truncated
-  workers[0].send_to(agg, patched(wire::offset::kVersion, 9));   // bad version
-  workers[0].send_to(agg, patched(wire::offset::kType, 0));      // bad type
-  workers[0].send_to(agg, patched(wire::offset::kDtype, 7));     // bad dtype
-  workers[0].send_to(agg, patched(wire::offset::kFlags, 8));     // bad flags
-  workers[0].send_to(agg, patched(wire::offset::kFlags, 0x80));  // bad flags
-  workers[0].send_to(agg, patched(wire::offset::kCount, 0x80));  // count too large
-  workers[0].send_to(agg, {good.begin(), good.end() - 1});       // length
-  {
-    // Longer than any valid packet: arrives cut to kMaxPacketSize + 1 bytes, a length mismatch
-    // (and a frame longer than the device stores).
-    auto oversized = good;
-    wire::store_be16(oversized.data() + wire::offset::kCount, wire::kMaxCount);
-    oversized.resize(wire::kMaxPacketSize + 100);
-    workers[0].send_to(agg, oversized);
-  }
-  stranger.send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3}));        // foreign
-  other_job_worker.send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1}));      // foreign
-  workers[0].send_to(agg, contribution(99, 0, kBase, 0, 100, {1}));              // unknown job
-  workers[0].send_to(agg, contribution(kJob, 3, kBase, 0, 100, {1}));            // rank
-  workers[0].send_to(agg, contribution(kJob, 0, kBase + kWindow, 0, 100, {1}));  // slot
-  workers[0].send_to(agg, contribution(kJob, 0, 0, 0, 100, {1}));  // the other job's slot
-  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3, 4}));  // count > 3
-  {
-    auto result = good;
-    result[wire::offset::kType] = std::byte(wire::MsgType::kResult);
-    workers[0].send_to(agg, result);  // not a contribution
-  }
+  jobs.send_junk(agg);
   // A round with a duplicate, a count and a dtype mismatch, left incomplete: slot kBase, set 0
   // (P = 8). Rank 0's packet starts the round before the others arrive: the device takes the
   // ports in parallel, so packets sent together on several ports reach the round in any order.
+  auto& workers = jobs.workers;
   d.wait_for_datagrams(result_rounds + junk);
-  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));
+  workers[0].send_to(agg, contribution(J::kJob, 0, J::kBase, 0, 8, {1, 2, 3}));
   d.wait_for_datagrams(result_rounds + junk + 1);
-  workers[0].send_to(agg, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));  // duplicate
-  workers[1].send_to(agg, contribution(kJob, 1, kBase, 0, 8, {1, 2}));     // count mismatch
-  workers[2].send_to(agg, contribution(kJob, 2, kBase, 0, 8, {1, 2, 3}, wire::kExponentNone,
+  workers[0].send_to(agg, contribution(J::kJob, 0, J::kBase, 0, 8, {1, 2, 3}));  // duplicate
+  workers[1].send_to(agg, contribution(J::kJob, 1, J::kBase, 0, 8, {1, 2}));     // count mismatch
+  workers[2].send_to(agg, contribution(J::kJob, 2, J::kBase, 0, 8, {1, 2, 3}, wire::kExponentNone,
                                        wire::DataType::kFp32));  // dtype mismatch
 
   const Counters mid = d.wait_for_datagrams(sent);
   EXPECT_EQ(mid.at("results_resent"), 1u);
-
   // Foreign source (the stranger's, the first of two: a notice goes to the packet's source, a
   // registered worker or not), unknown job, rank, slot (the first of two), count too large,
   // duplicate (the round waits for ranks 1 and 2), count mismatch (rank 1's), dtype mismatch
   // (rank 2's).
-  const auto notice_reasons = [&](UdpSocket& socket, std::size_t n) {
-    std::vector<std::pair<std::string, std::uint32_t>> out;
-    for (std::size_t i = 0; i < n; ++i) {
-      Endpoint from;
-      const auto bytes = socket.receive(&from);
-      if (!bytes) break;
-      EXPECT_EQ(from, agg) << "notices come from the address the workers send to";
-      const Result res = parse_result(*bytes);
-      EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
-      if (res.values.empty()) continue;
-      const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
-      out.emplace_back(std::string(wire::to_string(reason)),
-                       res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
-    }
-    return out;
-  };
-  using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
-  EXPECT_EQ(notice_reasons(stranger, 1), (Notices{{"foreign_source", 0}}));
-  auto worker0 = notice_reasons(workers[0], 5);
-  std::sort(worker0.begin(), worker0.end());
-  EXPECT_EQ(worker0, (Notices{{"count_too_large_for_job", 0},
-                              {"duplicate", 0b110},
-                              {"rank_out_of_range", 0},
-                              {"slot_out_of_range", 0},
-                              {"unknown_job", 0}}));
-  EXPECT_EQ(notice_reasons(workers[1], 1), (Notices{{"count_mismatch", 0}}));
-  EXPECT_EQ(notice_reasons(workers[2], 1), (Notices{{"dtype_mismatch", 0}}));
+  EXPECT_EQ(notices_received(jobs.stranger, 1, agg), (Notices{{"foreign_source", 0}}));
+  EXPECT_EQ(notices_received(workers[0], 5, agg), (Notices{{"count_too_large_for_job", 0},
+                                                           {"duplicate", 0b110},
+                                                           {"rank_out_of_range", 0},
+                                                           {"slot_out_of_range", 0},
+                                                           {"unknown_job", 0}}));
+  EXPECT_EQ(notices_received(workers[1], 1, agg), (Notices{{"count_mismatch", 0}}));
+  EXPECT_EQ(notices_received(workers[2], 1, agg), (Notices{{"dtype_mismatch", 0}}));
   const std::uint64_t notices = 8;
-  for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
-  EXPECT_FALSE(other_job_worker.has_pending());
-  EXPECT_FALSE(stranger.has_pending());
+  jobs.expect_nothing_pending();
 
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
   EXPECT_THAT(d.stdout_text(), HasSubstr("netagg-fpgad: counters (exit):"));
-  const Counters exit_text = Daemon::last_block(d.stdout_text());
+  const Counters exit_text = d.last_counters();
   Counters exit_json = read_json_counters(json);
   EXPECT_EQ(exit_text, exit_json);
   EXPECT_GT(exit_json["model_cycles"], 0u);
@@ -309,18 +176,9 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
 
 TEST_P(FpgadTest, SigintStopsCleanlyAndQuietPrintsNoCounters) {
   UdpSocket w;
-  const fs::path job = write("job.json", fmt::format(R"({{"job_id": 1, "slots": {{"base": 0,
-      "count": 1}}, "elements_per_packet": 1, "workers": [{}]}})",
-                                                     worker_json(0, w.local())));
+  const fs::path job = write("job.json", one_slot_job(w.local()));
   Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", job.string(), "--quiet"}));
-  const Endpoint agg = d.wait_listening();
-  w.send_to(agg, contribution(1, 0, 0, 0, 0, {41}));
-  const auto bytes = w.receive();
-  ASSERT_TRUE(bytes);
-  EXPECT_THAT(parse_result(*bytes).values, ElementsAre(41));
-  EXPECT_EQ(d.stop(SIGINT), 0) << d.stderr_text();
-  EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("counters")));
-  EXPECT_EQ(d.stderr_text(), "");
+  expect_answer_then_quiet_stop_on_sigint(d, w);
 }
 
 // Jobs on several files, isolated from each other; workers spread over the ports; fp32 adds.
@@ -363,7 +221,7 @@ TEST_P(FpgadTest, SeveralJobsAndFloatingPoint) {
     }
   }
   EXPECT_EQ(d.stop(SIGTERM), 0);
-  const Counters c = Daemon::last_block(d.stdout_text());
+  const Counters c = d.last_counters();
   EXPECT_EQ(c.at("completions"), 2u);
   EXPECT_EQ(c.at("datagrams_sent"), 3u);
   EXPECT_THAT(d.stderr_text(), HasSubstr("job 1: 2 workers, slots [0, 4), 40 elements per packet, "
@@ -424,7 +282,7 @@ TEST_P(FpgadTest, AsALeafOfATreeItSendsSumsUpAndTakesTheRootsResult) {
     EXPECT_THAT(res.values, ElementsAre(100, 200, 300, 400));
   }
   EXPECT_EQ(d.stop(SIGTERM), 0);
-  const Counters c = Daemon::last_block(d.stdout_text());
+  const Counters c = d.last_counters();
   EXPECT_EQ(c.at("sent_to_parent"), 1u);
   EXPECT_EQ(c.at("resent_to_parent"), 1u);
   EXPECT_EQ(c.at("results_from_parent"), 1u);
@@ -436,6 +294,15 @@ TEST_P(FpgadTest, AsALeafOfATreeItSendsSumsUpAndTakesTheRootsResult) {
                                     "0, port 0)",
                                     root.local().to_string())));
   EXPECT_FALSE(w2.has_pending());
+}
+
+// A job whose "aggregator" is not the address the daemon listens on is refused: its workers would
+// send there and get no answer. Exit 2, both addresses and the fixes named.
+TEST_P(FpgadTest, AJobWhoseAggregatorIsNotTheListenAddressIsRefused) {
+  UdpSocket w;
+  const fs::path file = write("job.json", job_of_another_aggregator(w.local()));
+  Daemon d(dir_, args({"--listen", "127.0.0.1:0", "--job", file.string()}));
+  expect_job_of_another_aggregator_refused(d, file.string());
 }
 
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.

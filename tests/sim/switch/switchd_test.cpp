@@ -2,15 +2,7 @@
 // netagg-switchd as a process: started on loopback with a job file, driven from UDP sockets bound
 // to the workers' addresses, stopped with signals. Every port is picked by the kernel, so tests
 // running in parallel do not collide.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <algorithm>
 
 #include <gmock/gmock.h>
@@ -22,9 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,11 +21,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "aggregator_scenarios.hpp"
 #include "daemon.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
-
-extern char** environ;
 
 namespace netagg {
 namespace {
@@ -44,26 +32,17 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using Counters = std::map<std::string, std::uint64_t>;
-
-// Guards against a hung daemon; they fail the test, they never measure speed.
-constexpr auto kGuard = std::chrono::seconds(20);
+// The helpers of the daemon tests: tests/common/daemon.hpp,
+// tests/sim/common/aggregator_scenarios.hpp.
+using namespace netagg::testing;  // NOLINT(google-build-using-namespace)
 
 const fs::path kDaemon = fs::path(NETAGG_BINARY_DIR) / "sim" / "switch" / "netagg-switchd";
 
-using UdpSocket = testing::LoopbackUdpSocket;
-
-using testing::contribution;
-using testing::parse_result;
-using testing::read_json_counters;
-using testing::Result;
-using testing::worker_json;
-
-// The daemon as a child process (tests/common/daemon.hpp), with what only netagg-switchd does.
-class Daemon : public testing::DaemonProcess {
+// The daemon as a child process, with what only netagg-switchd does.
+class Daemon : public AggregatorDaemon {
  public:
   Daemon(const fs::path& dir, std::vector<std::string> args)
-      : DaemonProcess("netagg-switchd", testing::command(kDaemon, std::move(args)), dir, kGuard) {}
+      : AggregatorDaemon(kDaemon, dir, std::move(args)) {}
 
   // Requests counters until packets_in reaches `packets`: then the daemon has processed every
   // datagram sent to it.
@@ -87,10 +66,6 @@ class Daemon : public testing::DaemonProcess {
         if (s.find('\n', at) != std::string::npos) ++n;
     return n;
   }
-
-  static Counters last_block(const std::string& s) {
-    return DaemonProcess::last_block(s, "netagg-switchd");
-  }
 };
 
 class SwitchdTest : public testing::ScratchTest {
@@ -104,21 +79,9 @@ class SwitchdTest : public testing::ScratchTest {
 void reduces_answers_and_counts_everything(
     const fs::path& dir_, unsigned threads,
     const std::function<fs::path(const std::string&, const std::string&)>& write) {
-  constexpr std::uint16_t kJob = 5, kBase = 16, kWindow = 2, kOtherJob = 6;
-  UdpSocket workers[3];
-  UdpSocket other_job_worker, stranger;
-  // Two jobs in one file: ours, and one whose worker we use to send into ours.
-  const fs::path job_file =
-      write("jobs.json",
-            fmt::format(R"({{"jobs": [
-  {{"job_id": {}, "slots": {{"base": {}, "count": {}}}, "elements_per_packet": 3,
-    "workers": [{}, {}, {}]}},
-  {{"job_id": {}, "slots": {{"base": 0, "count": 4}}, "elements_per_packet": 8,
-    "workers": [{}]}}
-]}})",
-                        kJob, kBase, kWindow, worker_json(0, workers[0].local()),
-                        worker_json(1, workers[1].local()), worker_json(2, workers[2].local()),
-                        kOtherJob, worker_json(0, other_job_worker.local())));
+  using J = TwoJobs;
+  J jobs;
+  const fs::path job_file = write("jobs.json", jobs.job_file());
   const fs::path json = dir_ / "counters.json";
   Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", job_file.string(), "--slots", "32",
                   "--counters-json", json.string(), "--threads", std::to_string(threads)});
@@ -126,130 +89,42 @@ void reduces_answers_and_counts_everything(
   EXPECT_EQ(sw.ip, 0x7F000001u);
   EXPECT_NE(sw.port, 0);
 
-  // Eight packets per worker through a window of 2: slot base + P % 2, set (P / 2) % 2.
-  // Rank r sends {P + r, -P, 1000 * r}; the sum over 3 ranks is {3P + 3, -3P, 3000}.
-  constexpr std::uint32_t kPackets = 8;
-  for (std::uint32_t p = 0; p < kPackets; ++p) {
-    const auto slot = static_cast<std::uint16_t>(kBase + p % kWindow);
-    const auto set = static_cast<std::uint8_t>((p / kWindow) % 2);
-    for (std::uint16_t r = 0; r < 3; ++r)
-      workers[r].send_to(
-          sw, contribution(kJob, r, slot, set, p, {std::int32_t(p + r), -std::int32_t(p), 1000 * r},
-                           std::int16_t(r - 5)));
-    for (std::uint16_t r = 0; r < 3; ++r) {
-      const auto bytes = workers[r].receive();
-      ASSERT_TRUE(bytes) << "no result for packet " << p << " at rank " << r;
-      const Result res = parse_result(*bytes);
-      EXPECT_EQ(res.header.type, wire::MsgType::kResult);
-      EXPECT_EQ(res.header.job_id, kJob);
-      EXPECT_EQ(res.header.rank, r);
-      EXPECT_EQ(res.header.slot, slot);
-      EXPECT_EQ(res.header.set, set);
-      EXPECT_EQ(res.header.seq, p);
-      EXPECT_EQ(res.header.exponent, -3);
-      EXPECT_THAT(res.values, ElementsAre(std::int32_t(3 * p + 3), -3 * std::int32_t(p), 3000));
-    }
-  }
-  // Rank 1 retransmits the last packet: the stored result comes back to it alone.
-  const std::uint32_t last = kPackets - 1;
-  const auto last_slot = static_cast<std::uint16_t>(kBase + last % kWindow);
-  const auto last_set = static_cast<std::uint8_t>((last / kWindow) % 2);
-  workers[1].send_to(sw, contribution(kJob, 1, last_slot, last_set, last,
-                                      {std::int32_t(last + 1), -std::int32_t(last), 1000}));
-  {
-    const auto bytes = workers[1].receive();
-    ASSERT_TRUE(bytes);
-    const Result res = parse_result(*bytes);
-    EXPECT_EQ(res.header.rank, 1);
-    EXPECT_EQ(res.header.seq, last);
-    EXPECT_THAT(res.values, ElementsAre(3 * 7 + 3, -21, 3000));
-  }
-
-  // Junk, each kind once. Only the drops a worker can act on are answered: the first of each
-  // reason (one in every wire::kNoticeInterval is), with a notice to its sender.
-  auto good = contribution(kJob, 0, kBase, 0, 100, {1, 2, 3});
-  auto patched = [&](std::size_t at, std::uint8_t v) {
-    auto b = good;
-    b[at] = std::byte(v);
-    return b;
-  };
-  workers[0].send_to(sw, {});                                   // truncated
-  workers[0].send_to(sw, {good.begin(), good.begin() + 10});    // truncated
-  workers[0].send_to(sw, patched(wire::offset::kVersion, 9));   // bad version
-  workers[0].send_to(sw, patched(wire::offset::kType, 0));      // bad type
-  workers[0].send_to(sw, patched(wire::offset::kDtype, 7));     // bad dtype
-  workers[0].send_to(sw, patched(wire::offset::kFlags, 8));     // bad flags
-  workers[0].send_to(sw, patched(wire::offset::kFlags, 0x80));  // bad flags
-  workers[0].send_to(sw, patched(wire::offset::kCount, 0x80));  // count too large
-  workers[0].send_to(sw, {good.begin(), good.end() - 1});       // length
-  {
-    // Longer than any valid packet: arrives cut to kMaxPacketSize + 1 bytes, a length mismatch.
-    auto oversized = good;
-    wire::store_be16(oversized.data() + wire::offset::kCount, wire::kMaxCount);
-    oversized.resize(wire::kMaxPacketSize + 100);
-    workers[0].send_to(sw, oversized);
-  }
-  stranger.send_to(sw, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3}));        // foreign source
-  other_job_worker.send_to(sw, contribution(kJob, 0, kBase, 0, 100, {1}));      // foreign source
-  workers[0].send_to(sw, contribution(99, 0, kBase, 0, 100, {1}));              // unknown job
-  workers[0].send_to(sw, contribution(kJob, 3, kBase, 0, 100, {1}));            // rank
-  workers[0].send_to(sw, contribution(kJob, 0, kBase + kWindow, 0, 100, {1}));  // slot
-  workers[0].send_to(sw, contribution(kJob, 0, 0, 0, 100, {1}));  // the other job's slot
-  workers[0].send_to(sw, contribution(kJob, 0, kBase, 0, 100, {1, 2, 3, 4}));  // count > 3
-  {
-    auto fp32 = good;
-    fp32[wire::offset::kDtype] = std::byte(wire::DataType::kFp32);
-    workers[0].send_to(sw, fp32);  // unsupported dtype
-    auto result = good;
-    result[wire::offset::kType] = std::byte(wire::MsgType::kResult);
-    workers[0].send_to(sw, result);  // not a contribution
-  }
+  jobs.reduce_and_retransmit(sw);
+  // Junk, each kind once, and an fp32 contribution, which the switch does not add. Only the drops
+  // a worker can act on are answered: with a notice to the sender.
+  jobs.send_junk(sw);
+  auto fp32 = contribution(J::kJob, 0, J::kBase, 0, 100, {1, 2, 3});
+  fp32[wire::offset::kDtype] = std::byte(wire::DataType::kFp32);
+  jobs.workers[0].send_to(sw, fp32);  // unsupported dtype
   // A round with a duplicate and a count mismatch, left incomplete: slot kBase, set 0 (P = 8).
-  workers[0].send_to(sw, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));
-  workers[0].send_to(sw, contribution(kJob, 0, kBase, 0, 8, {1, 2, 3}));  // duplicate
-  workers[1].send_to(sw, contribution(kJob, 1, kBase, 0, 8, {1, 2}));     // count mismatch
+  auto& workers = jobs.workers;
+  workers[0].send_to(sw, contribution(J::kJob, 0, J::kBase, 0, 8, {1, 2, 3}));
+  workers[0].send_to(sw, contribution(J::kJob, 0, J::kBase, 0, 8, {1, 2, 3}));  // duplicate
+  workers[1].send_to(sw, contribution(J::kJob, 1, J::kBase, 0, 8, {1, 2}));     // count mismatch
 
-  const std::uint64_t results_packets = 3 * kPackets + 1;
-  const std::uint64_t junk = 19, round = 3;
+  constexpr std::uint32_t kPackets = J::kPackets;
+  const std::uint64_t results_packets = J::kRoundDatagrams;
+  const std::uint64_t junk = J::kJunk + 1, round = 3;
   const std::uint64_t sent = results_packets + junk + round;
   const Counters mid = d.wait_for_packets_in(sent);
   EXPECT_EQ(mid.at("results_resent"), 1u);
-
   // Foreign source (the stranger's, the first of two), unknown job, rank, slot (the first of
   // two), count too large, dtype, duplicate (the round waits for ranks 1 and 2), count mismatch
   // (rank 1's).
-  const auto notice_reasons = [](UdpSocket& socket, std::size_t n) {
-    std::vector<std::pair<std::string, std::uint32_t>> out;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto bytes = socket.receive();
-      if (!bytes) break;
-      const Result res = parse_result(*bytes);
-      EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
-      if (res.values.empty()) continue;
-      const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
-      out.emplace_back(std::string(wire::to_string(reason)),
-                       res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
-    }
-    return out;
-  };
-  using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
-  EXPECT_EQ(notice_reasons(stranger, 1), (Notices{{"foreign_source", 0}}));
-  auto worker0 = notice_reasons(workers[0], 6);  // threads > 1: in the threads' order
-  std::sort(worker0.begin(), worker0.end());
-  EXPECT_EQ(worker0, (Notices{{"count_too_large_for_job", 0},
-                              {"duplicate", 0b110},
-                              {"rank_out_of_range", 0},
-                              {"slot_out_of_range", 0},
-                              {"unknown_job", 0},
-                              {"unsupported_dtype", 0}}));
-  EXPECT_EQ(notice_reasons(workers[1], 1), (Notices{{"count_mismatch", 0}}));
+  EXPECT_EQ(notices_received(jobs.stranger, 1, sw), (Notices{{"foreign_source", 0}}));
+  // threads > 1: in the threads' order, so sorted
+  EXPECT_EQ(notices_received(workers[0], 6, sw), (Notices{{"count_too_large_for_job", 0},
+                                                          {"duplicate", 0b110},
+                                                          {"rank_out_of_range", 0},
+                                                          {"slot_out_of_range", 0},
+                                                          {"unknown_job", 0},
+                                                          {"unsupported_dtype", 0}}));
+  EXPECT_EQ(notices_received(workers[1], 1, sw), (Notices{{"count_mismatch", 0}}));
   const std::uint64_t notices = 8;
-  for (auto& w : workers) EXPECT_FALSE(w.has_pending()) << "junk was answered";
-  EXPECT_FALSE(other_job_worker.has_pending());
-  EXPECT_FALSE(stranger.has_pending());
+  jobs.expect_nothing_pending();
 
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
-  const Counters exit_text = Daemon::last_block(d.stdout_text());
+  const Counters exit_text = d.last_counters();
   EXPECT_THAT(d.stdout_text(), HasSubstr("netagg-switchd: counters (exit):"));
   const Counters exit_json = read_json_counters(json);
   EXPECT_EQ(exit_text, exit_json);
@@ -317,18 +192,9 @@ TEST_F(SwitchdTest, ThreadsSplitTheSlotsAndAnswerTheSame) {
 
 TEST_F(SwitchdTest, SigintStopsCleanlyAndQuietPrintsNoCounters) {
   UdpSocket w;
-  const fs::path job = write("job.json", fmt::format(R"({{"job_id": 1, "slots": {{"base": 0,
-      "count": 1}}, "elements_per_packet": 1, "workers": [{}]}})",
-                                                     worker_json(0, w.local())));
+  const fs::path job = write("job.json", one_slot_job(w.local()));
   Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", job.string(), "--quiet"});
-  const Endpoint sw = d.wait_listening();
-  w.send_to(sw, contribution(1, 0, 0, 0, 0, {41}));
-  const auto bytes = w.receive();
-  ASSERT_TRUE(bytes);
-  EXPECT_THAT(parse_result(*bytes).values, ElementsAre(41));
-  EXPECT_EQ(d.stop(SIGINT), 0) << d.stderr_text();
-  EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("counters")));
-  EXPECT_EQ(d.stderr_text(), "");
+  expect_answer_then_quiet_stop_on_sigint(d, w);
 }
 
 TEST_F(SwitchdTest, SeveralJobFiles) {
@@ -355,7 +221,7 @@ TEST_F(SwitchdTest, SeveralJobFiles) {
     EXPECT_THAT(parse_result(*r).values, ElementsAre(11, 22));
   }
   EXPECT_EQ(d.stop(SIGTERM), 0);
-  const Counters c = Daemon::last_block(d.stdout_text());
+  const Counters c = d.last_counters();
   EXPECT_EQ(c.at("completions"), 2u);
   EXPECT_EQ(c.at("datagrams_sent"), 3u);
   EXPECT_THAT(d.stderr_text(), HasSubstr("job 1: 2 workers, slots [0, 4)"));
@@ -560,6 +426,44 @@ TEST_F(SwitchdTest, RateQueueDropsAndResultsFromTheParentPassAtOnce) {
   EXPECT_GE(c.at("rate_limit_drops"), kBacklog - kQueue - 1);
   EXPECT_LE(c.at("rate_limit_drops"), kBacklog - kQueue);
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+}
+
+// A job whose "aggregator" the daemon's socket does not receive (another port; another IP unless
+// the daemon listens on 0.0.0.0) is refused: its workers would send there and get no answer. At
+// start the daemon exits 2 with both addresses and the fixes; on SIGHUP the jobs stay as they were.
+TEST_F(SwitchdTest, AJobWhoseAggregatorIsNotTheListenAddressIsRefused) {
+  UdpSocket w;
+  const fs::path file = write("job.json", job_of_another_aggregator(w.local()));
+  {
+    Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", file.string()});
+    expect_job_of_another_aggregator_refused(d, file.string());
+  }
+
+  // Reloads: the daemon's own address is accepted, another IP on its port is not.
+  write("job.json", one_slot_job(w.local()));
+  Daemon d(dir_, {"--listen", "127.0.0.1:0", "--job", file.string()});
+  const Endpoint sw = d.wait_listening();
+  write("job.json", one_slot_job(w.local(), sw));
+  EXPECT_THAT(d.reload(), HasSubstr("netagg-switchd: SIGHUP: done, 1 jobs installed"));
+  const Endpoint other_ip{0x7F000002, sw.port};
+  write("job.json", one_slot_job(w.local(), other_ip));
+  EXPECT_THAT(d.reload(),
+              HasSubstr(fmt::format("netagg-switchd: SIGHUP: failed, jobs unchanged: {}: job 1: "
+                                    "its workers send to {} (the job's \"aggregator\"), but this "
+                                    "daemon listens on {} (a port the kernel chose",
+                                    file.string(), other_ip.to_string(), sw.to_string())));
+  EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
+
+  // On the wildcard address every IP of the port is the daemon's.
+  write("job.json", one_slot_job(w.local()));
+  Daemon any(dir_, {"--listen", "0.0.0.0:0", "--job", file.string()});
+  const Endpoint bound = any.wait_listening();
+  EXPECT_EQ(bound.ip, 0u);
+  write("job.json", one_slot_job(w.local(), Endpoint{0x7F000001, bound.port}));
+  EXPECT_THAT(any.reload(), HasSubstr("netagg-switchd: SIGHUP: done, 1 jobs installed"));
+  write("job.json", job_of_another_aggregator(w.local()));
+  EXPECT_THAT(any.reload(), HasSubstr("SIGHUP: failed, jobs unchanged"));
+  EXPECT_EQ(any.stop(SIGTERM), 0) << any.stderr_text();
 }
 
 // Bad configuration: exit code 2 and a message naming the problem, before any "listening" line.

@@ -1,0 +1,2 @@
+ip netns exec nab1-wR netagg-allreduce --rank R --transport udp --count 16384 --iterations 4 --json
+0
