@@ -151,7 +151,7 @@ package netagg_csr_pkg;
   localparam logic [31:0] STATUS_BUSY = 32'h00000001;  // STATUS
 
   // Counter indices (COUNTER_INDEX), 64-bit counters.
-  localparam int unsigned NUM_COUNTERS = 34;
+  localparam int unsigned NUM_COUNTERS = 35;
   localparam int unsigned COUNTER_INDEX_BITS = 6;
   localparam int unsigned CNT_FRAMES_IN                       = 0;
   localparam int unsigned CNT_FRAMES_OUT                      = 1;
@@ -187,6 +187,7 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_RESENT_TO_PARENT                = 31;
   localparam int unsigned CNT_RESULTS_FROM_PARENT             = 32;
   localparam int unsigned CNT_EPOCH_TAKEOVERS                 = 33;
+  localparam int unsigned CNT_NOTICES                         = 34;
 
   /* verilator lint_on UNUSEDPARAM */
 

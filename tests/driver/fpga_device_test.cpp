@@ -61,6 +61,18 @@ Counters counters(Device& d) {
 
 using testing::error_of;
 
+// How many of `frames` are notices of `reason`; a frame that is not one fails the test.
+std::size_t notices_of(const std::vector<sim::EgressFrame>& frames, wire::NoticeReason reason) {
+  std::size_t n = 0;
+  for (const auto& f : frames) {
+    const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
+    const auto notice = d ? wire::read_notice(d.packet) : std::nullopt;
+    EXPECT_TRUE(notice && notice->reason == reason) << "a frame that is no such notice";
+    n += notice && notice->reason == reason;
+  }
+  return n;
+}
+
 class RtlDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -113,7 +125,8 @@ TEST_F(RtlDeviceTest, JobsInChosenEntriesAggregateAndRemovedOnesDrop) {
   EXPECT_EQ(c["frames_in"], 4u);
 
   device_->remove_job(5);
-  EXPECT_TRUE(round(jobs[0], 1, 7).empty());
+  // Its workers are told (the first drop of each rank for the reason is answered).
+  EXPECT_EQ(notices_of(round(jobs[0], 1, 7), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(round(jobs[1], 1, 7).size(), 2u) << "entry 6 is untouched";
   c = counters(*device_);
   EXPECT_EQ(c["dropped_unknown_job"], 2u);
@@ -124,9 +137,10 @@ TEST_F(RtlDeviceTest, JobsInChosenEntriesAggregateAndRemovedOnesDrop) {
   EXPECT_EQ(c["frames_in"], 0u);
   EXPECT_EQ(c["completions"], 0u);
 
-  // Soft reset: the job table empties (so job 22 drops now), the address registers stay.
+  // Soft reset: the job table empties (so job 22 drops now; the notices' rate starts again), the
+  // address registers stay.
   device_->reset();
-  EXPECT_TRUE(round(jobs[1], 2, 3).empty());
+  EXPECT_EQ(notices_of(round(jobs[1], 2, 3), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(counters(*device_)["dropped_unknown_job"], 2u);
   EXPECT_EQ(device_->aggregator_address().ip, kAgg.ip);
 }
@@ -144,7 +158,7 @@ TEST_F(RtlDeviceTest, ChecksJobsAgainstTheDeviceBeforeWriting) {
   EXPECT_THAT(error_of([&] { device_->remove_job(8); }, Errc::kConfig),
               AllOf(HasSubstr("the Verilated RTL"), HasSubstr("entry 8 does not exist")));
   // Nothing was written: no job is there, so a contribution is an unknown job's.
-  EXPECT_TRUE(round(two[0], 0, 1).empty());
+  EXPECT_EQ(notices_of(round(two[0], 0, 1), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(counters(*device_)["dropped_unknown_job"], 2u);
 }
 

@@ -152,8 +152,13 @@ TEST_F(HlsAggregator, SoftResetClearsJobsSlotsAndCountersButNotTheAddress) {
   expect_only({});
   EXPECT_FALSE(model_.core().round_state(5, 1).has_round);
   EXPECT_EQ(model_.csr_read(csr::kAggIp), kAggIp);
-  EXPECT_TRUE(model_.process_frame(0, contribution_frame(job, 0, 7, v)).empty());
-  expect_only({{Counter::kFramesIn, 1}, {Counter::kDroppedUnknownJob, 1}});
+  const auto gone = contribution_frame(job, 0, 7, v);
+  EXPECT_EQ(model_.process_frame(0, gone),
+            std::vector{expected_notice(0, gone, wire::NoticeReason::kUnknownJob)});
+  expect_only({{Counter::kFramesIn, 1},
+               {Counter::kDroppedUnknownJob, 1},
+               {Counter::kNotices, 1},
+               {Counter::kFramesOut, 1}});
   // Re-installed, packet 1 (older than the 7 before the reset) starts a round: no stale state.
   install(2, job);
   model_.process_frame(0, contribution_frame(job, 0, 1, v));
@@ -540,7 +545,16 @@ class HlsRounds : public HlsAggregator {
   // Two workers, W = 2 slots at [10, 12).
   HlsRounds() { install(0, job_); }
   std::vector<TxFrame> send(std::uint16_t rank, std::uint32_t packet) {
-    return model_.process_frame(rank, contribution_frame(job_, rank, packet, values(rank, packet)));
+    return model_.process_frame(rank, frame(rank, packet));
+  }
+  Bytes frame(std::uint16_t rank, std::uint32_t packet) const {
+    return contribution_frame(job_, rank, packet, values(rank, packet));
+  }
+  // The notice that answers rank's packet, sent on port `rank`, dropped for `reason`.
+  std::vector<TxFrame> notice(std::uint16_t rank, std::uint32_t packet, wire::NoticeReason reason,
+                              std::optional<std::uint32_t> waiting = std::nullopt) const {
+    if (waiting) return {expected_notice(rank, frame(rank, packet), reason, *waiting)};
+    return {expected_notice(rank, frame(rank, packet), reason)};
   }
   static std::vector<std::uint32_t> values(std::uint16_t rank, std::uint32_t packet) {
     return {packet * 100 + rank, packet + 1000u * rank};
@@ -569,10 +583,13 @@ TEST_F(HlsRounds, RetransmissionAfterCompletionGetsTheResultByUnicast) {
                {Counter::kResultsResent, 2}});
 }
 
+// Each duplicate is answered with a notice that names the ranks the round waits for.
 TEST_F(HlsRounds, DuplicateOfAContributionInProgressIsDropped) {
   EXPECT_TRUE(send(0, 0).empty());
-  EXPECT_TRUE(send(0, 0).empty());
-  EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kDuplicate, 0b10));
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kDuplicate, 0b10));
+  EXPECT_EQ(count(Counter::kDroppedDuplicate), 2u);
+  EXPECT_EQ(count(Counter::kNotices), 2u);
   EXPECT_EQ(send(1, 0), results(0));  // the duplicate did not count twice
 }
 
@@ -590,9 +607,9 @@ TEST_F(HlsRounds, ShadowCopyInTheOtherSetAnswersALateWorker) {
 TEST_F(HlsRounds, BothSetsInFlight) {
   send(0, 0), send(1, 0), send(0, 1), send(1, 1);
   send(0, 2);  // set 1 of slot 10 in progress, set 0 holds packet 0's result
-  EXPECT_EQ(send(1, 0), std::vector{result_for(1, 0)});  // set 0: resend
-  EXPECT_TRUE(send(0, 2).empty());                       // set 1: duplicate
-  EXPECT_EQ(send(1, 2), results(2));                     // set 1: completes
+  EXPECT_EQ(send(1, 0), std::vector{result_for(1, 0)});                       // set 0: resend
+  EXPECT_EQ(send(0, 2), notice(0, 2, wire::NoticeReason::kDuplicate, 0b10));  // set 1
+  EXPECT_EQ(send(1, 2), results(2));                                          // set 1: completes
   EXPECT_EQ(send(0, 2), std::vector{result_for(0, 2)});
   EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
   EXPECT_EQ(count(Counter::kResultsResent), 2u);
@@ -613,12 +630,14 @@ TEST_F(HlsRounds, StaleAndPreviousSet) {
   send(0, 0), send(1, 0), send(0, 1), send(1, 1), send(0, 2), send(1, 2);
   // Slot 10 set 0 held packet 0, now... packet 4 (slot 10, set 0) starts there.
   EXPECT_TRUE(send(0, 4).empty());
-  EXPECT_TRUE(send(1, 0).empty());  // a copy of packet 0: older than set 0's round: stale
+  // A copy of packet 0: older than set 0's round: stale (the first of rank 1's: a notice).
+  EXPECT_EQ(send(1, 0), notice(1, 0, wire::NoticeReason::kStale));
   EXPECT_EQ(count(Counter::kDroppedStale), 1u);
   EXPECT_EQ(send(1, 4), results(4));
-  // Previous set: packet 2 (set 1) is complete; a copy still gets its result, packet 0 is stale.
+  // Previous set: packet 2 (set 1) is complete; a copy still gets its result, packet 0 is stale
+  // (rank 0's first: a notice too, whatever rank 1's drops).
   EXPECT_EQ(send(0, 2), std::vector{result_for(0, 2)});
-  EXPECT_TRUE(send(0, 0).empty());
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kStale));
   EXPECT_EQ(count(Counter::kDroppedStale), 2u);
 }
 
@@ -635,7 +654,7 @@ TEST_F(HlsRounds, AnotherRunTakesASetOverOnce) {
                                                                             .epoch = 2,
                                                                             .fresh = fresh}));
   };
-  EXPECT_TRUE(next_run(1, 0).empty());  // not fresh: stale_epoch
+  EXPECT_EQ(next_run(1, 0).size(), 1u);  // not fresh: stale_epoch, a notice
   EXPECT_EQ(count(Counter::kEpochTakeovers), 0u);
   EXPECT_TRUE(next_run(0, 1).empty());  // takes the set over
   EXPECT_EQ(count(Counter::kEpochTakeovers), 1u);
@@ -645,7 +664,8 @@ TEST_F(HlsRounds, AnotherRunTakesASetOverOnce) {
                {Counter::kDroppedStaleEpoch, 1},
                {Counter::kEpochTakeovers, 1},
                {Counter::kCompletions, 1},
-               {Counter::kFramesOut, 2}});
+               {Counter::kNotices, 1},
+               {Counter::kFramesOut, 3}});
 }
 
 TEST_F(HlsRounds, SeqComparisonWrapsAround) {
@@ -677,10 +697,11 @@ TEST_F(HlsRounds, CountAndDtypeMustMatchTheRound) {
 
 TEST_F(HlsRounds, GroupDecidesInPortOrder) {
   // One cycle: rank 0 twice is impossible (one frame per port), but a duplicate on two ports
-  // is not: the first joins, the second is a duplicate.
-  std::vector<RxFrame> g{{0, contribution_frame(job_, 0, 0, values(0, 0))},
-                         {1, contribution_frame(job_, 0, 0, values(0, 0))}};
-  EXPECT_TRUE(model_.process_group(g).empty());
+  // is not: the first joins, the second is a duplicate (its notice, on its port, says the round
+  // waits for rank 1 alone: rank 0 joined before it).
+  std::vector<RxFrame> g{{0, frame(0, 0)}, {1, frame(0, 0)}};
+  EXPECT_EQ(model_.process_group(g),
+            std::vector{expected_notice(1, frame(0, 0), wire::NoticeReason::kDuplicate, 0b10)});
   EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
   // The completing contribution and a retransmission behind it in port order: the round
   // completes, then the retransmission gets the result.
@@ -689,6 +710,49 @@ TEST_F(HlsRounds, GroupDecidesInPortOrder) {
   auto out = results(0);
   out.push_back(result_for(0, 0));
   EXPECT_EQ(model_.process_group(h), out);
+}
+
+// Notices are rate-limited by reason and rank: the first drop of each and then one in every
+// notice_interval (16). Recovery copies get none and do not count.
+TEST_F(HlsRounds, NoticesAreRateLimitedByReasonAndRank) {
+  static_assert(wire::kNoticeInterval == 16);
+  auto unknown = [&](std::uint16_t rank, bool recovery = false) {
+    Contribution c{.job = 77, .rank = rank, .slot = 10, .values = {1, 2}};
+    c.recovery = recovery ? 1 : 0;
+    Bytes f = encode_packet(c);
+    f = frame_from(job_.workers[rank], f);
+    return std::pair{f, model_.process_frame(rank, f)};
+  };
+  std::vector<int> answered;  // which of rank 0's drops got a notice
+  for (int i = 0; i < 40; ++i) {
+    const auto [f, out] = unknown(0);
+    if (!out.empty()) {
+      answered.push_back(i);
+      EXPECT_EQ(out, std::vector{expected_notice(0, f, wire::NoticeReason::kUnknownJob)});
+    }
+    if (i < 3) {
+      EXPECT_EQ(unknown(1).second.size(), i == 0 ? 1u : 0u) << "rank 1 counts apart";
+    }
+  }
+  EXPECT_EQ(answered, (std::vector<int>{0, 16, 32}));
+  // Another reason of the same rank has a count of its own.
+  EXPECT_EQ(send(0, 5).size(), 0u);  // (starts a round of slot 11)
+  const auto far = contribution_frame(
+      job_, Contribution{.job = job_.job_id, .rank = 0, .slot = 12, .values = {1, 2}});
+  EXPECT_EQ(model_.process_frame(0, far),
+            std::vector{expected_notice(0, far, wire::NoticeReason::kSlotOutOfRange)});
+  // Rank 0 has 40 unknown-job drops: 8 more make 48, whose next is answered. Recovery copies
+  // between them are neither answered nor counted.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(unknown(0, /*recovery=*/true).second.empty());
+    EXPECT_TRUE(unknown(0).second.empty());
+  }
+  EXPECT_EQ(unknown(0).second.size(), 1u);
+  EXPECT_EQ(count(Counter::kDroppedUnknownJob), 40u + 3u + 16u + 1u);
+  EXPECT_EQ(count(Counter::kNotices), 3u + 1u + 1u + 1u);
+  // A soft reset starts the counts again.
+  soft_reset(bus_);
+  EXPECT_EQ(unknown(0).second.size(), 1u);
 }
 
 TEST_F(HlsAggregator, OneGroupCanCompleteARoundAndStartTheNext) {
@@ -854,7 +918,10 @@ TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
   std::mt19937 rng(3);
   const auto v32 = random_words(rng, 32), v33 = random_words(rng, 33);
   EXPECT_EQ(m.process_frame(0, contribution_frame(job, 0, 0, v32)).size(), 1u);
-  EXPECT_TRUE(m.process_frame(0, contribution_frame(job, 0, 1, v33)).empty());
+  // (The first drop is answered with a notice, the next of the reason and rank is not.)
+  const auto too_many = contribution_frame(job, 0, 1, v33);
+  EXPECT_EQ(m.process_frame(0, too_many),
+            std::vector{expected_notice(0, too_many, wire::NoticeReason::kCountTooLargeForJob)});
   EXPECT_EQ(m.counter(csr::index(Counter::kDroppedCountTooLargeForJob)), 1u);
   // bf16 has the same limit: the accumulators are fp32.
   std::vector<std::uint32_t> h33(33, 0x3F80);
@@ -869,7 +936,7 @@ TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
   store_job(bus2, wide, 0, 1);
   const std::vector<std::uint32_t> one{1};
   EXPECT_EQ(m2.process_frame(0, contribution_frame(wide, 0, 1, one)).size(), 1u);  // slot 3
-  EXPECT_TRUE(m2.process_frame(0, contribution_frame(wide, 0, 2, one)).empty());   // slot 4
+  EXPECT_EQ(m2.process_frame(0, contribution_frame(wide, 0, 2, one)).size(), 1u);  // slot 4: notice
   EXPECT_EQ(m2.counter(csr::index(Counter::kDroppedSlotOutOfRange)), 1u);
 }
 

@@ -62,7 +62,23 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
     expect_same_as_model(egress);
     return egress;
   }
-  std::vector<Result> settle() { return decode_all(settle_and_compare()); }
+  // The result frames of settle_and_compare(); the notices among its frames go to notices_
+  // (compared with the model's like every frame).
+  std::vector<Result> settle() {
+    std::vector<Result> results;
+    notices_.clear();
+    for (Result& r : decode_all(settle_and_compare()))
+      (r.header.type == wire::MsgType::kNotice ? notices_ : results).push_back(std::move(r));
+    return results;
+  }
+  // The reasons of the notices the last settle() saw, and for a duplicate its waiting ranks.
+  std::vector<std::pair<wire::NoticeReason, std::uint32_t>> notices() const {
+    std::vector<std::pair<wire::NoticeReason, std::uint32_t>> out;
+    for (const Result& n : notices_)
+      out.emplace_back(static_cast<wire::NoticeReason>(n.values.at(0)),
+                       n.values.size() > 1 ? n.values[1] : 0u);
+    return out;
+  }
   // One contribution on its worker's port, alone; the results it caused.
   std::vector<Result> send(const JobSpec& job, const Contribution& c) {
     tb.push_frame(c.rank % kPorts, contribution_frame(job, c));
@@ -74,6 +90,8 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
       tb.push_frame(static_cast<unsigned>(i), contribution_frame(job, cs[i]));
     return settle();
   }
+
+  std::vector<Result> notices_;
 };
 
 // ---- CSRs ----------------------------------------------------------------------------------
@@ -251,7 +269,15 @@ TEST_F(Rtl, GoldenVectors) {
       reason = "aggregated";
       ++taken;
     }
-    EXPECT_EQ(delta, (std::map<std::string, std::uint64_t>{{"frames_in", 1}, {reason, 1}}));
+    std::map<std::string, std::uint64_t> want{{"frames_in", 1}, {reason, 1}};
+    // A contribution dropped for a reason its sender can act on gets a notice (no recovery
+    // copy does).
+    const bool noticed =
+        (reason == "dropped_slot_out_of_range" || reason == "dropped_count_too_large_for_job") &&
+        v.integer("recovery") == 0;
+    if (noticed) want["notices"] = want["frames_out"] = 1;
+    EXPECT_EQ(delta, want);
+    EXPECT_EQ(notices_.size(), noticed ? 1u : 0u);
     if (ok) continue;
     // Nothing touched: slot 5, both sets, take a fresh round of the three ranks.
     for (std::uint8_t set : {0, 1}) {
@@ -763,23 +789,156 @@ TEST_F(Rtl, SlotReuse) {
   }
 }
 
+// Duplicates are dropped and answered with a notice that names the ranks the round waits for.
 TEST_F(Rtl, DuplicatesIgnored) {
+  using Waiting = std::vector<std::pair<wire::NoticeReason, std::uint32_t>>;
+  constexpr auto kDuplicate = wire::NoticeReason::kDuplicate;
   const JobSpec job = make_job(1, 3, 0, 16);
   install(0, job);
   const Contribution c0{.job = 1, .rank = 0, .slot = 9, .seq = 1, .values = ints({5, 5})};
   send(job, c0);
   EXPECT_TRUE(send(job, c0).empty());
-  // a copy arriving on another port in the same cycle as the original
+  EXPECT_EQ(notices(), (Waiting{{kDuplicate, 0b110}}));
+  EXPECT_EQ(notices_.at(0).port, 0u) << "out of the port it came in on";
+  // a copy arriving on another port in the same cycle as the original: after rank 1's
+  // contribution (port order), the round waits for rank 2 alone
   tb.push_frame(0, contribution_frame(
                        job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
   tb.push_frame(3, contribution_frame(
                        job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
   EXPECT_TRUE(settle().empty());
+  EXPECT_EQ(notices(), (Waiting{{kDuplicate, 0b100}}));
+  EXPECT_EQ(notices_.at(0).port, 3u);
   const auto results =
       send(job, {.job = 1, .rank = 2, .slot = 9, .seq = 1, .values = ints({7, 7})});
   ASSERT_EQ(results.size(), 3u);
   EXPECT_EQ(results[0].values, ints({18, 18}));
   EXPECT_EQ(count(C::kDroppedDuplicate), 2u);
+  EXPECT_EQ(count(C::kNotices), 2u);
+  expect_balanced();
+}
+
+// ---- notices -------------------------------------------------------------------------------
+
+// A notice is the dropped packet's header (type notice, dtype int32, set flag alone,
+// exponent_none) and its reason, back out of its ingress port with the addresses swapped: the
+// frame the host's encoder builds. From any source, a registered worker or not.
+TEST_F(Rtl, NoticeFrames) {
+  const JobSpec job = make_job(1, 3, 4, 4, 16);
+  install(0, job);
+  WorkerSpec stranger{0, {0x0A0000C8, 40000}, wire::Mac{0x02, 0, 0, 0, 0, 0x77}, std::nullopt};
+  Contribution c{.job = 1,
+                 .rank = 2,
+                 .slot = 5,
+                 .set = 1,
+                 .seq = 0x12345678,
+                 .exponent = 7,
+                 .ecn = 3,
+                 .values = ints({1, 2}),
+                 .epoch = 0xE90C,
+                 .fresh = 1};
+  const Bytes foreign = frame_from(stranger, encode_packet(c), c.ecn);
+  c.job = 2;
+  const Bytes unknown = frame_from(stranger, encode_packet(c), 1);
+  c.job = 1;
+  c.slot = 9;
+  const Bytes outside = contribution_frame(job, c);
+  tb.push_frame(2, foreign);
+  tb.push_frame(1, unknown);
+  tb.push_frame(3, outside);
+  EXPECT_TRUE(settle().empty());
+  std::vector<fpga::TxFrame> got;
+  for (const Result& n : notices_) got.push_back({n.port, n.bytes});
+  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.port < b.port; });
+  EXPECT_EQ(got, (std::vector<fpga::TxFrame>{
+                     expected_notice(1, unknown, wire::NoticeReason::kUnknownJob),
+                     expected_notice(2, foreign, wire::NoticeReason::kForeignSource),
+                     expected_notice(3, outside, wire::NoticeReason::kSlotOutOfRange)}));
+  EXPECT_EQ(count(C::kNotices), 3u);
+  EXPECT_EQ(count(C::kFramesOut), 3u);
+}
+
+// The rate: for each reason and rank the first drop and then one in every 16, counted in the
+// order the aggregator takes the drops (several ports in one cycle: port order), as the model
+// counts them; every duplicate; never a recovery copy, a result or a malformed frame.
+TEST_F(Rtl, NoticesAreRateLimitedByReasonAndRank) {
+  const JobSpec job = make_job(1, 2, 0, 4, 16);
+  install(0, job);
+  auto unknown = [&](std::uint16_t rank, std::uint8_t recovery = 0) {
+    return frame_from(
+        job.workers[rank],
+        encode_packet({.job = 7, .rank = rank, .values = ints({1}), .recovery = recovery}));
+  };
+  // 10 cycles' worth: rank 0's unknown-job drops on all four ports together, rank 1's on port 0.
+  for (int i = 0; i < 10; ++i)
+    for (unsigned port = 0; port < kPorts; ++port) tb.push_frame(port, unknown(0));
+  for (int i = 0; i < 20; ++i) tb.push_frame(0, unknown(1));
+  settle();
+  // rank 0: 40 drops, rank 1: 20: notices for rank 0's 1st, 17th and 33rd, rank 1's 1st and 17th
+  EXPECT_EQ(notices_.size(), 5u);
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 60u);
+  // recovery copies are neither answered nor counted: rank 0 has 40, 8 more make the next due
+  for (int i = 0; i < 8; ++i) {
+    tb.push_frame(1, unknown(0, 1));
+    tb.push_frame(2, unknown(0));
+  }
+  settle();
+  EXPECT_TRUE(notices_.empty());
+  tb.push_frame(3, unknown(0));
+  settle();
+  EXPECT_EQ(notices_.size(), 1u);
+  // a result from a worker (not_contribution) and a malformed frame: none
+  Bytes result = unknown(0);
+  result[wire::kFrameOverhead + wire::offset::kType] = std::byte(wire::MsgType::kResult);
+  tb.push_frame(0, result);
+  Bytes bad = unknown(1);
+  bad[wire::kFrameOverhead + wire::offset::kVersion] = std::byte{9};
+  tb.push_frame(1, bad);
+  settle();
+  EXPECT_TRUE(notices_.empty());
+  // A soft reset starts the counts again.
+  soft_reset(tb);
+  soft_reset(model_bus);
+  tb.push_frame(0, unknown(0));
+  settle();
+  EXPECT_EQ(notices_.size(), 1u);
+}
+
+// Notices wait for a held egress port without losing or reordering anything: the port's drops
+// wait at its head once its notice queue is full, the other ports go on; the result frames and
+// the notices of a port take turns.
+TEST_F(Rtl, NoticesAndResultsShareAHeldPort) {
+  const JobSpec job = make_job(1, 3, 0, 8, 16);
+  install(0, job);
+  tb.set_egress_ready(0, false);
+  // Ranks 0 and 1 send each packet twice (the copy a duplicate while the round waits for rank
+  // 2), rank 0 also what no job takes.
+  for (std::uint32_t p = 0; p < 6; ++p) {
+    for (std::uint16_t r = 0; r < 2; ++r) {
+      const Contribution c{
+          .job = 1, .rank = r, .slot = std::uint16_t(p), .seq = p, .values = ints({1, 2, 3})};
+      tb.push_frame(r, contribution_frame(job, c));
+      tb.push_frame(r, contribution_frame(job, c));
+    }
+    tb.push_frame(0, frame_from(job.workers[0], encode_packet({.job = 9, .seq = p})));
+  }
+  tb.step(3000);
+  EXPECT_EQ(tb.ingress_pending(1), 0u);
+  EXPECT_GT(tb.ingress_pending(0), 0u) << "port 0's drops wait for room for their notices";
+  // Rank 2 completes the rounds: results for all three, port 0's waiting behind its notices.
+  for (std::uint32_t p = 0; p < 6; ++p)
+    tb.push_frame(
+        2,
+        contribution_frame(
+            job,
+            {.job = 1, .rank = 2, .slot = std::uint16_t(p), .seq = p, .values = ints({1, 2, 3})}));
+  tb.step(3000);
+  tb.set_egress_ready(0, true);
+  settle();  // (compared with the model: every frame, every counter)
+  EXPECT_GE(count(C::kDroppedDuplicate), 6u);
+  EXPECT_EQ(count(C::kNotices), count(C::kDroppedDuplicate) + 1);
+  EXPECT_EQ(count(C::kCompletions), 6u);
+  EXPECT_EQ(tb.egress_protocol_errors(), 0u) << tb.last_protocol_error();
   expect_balanced();
 }
 
@@ -1322,7 +1481,11 @@ TEST_F(RtlTraffic, HardResetMidTraffic) {
   tb.push_frame(
       0, contribution_frame(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}));
   ASSERT_TRUE(run_until_idle());
-  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty: a notice says so
+  const auto notice = decode_all(tb.pop_egress());
+  ASSERT_EQ(notice.size(), 1u);
+  EXPECT_EQ(notice[0].header.type, wire::MsgType::kNotice);
+  EXPECT_EQ(notice[0].values, ints({int(wire::NoticeReason::kUnknownJob)}));
   tb.take_decisions();
   clear_counters(tb);
   model.reset();

@@ -80,7 +80,7 @@ enum Counter {
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
   kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kSentToParent,
-  kResentToParent, kResultsFromParent, kEpochTakeovers, kCounterCount
+  kResentToParent, kResultsFromParent, kEpochTakeovers, kNotices, kCounterCount
 };
 
 }  // namespace csr14

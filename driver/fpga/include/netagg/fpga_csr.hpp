@@ -196,8 +196,9 @@ enum class Counter : std::uint32_t {
   kResentToParent = 31,
   kResultsFromParent = 32,
   kEpochTakeovers = 33,
+  kNotices = 34,
 };
-inline constexpr std::size_t kCounterCount = 34;
+inline constexpr std::size_t kCounterCount = 35;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -233,6 +234,7 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "resent_to_parent",
     "results_from_parent",
     "epoch_takeovers",
+    "notices",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }
