@@ -4,7 +4,8 @@
 // channel: job add -> a real all-reduce of two workers through the RTL and counters that show
 // it; job remove -> contributions dropped as unknown job; reset; job add without --entry -> free
 // entries, both jobs' workers finish, the same job again refused unless --replace, a full table
-// named; job list; bad job files and jobs the device cannot hold -> exit 2 naming the field;
+// named; job list; a job replaced on purpose -> its workers told within 2 s; bad job files and jobs
+// the device cannot hold -> exit 2 naming the field;
 // --device 0 on a machine without a card -> a clear error; malformed control requests answered
 // and counted by the daemon.
 #include <arpa/inet.h>
@@ -33,6 +34,7 @@
 #include "daemon.hpp"
 #include "harness.hpp"
 #include "netagg/communicator.hpp"
+#include "netagg/error.hpp"
 #include "netagg/fpga/csr_channel.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
@@ -386,6 +388,49 @@ TEST_F(CtlFpgaTest, JobAddTakesFreeEntriesAndReplacesOnlyWhenAsked) {
   EXPECT_THAT(r.err, AllOf(HasSubstr("job 12: no free entry"), HasSubstr("8 entries")));
   r = ctl({"job", "list"});
   EXPECT_THAT(r.out, AllOf(HasSubstr("8 of 8 entries hold jobs"), HasSubstr("entry 1: job 11")));
+}
+
+// A job replaced on purpose (--entry E --replace): its workers, started after, are told within
+// 2 s that the aggregator has no such job, each by a notice; not after the job timeout.
+TEST_F(CtlFpgaTest, AReplacedJobsWorkersAreToldWithin2s) {
+  const fs::path file_a = dir_ / "a.json", file_c = dir_ / "c.json";
+  const JobSpec a = write_job(file_a, 9, 8);
+  write_job(file_c, 11, 8);
+  CtlRun r = ctl({"job", "add", file_a.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = ctl({"job", "add", file_c.string(), "--entry", "0", "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("replacing job 9 in entry 0"));
+
+  std::vector<std::string> messages(2);
+  std::vector<Errc> codes(2, Errc::kInvalidArgument);
+  std::vector<std::chrono::steady_clock::duration> took(2);
+  std::vector<std::thread> workers;
+  for (int rank = 0; rank < 2; ++rank)
+    workers.emplace_back([&, rank] {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        Config cfg;
+        cfg.rank = rank;
+        cfg.job = a;
+        cfg.epoch = 13;
+        Communicator comm(cfg);
+        std::vector<std::int32_t> v(600, rank);
+        comm.allreduce(std::span(v));
+        messages[rank] = "finished";
+      } catch (const Error& e) {
+        codes[rank] = e.code();
+        messages[rank] = e.what();
+      }
+      took[rank] = std::chrono::steady_clock::now() - start;
+    });
+  for (auto& t : workers) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(codes[rank], Errc::kRejected) << messages[rank];
+    EXPECT_THAT(messages[rank], HasSubstr("it has no job 9"));
+    EXPECT_LT(took[rank], std::chrono::seconds(2)) << "rank " << rank;
+  }
+  EXPECT_GT(stats()["notices"].get<std::uint64_t>(), 0u);
 }
 
 TEST_F(CtlFpgaTest, BadJobFilesExit2NamingTheField) {
