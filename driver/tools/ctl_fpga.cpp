@@ -33,13 +33,14 @@ struct FpgaOptions {
   std::string compute_unit;
   // job add
   std::string job_file;
-  unsigned entry = 0;
+  std::optional<unsigned> entry;
+  bool replace = false;
   std::string aggregator;
   std::string aggregator_mac;
   std::string as;  // this aggregator's name in the jobs' trees
   // job remove
   unsigned remove_entry = 0;
-  // stats
+  // job list, stats
   bool json = false;
   bool nonzero = false;
   // reset
@@ -108,16 +109,19 @@ void job_add(const FpgaOptions& o) {
     source = fmt::format("from {}", o.job_file);
   }
   if (mac) address.mac = *mac;
-  device->add_jobs(jobs, o.entry, address);
+  const std::vector<fpga::PlacedJob> placed =
+      device->add_jobs(jobs, {.first_entry = o.entry, .replace = o.replace}, address);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const JobSpec& job = jobs[i];
+    if (placed[i].replaces)
+      std::printf("replacing job %u in entry %u\n", *placed[i].replaces, placed[i].entry);
     std::string ports;
     for (const WorkerSpec& w : job.workers)
       ports += fmt::format("{}{}", ports.empty() ? "" : " ", fpga::worker_port(w, info.num_ports));
     std::printf(
         "job %u -> entry %u: %zu workers, slots [%u, %u), %u elements per packet, ports "
         "by rank %s\n",
-        job.job_id, o.entry + static_cast<unsigned>(i), job.workers.size(), job.slot_base,
+        job.job_id, placed[i].entry, job.workers.size(), job.slot_base,
         job.slot_base + job.slot_count, job.elements_per_packet, ports.c_str());
     if (job.parent)
       std::printf("  child of %s as rank %u of job %u (its slots from %u, port %u)\n",
@@ -129,6 +133,40 @@ void job_add(const FpgaOptions& o) {
   std::printf("aggregator address %s:%u (%s%s)\n", format_ipv4(address.ip).c_str(),
               address.udp_port, source.c_str(),
               changed ? "; changed: the device's other jobs use it too" : "");
+}
+
+void job_list(const FpgaOptions& o) {
+  auto device = open(o);
+  const std::vector<fpga::JobTableEntry> table = device->job_table();
+  if (o.json) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const fpga::JobTableEntry& e : table) {
+      if (!e.valid) continue;
+      nlohmann::json j = {{"entry", e.entry},
+                          {"job_id", e.job_id},
+                          {"workers", e.workers},
+                          {"slots", {{"base", e.slot_base}, {"count", e.slot_count}}},
+                          {"elements_per_packet", e.elements_per_packet}};
+      if (e.parent_job_id) j["parent_job_id"] = *e.parent_job_id;
+      entries.push_back(j);
+    }
+    std::printf("%s\n",
+                nlohmann::json{{"entries", table.size()}, {"jobs", entries}}.dump(2).c_str());
+    return;
+  }
+  std::size_t used = 0;
+  std::string text;
+  for (const fpga::JobTableEntry& e : table) {
+    if (!e.valid) continue;
+    ++used;
+    text += fmt::format("  entry {}: job {}, {} workers, slots [{}, {}), {} elements per packet",
+                        e.entry, e.job_id, e.workers, e.slot_base, e.slot_base + e.slot_count,
+                        e.elements_per_packet);
+    if (e.parent_job_id) text += fmt::format(", child of job {} at its parent", *e.parent_job_id);
+    text += "\n";
+  }
+  std::printf("%s: job table, %zu of %zu entries hold jobs\n%s", device->name().c_str(), used,
+              table.size(), text.c_str());
 }
 
 void job_remove(const FpgaOptions& o) {
@@ -222,9 +260,13 @@ void add_fpga_command(CLI::App& app) {
       "add", "check the job(s) of FILE against the device and install them (docs/job-format.md)");
   add->fallthrough();
   add->add_option("file", o->job_file, "job description file")->required();
-  add->add_option("--entry", o->entry,
-                  "job table entry of the file's first job (the others follow)")
-      ->capture_default_str();
+  add->add_option_function<unsigned>(
+      "--entry", [o](const unsigned& e) { o->entry = e; },
+      "job table entry of the file's first job, the others following (default: each job into "
+      "a free entry)");
+  add->add_flag("--replace", o->replace,
+                "replace what the entries hold: the same job id, or with --entry another job "
+                "(without it such a job is refused)");
   add->add_option("--aggregator", o->aggregator,
                   "the aggregator's IP:PORT (default: the job file's \"aggregator\", else the "
                   "device's current address)");
@@ -234,6 +276,10 @@ void add_fpga_command(CLI::App& app) {
   add->add_option("--aggregator-mac", o->aggregator_mac,
                   "the aggregator's MAC, the source of result frames (default: the device's)");
   add->callback(guarded(o, job_add));
+  CLI::App* list = job->add_subcommand("list", "the jobs the job table holds, entry by entry");
+  list->fallthrough();
+  list->add_flag("--json", o->json, "as a JSON object");
+  list->callback(guarded(o, job_list));
   CLI::App* remove = job->add_subcommand("remove", "empty a job table entry and clear its slots");
   remove->fallthrough();
   remove->add_option("entry", o->remove_entry, "job table entry")->required();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `netagg-ctl fpga ...`: the FPGA aggregator's control plane on the command line (load, job
-// add/remove, stats, reset) against an Alveo card (--device N, over XRT) or a running
+// add/list/remove, stats, reset) against an Alveo card (--device N, over XRT) or a running
 // netagg-fpgad (--sim IP:PORT, its CSR control channel). See driver/README.md.
 #pragma once
 

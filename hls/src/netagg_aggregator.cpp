@@ -6,10 +6,10 @@
 // Register offsets: NETAGG_HLS_CSR_INTERFACE (netagg_hls/csr14.hpp, generated from
 // formats/csr.json) gives every read-write register its offset in the map, except CONTROL
 // (0x008): Vitis reserves 0x00-0x0F of an s_axilite bundle for its own control registers.
-// CONTROL and the read-only registers (VERSION, FEATURES, STATUS, COUNTER_LO/HI; Vitis adds an
-// _ap_vld register after each output) are placed by Vitis: read their offsets from the generated
-// xnetagg_aggregator_hw.h. None of this has been run through Vitis HLS here (no Vitis on this
-// machine).
+// CONTROL and the read-only registers (VERSION, FEATURES, STATUS, COUNTER_LO/HI, JOB_ENTRY_*;
+// Vitis adds an _ap_vld register after each output) are placed by Vitis: read their offsets from
+// the generated xnetagg_aggregator_hw.h. None of this has been run through Vitis HLS here (no Vitis
+// on this machine).
 #include "netagg_aggregator.hpp"
 
 #include "netagg_hls/aggregator.hpp"

@@ -9,6 +9,7 @@
 //      (x0 + x1) + (x2 + x3) in fp32, the adder tree's order
 //   4. a retransmission of rank 1 to the completed round: the stored result to port 1 alone
 //   5. counters through COUNTER_INDEX / COUNTER_LO
+// and the job table entry read back through JOB_ENTRY_*.
 // Exit status 0 when every check passed. Kernel-style C++14 like the top, no netagg host code
 // (Vitis compiles the testbench on its own).
 #include <stdint.h>
@@ -50,7 +51,9 @@ struct Registers {
            worker_mac_lo = 0, worker_mac_hi = 0, commit = 0, counter_index = 0, job_parent_id = 0,
            job_parent_rank = 0, job_parent_slots = 0, job_parent_ip = 0, job_parent_udp_port = 0,
            job_parent_mac_lo = 0, job_parent_mac_hi = 0;
-  uint32_t version = 0, features = 0, status = 0, counter_lo = 0, counter_hi = 0;
+  uint32_t version = 0, features = 0, status = 0, counter_lo = 0, counter_hi = 0, job_entry_id = 0,
+           job_entry_workers = 0, job_entry_slots = 0, job_entry_elements = 0,
+           job_entry_parent_id = 0;
   uint32_t commit_seq = 0;
 };
 
@@ -64,7 +67,8 @@ void run(Registers& r) {
                     r.worker_mac_hi, r.commit, r.counter_index, r.job_parent_id, r.job_parent_rank,
                     r.job_parent_slots, r.job_parent_ip, r.job_parent_udp_port, r.job_parent_mac_lo,
                     r.job_parent_mac_hi, &r.version, &r.features, &r.status, &r.counter_lo,
-                    &r.counter_hi);
+                    &r.counter_hi, &r.job_entry_id, &r.job_entry_workers, &r.job_entry_slots,
+                    &r.job_entry_elements, &r.job_entry_parent_id);
 }
 
 void commit(Registers& r, uint32_t command) {
@@ -198,7 +202,18 @@ int main() {
   r.job_workers = kWorkers;
   r.job_slots = 4u << 16 | kSlotBase;
   r.job_elements = 32;
+  expect(r.job_entry_id == 0, "JOB_ENTRY_ID of an empty entry");
   commit(r, csr::kCommitStoreJob);
+  // The entry reads back as stored (JOB_ENTRY_*); another entry is empty.
+  expect(r.job_entry_id == (csr::kJobEntryValid | kJobId), "JOB_ENTRY_ID");
+  expect(r.job_entry_workers == static_cast<uint32_t>(kWorkers), "JOB_ENTRY_WORKERS");
+  expect(r.job_entry_slots == (4u << 16 | kSlotBase), "JOB_ENTRY_SLOTS");
+  expect(r.job_entry_elements == 32, "JOB_ENTRY_ELEMENTS");
+  expect(r.job_entry_parent_id == 0, "JOB_ENTRY_PARENT_ID");
+  r.job_index = 1;
+  run(r);
+  expect(r.job_entry_id == 0 && r.job_entry_slots == 0, "JOB_ENTRY_* of entry 1");
+  r.job_index = 0;
 
   // int32, one iteration: the tree adds all four ports.
   uint32_t v[kWorkers][kCount], sum[kCount];

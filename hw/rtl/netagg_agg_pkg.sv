@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Types and constants the modules of the hand-written aggregator exchange
-// (docs/fpga-aggregator.md): the ingress descriptor and the queued result. The wire format (field offsets, codes, beat
+// (docs/fpga-aggregator.md): the ingress descriptor and addresses, and the queued result. The wire format (field offsets, codes, beat
 // geometry) is netagg_pkg, the CSR offsets and counter indices the generated netagg_csr_pkg;
 // yosys cannot read another package's parameters inside a package, so the few widths repeated
 // here are checked against those packages in netagg_core.
@@ -74,6 +74,14 @@ package netagg_agg_pkg;
   } desc_t;
   // $bits(desc_t), spelled out for yosys; Verilator's WIDTH lint catches a mismatch.
   localparam int unsigned DESC_W = 2 * REASON_W + 218;
+  // The addresses of a stored frame that desc_t leaves out: what a notice needs to go back to
+  // the frame's source (netagg_notice swaps them with the source IPv4 address and UDP ports).
+  typedef struct packed {
+    logic [47:0] src_mac;
+    logic [47:0] dst_mac;
+    logic [31:0] dst_ip;
+  } addr_t;
+  localparam int unsigned ADDR_W = 128;  // $bits(addr_t)
 
   // A result to send (or, trees, a round's sum to the parent): everything the replication stage
   // needs besides the job table's addresses and the accumulators. Kept as a plain vector in

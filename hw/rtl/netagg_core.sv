@@ -3,7 +3,8 @@
 // gives it the Vitis HLS port names. The packet walk: netagg_ingress (store, frame checks) ->
 // netagg_admit (UDP port, job table checks) -> netagg_round (group, round decision, slot state)
 // -> netagg_accum (adder tree, accumulators in netagg_slot_mem) -> netagg_replicate (result
-// frames per worker, egress FIFOs). netagg_csr, netagg_control and netagg_counters around them.
+// frames per worker, egress FIFOs) -> netagg_notice (the notices of drops, between the result
+// frames of their ingress ports). netagg_csr, netagg_control and netagg_counters around them.
 `default_nettype none
 
 module netagg_core #(
@@ -14,7 +15,8 @@ module netagg_core #(
     parameter int unsigned STAGES = netagg_pkg::FP32_ADD_STAGES_DEFAULT,  // fp32 add latency
     parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
-    parameter int unsigned OUT_DEPTH = 4    // egress FIFO beats per port
+    parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
+    parameter int unsigned NQ_DEPTH = 8     // notices queued per port
 ) (
     input  logic                                        clk_i,
     input  logic                                        rst_ni,
@@ -35,6 +37,7 @@ module netagg_core #(
   localparam int unsigned W = netagg_agg_pkg::BEAT_W;
   localparam int unsigned KW = netagg_agg_pkg::KEEP_W;
   localparam int unsigned DESC_W = netagg_agg_pkg::DESC_W;
+  localparam int unsigned ADDR_W = netagg_agg_pkg::ADDR_W;
   localparam int unsigned REASON_W = netagg_agg_pkg::REASON_W;
   localparam int unsigned NW = netagg_agg_pkg::NWORKERS_W;
   localparam int unsigned MW = netagg_agg_pkg::MAX_WORKERS;
@@ -81,10 +84,13 @@ module netagg_core #(
   logic [63:0] counter_value;
   logic block, flush, store_job, store_worker, remove_job, clear_table;
   logic [JOB_W-1:0] wr_entry;
-  logic [15:0] ent_base, ent_count;
+  logic [15:0] ent_base, ent_count, ent_job_id, ent_elements, ent_parent_id;
+  logic [NW-1:0] ent_workers;
+  logic ent_valid, ent_parent;
   logic clear_slots, clear_all, ctl_clear_counters;
   logic [15:0] clear_base, clear_count;
   logic accum_empty, round_empty, replicate_idle;  // round_empty: no group decided yet
+  logic notice_idle;
 
   netagg_csr #(
       .NUM_PORTS(NUM_PORTS),
@@ -119,6 +125,14 @@ module netagg_core #(
       .soft_reset_o    (soft_reset),
       .clear_counters_o(csr_clear_counters),
       .busy_i          (busy),
+      .entry_valid_i   (ent_valid),
+      .entry_job_id_i  (ent_job_id),
+      .entry_workers_i (ent_workers),
+      .entry_slot_base_i(ent_base),
+      .entry_slot_count_i(ent_count),
+      .entry_elements_i(ent_elements),
+      .entry_parent_i  (ent_parent),
+      .entry_parent_id_i(ent_parent_id),
       .counter_index_o (counter_index),
       .counter_value_i (counter_value)
   );
@@ -136,7 +150,7 @@ module netagg_core #(
       .worker_index_i  (worker_index),
       .busy_o          (busy),
       .accum_empty_i   (accum_empty && round_empty),
-      .replicate_idle_i(replicate_idle),
+      .replicate_idle_i(replicate_idle && notice_idle),
       .block_o         (block),
       .flush_o         (flush),
       .store_job_o     (store_job),
@@ -156,6 +170,7 @@ module netagg_core #(
   // ---- ingress ------------------------------------------------------------------------------
   logic [NP-1:0] head_valid, pop, hold, frame_in, rd_en, free;
   logic [NP*DESC_W-1:0] head_desc;
+  logic [NP*ADDR_W-1:0] head_addr;
   logic [NP*FI_W-1:0] head_frame, rd_frame, free_frame;
   logic [BI_W-1:0] rd_beat;
   logic [NP*W-1:0] rd_data;
@@ -176,6 +191,7 @@ module netagg_core #(
         .head_valid_o(head_valid[p]),
         .head_desc_o (head_desc[p*DESC_W+:DESC_W]),
         .head_frame_o(head_frame[p*FI_W+:FI_W]),
+        .head_addr_o (head_addr[p*ADDR_W+:ADDR_W]),
         .head_pop_i  (pop[p]),
         .head_hold_i (hold[p]),
         .rd_en_i     (rd_en[p]),
@@ -249,6 +265,12 @@ module netagg_core #(
       .wr_parent_mac_i (parent_mac),
       .ent_slot_base_o (ent_base),
       .ent_slot_count_o(ent_count),
+      .ent_valid_o     (ent_valid),
+      .ent_job_id_o    (ent_job_id),
+      .ent_workers_o   (ent_workers),
+      .ent_elements_o  (ent_elements),
+      .ent_parent_o    (ent_parent),
+      .ent_parent_id_o (ent_parent_id),
       .lk_job_id_i     (lk_job_id),
       .lk_rank_i       (lk_rank),
       .lk_result_i     (lk_result),
@@ -345,6 +367,9 @@ module netagg_core #(
   logic [LOCK_N*KEY_W-1:0] lock_key;
   logic [netagg_agg_pkg::RESULT_W-1:0] rq_data;
   logic [NC*INC_W-1:0] round_inc, inc;
+  logic [NP-1:0] notice_room, ntc_drop;
+  logic [NP*REASON_W-1:0] ntc_reason;
+  logic [NP*32-1:0] ntc_waiting;
 
   netagg_round #(
       .NUM_PORTS(NUM_PORTS),
@@ -393,7 +418,11 @@ module netagg_core #(
       .clear_all_i  (clear_all),
       .clear_base_i (clear_base),
       .clear_count_i(clear_count),
-      .cnt_inc_o    (round_inc)
+      .cnt_inc_o    (round_inc),
+      .notice_room_i(notice_room),
+      .ntc_drop_o   (ntc_drop),
+      .ntc_reason_o (ntc_reason),
+      .ntc_waiting_o(ntc_waiting)
   );
 
   // ---- accumulate ---------------------------------------------------------------------------
@@ -456,6 +485,9 @@ module netagg_core #(
 
   // ---- replicate ----------------------------------------------------------------------------
   logic [NP-1:0] frame_out;
+  logic [NP*W-1:0] rep_tdata;
+  logic [NP*KW-1:0] rep_tkeep;
+  logic [NP-1:0] rep_tlast, rep_tvalid, rep_tready;
 
   netagg_replicate #(
       .NUM_PORTS(NUM_PORTS),
@@ -496,12 +528,43 @@ module netagg_core #(
       .mem_re_o       (mem_re_b),
       .mem_raddr_o    (mem_raddr_b),
       .mem_rdata_i    (mem_rdata_b),
-      .m_tdata_o      (tx_tdata_o),
-      .m_tkeep_o      (tx_tkeep_o),
-      .m_tlast_o      (tx_tlast_o),
-      .m_tvalid_o     (tx_tvalid_o),
-      .m_tready_i     (tx_tready_i),
+      .m_tdata_o      (rep_tdata),
+      .m_tkeep_o      (rep_tkeep),
+      .m_tlast_o      (rep_tlast),
+      .m_tvalid_o     (rep_tvalid),
+      .m_tready_i     (rep_tready),
       .frame_out_o    (frame_out)
+  );
+
+  // ---- notices ------------------------------------------------------------------------------
+  logic [INC_W-1:0] n_notices;
+
+  netagg_notice #(
+      .NUM_PORTS(NUM_PORTS),
+      .DEPTH    (NQ_DEPTH),
+      .INC_W    (INC_W)
+  ) u_notice (
+      .clk_i     (clk_i),
+      .rst_ni    (rst_ni),
+      .clear_i   (clear_table),
+      .drop_i    (ntc_drop),
+      .reason_i  (ntc_reason),
+      .waiting_i (ntc_waiting),
+      .desc_i    (head_desc),
+      .addr_i    (head_addr),
+      .room_o    (notice_room),
+      .sent_o    (n_notices),
+      .idle_o    (notice_idle),
+      .s_tdata_i (rep_tdata),
+      .s_tkeep_i (rep_tkeep),
+      .s_tlast_i (rep_tlast),
+      .s_tvalid_i(rep_tvalid),
+      .s_tready_o(rep_tready),
+      .m_tdata_o (tx_tdata_o),
+      .m_tkeep_o (tx_tkeep_o),
+      .m_tlast_o (tx_tlast_o),
+      .m_tvalid_o(tx_tvalid_o),
+      .m_tready_i(tx_tready_i)
   );
 
   // ---- counters -----------------------------------------------------------------------------
@@ -509,13 +572,14 @@ module netagg_core #(
   always_comb begin
     n_in = '0;
     n_out = '0;
-    for (int p = 0; p < NP; p++) begin
+    for (int p = 0; p < NP; p++) begin  // (frames out: results and notices)
       n_in = n_in + INC_W'(frame_in[p]);
-      n_out = n_out + INC_W'(frame_out[p]);
+      n_out = n_out + INC_W'(tx_tvalid_o[p] && tx_tready_i[p] && tx_tlast_o[p]);
     end
     inc = round_inc;
     inc[netagg_csr_pkg::CNT_FRAMES_IN*INC_W+:INC_W] = n_in;
     inc[netagg_csr_pkg::CNT_FRAMES_OUT*INC_W+:INC_W] = n_out;
+    inc[netagg_csr_pkg::CNT_NOTICES*INC_W+:INC_W] = n_notices;
   end
 
   netagg_counters #(
@@ -530,7 +594,8 @@ module netagg_core #(
   );
 
   logic unused;
-  assign unused = ^{job_elements[31:16], worker_index[31:RW], job_id[30:16], round_inc, lk_id};
+  assign unused = ^{job_elements[31:16], worker_index[31:RW], job_id[30:16], round_inc, lk_id,
+                    frame_out};
 
 endmodule
 

@@ -6,7 +6,8 @@
 // (a child's parent in an aggregation tree, stored with the job). While a command executes
 // (busy_i) STATUS.busy is set and a further COMMIT or CONTROL write is not accepted until it is
 // done; other registers stay writable. Reading COUNTER_LO latches the whole 64-bit counter for
-// COUNTER_HI. Unmapped addresses read 0 and ignore writes; every response is OKAY.
+// COUNTER_HI. JOB_ENTRY_* read the job table entry JOB_INDEX selects, as stored (0 unless it is
+// valid). Unmapped addresses read 0 and ignore writes; every response is OKAY.
 `default_nettype none
 
 module netagg_csr #(
@@ -48,6 +49,15 @@ module netagg_csr #(
     output logic             soft_reset_o,    // CONTROL sequence changed with bit 0
     output logic             clear_counters_o,  // ... with bit 1
     input  logic             busy_i,
+    // the job table entry job_index_o selects (its low bits), for JOB_ENTRY_*
+    input  logic             entry_valid_i,
+    input  logic [15:0]      entry_job_id_i,
+    input  logic [netagg_agg_pkg::NWORKERS_W-1:0] entry_workers_i,
+    input  logic [15:0]      entry_slot_base_i,
+    input  logic [15:0]      entry_slot_count_i,
+    input  logic [15:0]      entry_elements_i,
+    input  logic             entry_parent_i,
+    input  logic [15:0]      entry_parent_id_i,
     // counters
     output logic [IDX_W-1:0] counter_index_o,
     input  logic [63:0]      counter_value_i
@@ -189,8 +199,10 @@ module netagg_csr #(
 
   // ---- reads -------------------------------------------------------------------------------
   logic [AW-1:0] raddr;
-  logic take_read;
+  logic take_read, entry_shown;
   logic [31:0] rvalue;
+  // JOB_ENTRY_* show a valid entry of the table, else read 0.
+  assign entry_shown = entry_valid_i && job_index_q < 32'(MAX_JOBS);
   assign raddr = {axil_i.araddr[AW-1:2], 2'b00};
   assign take_read = axil_i.arvalid && !rvalid_q;
   assign axil_o.arready = take_read;
@@ -202,7 +214,8 @@ module netagg_csr #(
     unique case (raddr)
       netagg_csr_pkg::CSR_VERSION: rvalue = {DESIGN_VERSION, 8'd0, WIRE_VERSION};
       netagg_csr_pkg::CSR_FEATURES:
-        rvalue = {8'(MAX_BEATS), 8'($clog2(SLOTS)), 8'(MAX_JOBS), 4'd0, 4'(NUM_PORTS)};
+        rvalue = {8'(MAX_BEATS), 8'($clog2(SLOTS)), 8'(MAX_JOBS), 4'd0, 4'(NUM_PORTS)} |
+                 netagg_csr_pkg::FEATURES_JOB_TABLE_READBACK;
       netagg_csr_pkg::CSR_CONTROL: rvalue = control_q;
       netagg_csr_pkg::CSR_STATUS: rvalue = {31'd0, busy};
       netagg_csr_pkg::CSR_AGG_MAC_LO: rvalue = agg_mac_lo_q;
@@ -230,6 +243,15 @@ module netagg_csr #(
       netagg_csr_pkg::CSR_JOB_PARENT_UDP_PORT: rvalue = parent_udp_q;
       netagg_csr_pkg::CSR_JOB_PARENT_MAC_LO: rvalue = parent_mac_lo_q;
       netagg_csr_pkg::CSR_JOB_PARENT_MAC_HI: rvalue = parent_mac_hi_q;
+      netagg_csr_pkg::CSR_JOB_ENTRY_ID:
+        rvalue = entry_shown ? (netagg_csr_pkg::JOB_ENTRY_VALID | 32'(entry_job_id_i)) : '0;
+      netagg_csr_pkg::CSR_JOB_ENTRY_WORKERS: rvalue = entry_shown ? 32'(entry_workers_i) : '0;
+      netagg_csr_pkg::CSR_JOB_ENTRY_SLOTS:
+        rvalue = entry_shown ? {entry_slot_count_i, entry_slot_base_i} : '0;
+      netagg_csr_pkg::CSR_JOB_ENTRY_ELEMENTS: rvalue = entry_shown ? 32'(entry_elements_i) : '0;
+      netagg_csr_pkg::CSR_JOB_ENTRY_PARENT_ID:
+        rvalue = (entry_shown && entry_parent_i) ?
+                 (netagg_csr_pkg::JOB_ENTRY_HAS_PARENT | 32'(entry_parent_id_i)) : '0;
       default: rvalue = '0;
     endcase
   end

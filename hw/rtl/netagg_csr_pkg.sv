@@ -35,6 +35,11 @@
 //  0x06C   rw      JOB_PARENT_UDP_PORT
 //  0x070   rw      JOB_PARENT_MAC_LO
 //  0x074   rw      JOB_PARENT_MAC_HI
+//  0x078   ro      JOB_ENTRY_ID
+//  0x07C   ro      JOB_ENTRY_WORKERS
+//  0x080   ro      JOB_ENTRY_SLOTS
+//  0x084   ro      JOB_ENTRY_ELEMENTS
+//  0x088   ro      JOB_ENTRY_PARENT_ID
 
 `default_nettype none
 
@@ -49,7 +54,8 @@ package netagg_csr_pkg;
   // Register byte offsets.
   // ro: bits 31:16 design version (1), bits 7:0 wire format version
   localparam logic [CSR_ADDR_BITS-1:0] CSR_VERSION = 12'h000;
-  // ro: bits 3:0 NUM_PORTS, 15:8 MAX_JOBS, 23:16 log2(SLOTS), 31:24 MAX_BEATS
+  // ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), 15:8 MAX_JOBS, 23:16
+  // log2(SLOTS), 31:24 MAX_BEATS
   localparam logic [CSR_ADDR_BITS-1:0] CSR_FEATURES = 12'h004;
   // rw: bit 0 soft reset, bit 1 clear counters; bits 31:16 sequence: acts once each time the
   // sequence changes (soft reset clears all slots, the job table and the counters)
@@ -64,9 +70,10 @@ package netagg_csr_pkg;
   localparam logic [CSR_ADDR_BITS-1:0] CSR_AGG_IP = 12'h018;
   // rw: bits 15:0 UDP port the aggregator listens on
   localparam logic [CSR_ADDR_BITS-1:0] CSR_AGG_UDP_PORT = 12'h01C;
-  // rw: job table entry (0..MAX_JOBS-1) that JOB_* and WORKER_* address
+  // rw: job table entry (0..MAX_JOBS-1) that JOB_* and WORKER_* address and JOB_ENTRY_* read back
   localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_INDEX = 12'h020;
-  // rw: bits 15:0 job id, bit 31 valid
+  // rw: bits 15:0 job id, bit 31 valid (the value command 1 stores; it reads back as written:
+  // JOB_ENTRY_ID reads the entry)
   localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ID = 12'h024;
   // rw: number of workers, 1..MAX_WORKERS
   localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_WORKERS = 12'h028;
@@ -113,6 +120,19 @@ package netagg_csr_pkg;
   localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_MAC_LO = 12'h070;
   // rw: the parent's MAC bytes 0..1 (byte 0 in bits 15:8)
   localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_PARENT_MAC_HI = 12'h074;
+  // ro: the job table entry JOB_INDEX selects, as stored: bits 15:0 job id, bit 31 valid. Every
+  // JOB_ENTRY_* register reads 0 while the entry is not valid (never stored, removed, stored as not
+  // valid, soft reset) and for JOB_INDEX >= MAX_JOBS
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ENTRY_ID = 12'h078;
+  // ro: the selected entry's number of workers
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ENTRY_WORKERS = 12'h07C;
+  // ro: the selected entry's slots: bits 15:0 first slot, bits 31:16 slot count
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ENTRY_SLOTS = 12'h080;
+  // ro: bits 15:0 the selected entry's elements per packet
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ENTRY_ELEMENTS = 12'h084;
+  // ro: the selected entry's parent: bits 15:0 its job id at the parent, bit 31 set when the entry
+  // has a parent (0 when it has none)
+  localparam logic [CSR_ADDR_BITS-1:0] CSR_JOB_ENTRY_PARENT_ID = 12'h088;
 
   // Reset values other than 0.
   localparam logic [31:0] CSR_AGG_UDP_PORT_RESET = 32'd20033;
@@ -121,14 +141,17 @@ package netagg_csr_pkg;
   localparam logic [31:0] COMMIT_STORE_JOB = 32'h00000001;  // COMMIT
   localparam logic [31:0] COMMIT_STORE_WORKER = 32'h00000002;  // COMMIT
   localparam logic [31:0] COMMIT_REMOVE_JOB = 32'h00000003;  // COMMIT
+  localparam logic [31:0] FEATURES_JOB_TABLE_READBACK = 32'h00000010;  // FEATURES
   localparam logic [31:0] CONTROL_SOFT_RESET = 32'h00000001;  // CONTROL
   localparam logic [31:0] CONTROL_CLEAR_COUNTERS = 32'h00000002;  // CONTROL
   localparam logic [31:0] JOB_ID_VALID = 32'h80000000;  // JOB_ID
   localparam logic [31:0] JOB_PARENT_VALID = 32'h80000000;  // JOB_PARENT_ID
+  localparam logic [31:0] JOB_ENTRY_VALID = 32'h80000000;  // JOB_ENTRY_ID
+  localparam logic [31:0] JOB_ENTRY_HAS_PARENT = 32'h80000000;  // JOB_ENTRY_PARENT_ID
   localparam logic [31:0] STATUS_BUSY = 32'h00000001;  // STATUS
 
   // Counter indices (COUNTER_INDEX), 64-bit counters.
-  localparam int unsigned NUM_COUNTERS = 34;
+  localparam int unsigned NUM_COUNTERS = 35;
   localparam int unsigned COUNTER_INDEX_BITS = 6;
   localparam int unsigned CNT_FRAMES_IN                       = 0;
   localparam int unsigned CNT_FRAMES_OUT                      = 1;
@@ -164,6 +187,7 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_RESENT_TO_PARENT                = 31;
   localparam int unsigned CNT_RESULTS_FROM_PARENT             = 32;
   localparam int unsigned CNT_EPOCH_TAKEOVERS                 = 33;
+  localparam int unsigned CNT_NOTICES                         = 34;
 
   /* verilator lint_on UNUSEDPARAM */
 

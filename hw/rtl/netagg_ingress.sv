@@ -34,6 +34,8 @@ module netagg_ingress #(
     output logic                                head_valid_o,
     output logic [netagg_agg_pkg::DESC_W-1:0]   head_desc_o,
     output logic [FI_W-1:0]                     head_frame_o,  // its buffer entry
+    // its MAC addresses and IPv4 destination (a notice's), also in the cycle after its pop
+    output logic [netagg_agg_pkg::ADDR_W-1:0]   head_addr_o,
     input  logic                                head_pop_i,    // decided: next frame is head
     input  logic                                head_hold_i,   // with pop: payload read later
     // payload reads (data one cycle after rd_en_i)
@@ -59,6 +61,7 @@ module netagg_ingress #(
   logic [BEAT_W-1:0] mem_q[DEPTH];
   logic [BEAT_W-1:0] hdr_q;  // beat 0 of the frame being received
   logic [netagg_agg_pkg::DESC_W-1:0] desc_q[IN_FRAMES];
+  logic [netagg_agg_pkg::ADDR_W-1:0] addr_q[IN_FRAMES];
   logic [IN_FRAMES-1:0] busy_q;   // entry holds a frame (received, not yet freed)
   logic [IN_FRAMES-1:0] ready_q;  // entry holds a frame not yet popped
   logic [FI_W-1:0] wr_q, rd_q;
@@ -70,6 +73,7 @@ module netagg_ingress #(
   logic [16:0] frame_len;
   logic overlong;
   netagg_agg_pkg::desc_t desc_now;
+  netagg_agg_pkg::addr_t addr_now;
 
   assign s_tready_o = !busy_q[wr_q];
   assign take = s_tvalid_i && s_tready_o;
@@ -136,6 +140,7 @@ module netagg_ingress #(
   localparam logic [RW-1:0] R_BAD_FLAGS = RW'(netagg_csr_pkg::CNT_MALFORMED_BAD_FLAGS);
   localparam logic [RW-1:0] R_COUNT = RW'(netagg_csr_pkg::CNT_MALFORMED_COUNT_TOO_LARGE);
   localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
+  localparam logic [RW-1:0] R_NOTICE = RW'(netagg_csr_pkg::CNT_DROPPED_NOT_CONTRIBUTION);
 
   logic [BEAT_W-1:0] hdr_now;
   logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len, fragment;
@@ -185,7 +190,8 @@ module netagg_ingress #(
     desc_now.post_bad = 1'b1;
     if (packet_len < 16'(netagg_pkg::HEADER_SIZE)) desc_now.post_reason = R_TRUNCATED;
     else if (version != netagg_pkg::WIRE_VERSION) desc_now.post_reason = R_BAD_VERSION;
-    else if (msg_type != netagg_pkg::MSG_CONTRIBUTION && msg_type != netagg_pkg::MSG_RESULT)
+    else if (msg_type != netagg_pkg::MSG_CONTRIBUTION && msg_type != netagg_pkg::MSG_RESULT &&
+             msg_type != netagg_pkg::MSG_NOTICE)
       desc_now.post_reason = R_BAD_TYPE;
     else if (dtype > netagg_pkg::DTYPE_BF16) desc_now.post_reason = R_BAD_DTYPE;
     else if ((flags & netagg_pkg::FLAGS_RESERVED_MASK) != 0) desc_now.post_reason = R_BAD_FLAGS;
@@ -194,6 +200,9 @@ module netagg_ingress #(
     // padding past the beats a port stores (a longer packet fails count_too_large_for_job)
     else if (overlong_q && frame_len_q != {1'b0, ip_len} + ETH_BYTES)
       desc_now.post_reason = R_LENGTH;
+    // a notice (a parent's, to a child in a tree) is well formed but no contribution: the first
+    // job table check drops it
+    else if (msg_type == netagg_pkg::MSG_NOTICE) desc_now.post_reason = R_NOTICE;
     else desc_now.post_bad = 1'b0;
 
     desc_now.dst_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_DST_PORT);
@@ -212,6 +221,12 @@ module netagg_ingress #(
     desc_now.exponent = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_EXPONENT);
     desc_now.seq = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_SEQ);
     desc_now.epoch = netagg_pkg::beat_be32(hdr_now, H + netagg_pkg::OFF_EPOCH);
+
+    addr_now.src_mac = {netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETH_SRC_ADDR),
+                        netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_ETH_SRC_ADDR + 2)};
+    addr_now.dst_mac = {netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_ETH_DST_ADDR),
+                        netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_ETH_DST_ADDR + 2)};
+    addr_now.dst_ip = netagg_pkg::beat_be32(hdr_now, netagg_pkg::FRM_IPV4_DST_ADDR);
   end
 
   // Frame reception.
@@ -251,6 +266,7 @@ module netagg_ingress #(
   always_ff @(posedge clk_i) begin
     if (take && first_beat) hdr_q <= s_tdata_i;
     if (fin_q) desc_q[fin_frame_q] <= desc_now;
+    if (fin_q) addr_q[fin_frame_q] <= addr_now;
   end
 
   // Payload buffer: beat b (1..MAX_BEATS) of entry f at f * MAX_BEATS + b - 1. Bytes past the
@@ -265,9 +281,11 @@ module netagg_ingress #(
   end
 
   // A pop takes effect a cycle later (the decision that pops is long; this register keeps it
-  // off the buffer's bookkeeping); the head is not valid meanwhile.
+  // off the buffer's bookkeeping); the head is not valid meanwhile, but its descriptor and
+  // addresses are still there (a dropped frame's notice is made from them then).
   assign head_valid_o = ready_q[rd_q] && !pop_q;
   assign head_desc_o = desc_q[rd_q];
+  assign head_addr_o = addr_q[rd_q];
   assign head_frame_o = rd_q;
 
 endmodule

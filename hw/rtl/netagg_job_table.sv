@@ -6,7 +6,9 @@
 // COMMIT command executes (netagg_control); read combinationally by the head check of every
 // ingress port (job id -> entry, rank -> registered source; a result: the parent's job id and
 // address -> the child's entry) and by the replication stage (entry -> which ranks leave on
-// which egress port, rank -> addresses, the parent's addresses).
+// which egress port, rank -> addresses, the parent's addresses). The entry JOB_INDEX selects
+// (wr_entry_i) is also read for the commands (its slot range) and for the CSR readback
+// (JOB_ENTRY_*), off the packet path.
 `default_nettype none
 
 module netagg_job_table #(
@@ -41,6 +43,13 @@ module netagg_job_table #(
     input  logic [47:0]               wr_parent_mac_i,
     output logic [15:0]               ent_slot_base_o, // entry wr_entry_i's slot range
     output logic [15:0]               ent_slot_count_o,
+    // the CSR readback (JOB_ENTRY_*): entry wr_entry_i as stored
+    output logic                      ent_valid_o,
+    output logic [15:0]               ent_job_id_o,
+    output logic [netagg_agg_pkg::NWORKERS_W-1:0] ent_workers_o,
+    output logic [15:0]               ent_elements_o,
+    output logic                      ent_parent_o,    // the entry has a parent
+    output logic [15:0]               ent_parent_id_o,
     // head checks, one lookup per ingress port (flat: port p at [p*W +: W]); a result
     // (lk_result_i) is looked up by its source and job id among the entries' parents
     input  logic [NUM_PORTS*16-1:0]   lk_job_id_i,
@@ -175,6 +184,12 @@ module netagg_job_table #(
 
   assign ent_slot_base_o = slot_base_q[wr_entry_i];
   assign ent_slot_count_o = slot_count_q[wr_entry_i];
+  assign ent_valid_o = valid_q[wr_entry_i];
+  assign ent_job_id_o = job_id_q[wr_entry_i];
+  assign ent_workers_o = workers_q[wr_entry_i];
+  assign ent_elements_o = elements_q[wr_entry_i];
+  assign ent_parent_o = parent_q[wr_entry_i];
+  assign ent_parent_id_o = parent_id_q[wr_entry_i];
 
   // Head checks: the lowest valid entry with the job id, then the rank's record; for a result,
   // the lowest valid entry whose parent has the job id, the source address and UDP port.

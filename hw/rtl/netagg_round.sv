@@ -101,7 +101,14 @@ module netagg_round #(
     input  logic [15:0]                                 clear_base_i,
     input  logic [15:0]                                 clear_count_i,
     // counters
-    output logic [netagg_csr_pkg::NUM_COUNTERS*INC_W-1:0] cnt_inc_o
+    output logic [netagg_csr_pkg::NUM_COUNTERS*INC_W-1:0] cnt_inc_o,
+    // notices (netagg_notice): each port's frame popped as a drop in the previous cycle, its
+    // reason and, for a duplicate, the ranks its round waits for; a port whose notice queue has
+    // no room pops no drop (and takes part in no decided group)
+    input  logic [NUM_PORTS-1:0]                        notice_room_i,
+    output logic [NUM_PORTS-1:0]                        ntc_drop_o,
+    output logic [NUM_PORTS*netagg_agg_pkg::REASON_W-1:0] ntc_reason_o,
+    output logic [NUM_PORTS*32-1:0]                     ntc_waiting_o
 );
   localparam int unsigned NK = 2 * SLOTS;
   localparam int unsigned NW = netagg_agg_pkg::NWORKERS_W;
@@ -196,8 +203,8 @@ module netagg_round #(
   end
 
   // Heads that failed a check leave from here (not while a command runs: it counts them
-  // against the table it leaves).
-  assign drop_pop = c_valid_q & c_drop_q & ~busy & {NP{!block_i}};
+  // against the table it leaves; not while their port's notice queue is full).
+  assign drop_pop = c_valid_q & c_drop_q & ~busy & {NP{!block_i}} & notice_room_i;
 
   // ---- pipeline registers D1 -> D2 (r1_*), D2 -> D3 (r2_*), D3 -> D4 (r3_*) ----------------
   // One packed struct per payload that travels, so that a stage passes it on in one assignment.
@@ -563,9 +570,10 @@ module netagg_round #(
     for (int i = 0; i < HZ_N; i++)
       if (hz_valid_i[i] && hz_key_i[i*KEY_W+:KEY_W] == r2_g_q.key) hazard = 1'b1;
   end
-  // (the queue must also hold the result D4 is pushing now)
+  // (the queue must also hold the result D4 is pushing now; a member's notice queue must have
+  // room for the notice it may get)
   assign go = r2_valid_q && accum_ready_i && rq_space_i && !(rq_push_o && !rq_space2_i) &&
-              !hazard;
+              !hazard && &(notice_room_i | ~r2_g_q.cand);
 
   // The decision, member by member in port order against the state the members before it
   // left (docs/fpga-aggregator.md, "Round checks"), computed for all members at once:
@@ -879,6 +887,24 @@ module netagg_round #(
   always_ff @(posedge clk_i) begin
     if (!rst_ni) cnt_inc_o <= '0;
     else cnt_inc_o <= inc;
+  end
+
+  // The drops popped in the previous cycle, for their notices: a port's frame is a check drop
+  // or a member's drop, never both. A duplicate's round waits for the job's ranks that neither
+  // the round (the stored bitmap, or none if an earlier member started it) nor the members
+  // added before it in port order have.
+  logic [31:0] w_base, w_added;
+  always_comb begin
+    w_added = '0;
+    w_base = r3_s_q.bitmap;
+    for (int p = 0; p < NP; p++) begin
+      ntc_drop_o[p] = a_drop_q[p] || r3_d_q.drop[p];
+      ntc_reason_o[p*REASON_W+:REASON_W] = a_drop_q[p] ? a_reason_q[p]
+                                                         : r3_d_q.reason[p*REASON_W+:REASON_W];
+      ntc_waiting_o[p*32+:32] = r3_c_q.all_mask & ~(w_base | w_added);
+      if (r3_d_q.starter[p]) w_base = '0;
+      if (r3_d_q.added[p]) w_added = w_added | r3_c_q.bit_r[p*32+:32];
+    end
   end
 
   // ---- state update (D4) ---------------------------------------------------------------------

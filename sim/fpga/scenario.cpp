@@ -7,7 +7,8 @@
 //      (the adder tree), results on every port;
 //   3. an fp32 round of partial beats, arriving one port after the other (slot memory);
 //   4. a retransmission to the completed round: the stored result to that worker alone;
-//   5. malformed and foreign frames: dropped and counted;
+//   5. malformed and foreign frames: dropped and counted; the foreign one answered with a
+//      notice to its sender (a malformed frame never is);
 //   6. egress backpressure on one port while a round completes, and the second job alongside;
 //   7. the counters, read through the CSRs.
 //
@@ -186,7 +187,7 @@ void scenario(sim::FpgaModel& m) {
   check(res.size() == 1 && res[0].header.rank == 2 && res[0].words == sum,
         fmt::format("{} result frame(s): the stored sum to rank 2", res.size()));
 
-  std::printf("5. malformed and foreign frames are dropped\n");
+  std::printf("5. malformed and foreign frames are dropped; the foreign one gets a notice\n");
   auto truncated = frame(a, 0, 2, wire::DataType::kInt32, std::vector<std::uint32_t>(16, 1));
   truncated.resize(50);
   // Cut inside the netagg header: the IPv4 length says more than the frame holds.
@@ -197,7 +198,12 @@ void scenario(sim::FpgaModel& m) {
   m.push_frame(
       1, frame(a, 1, 2, wire::DataType::kInt32, std::vector<std::uint32_t>(16, 1), &stranger));
   run(m, "junk");
-  check(results(m).empty(), "no answer to junk");
+  res = results(m);
+  check(res.size() == 1 && res[0].header.type == wire::MsgType::kNotice && res[0].to == stranger &&
+            res[0].port == 1 &&
+            res[0].words == std::vector<std::uint32_t>{static_cast<std::uint32_t>(
+                                wire::NoticeReason::kForeignSource)},
+        "junk: a notice to the stranger (foreign_source) out of its port, nothing else");
 
   std::printf("6. egress port 1 stalled while a round completes; job 2 alongside\n");
   m.set_egress_ready(1, false);
@@ -231,10 +237,10 @@ void scenario(sim::FpgaModel& m) {
                   static_cast<unsigned long long>(k.value));
   }
   check(c["frames_in"] == 17 && c["aggregated"] == 14 && c["completions"] == 4 &&
-            c["results_resent"] == 1 && c["frames_out"] == 15 && c[truncated_reason] == 1 &&
-            c["dropped_foreign_source"] == 1,
-        fmt::format("frames_in 17, aggregated 14, completions 4, results_resent 1, frames_out 15, "
-                    "one {} (the cut frame), one foreign",
+            c["results_resent"] == 1 && c["frames_out"] == 16 && c[truncated_reason] == 1 &&
+            c["dropped_foreign_source"] == 1 && c["notices"] == 1,
+        fmt::format("frames_in 17, aggregated 14, completions 4, results_resent 1, frames_out 16, "
+                    "one {} (the cut frame), one foreign, one notice",
                     truncated_reason));
   check(m.egress_protocol_errors() == 0,
         fmt::format("AXI4-Stream egress protocol clean {}", m.last_protocol_error()));

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <stdexcept>
@@ -247,6 +248,46 @@ inline std::vector<TxFrame> expected_multicast(const JobSpec& job, const wire::H
   for (std::size_t r = 0; r < job.workers.size(); ++r)
     out.push_back(expected_result(job, static_cast<std::uint16_t>(r), h, values, ecn));
   return out;
+}
+
+// ---- notices ---------------------------------------------------------------------------------
+
+// The notice reason of a drop counter (the drop of the same name), if that drop has one.
+inline std::optional<wire::NoticeReason> notice_reason(csr::Counter c) {
+  const std::string_view name = csr::name(c);
+  for (const auto& [reason, reason_name] : wire::kNoticeReasonNames)
+    if (name == fmt::format("dropped_{}", reason_name)) return reason;
+  return std::nullopt;
+}
+
+// The notice the aggregator must send for `dropped`, a frame it took on port `port`: built by
+// the host's encoder (wire::encode_notice), back out of that port with the frame's MAC, IPv4 and
+// UDP addresses swapped and ECN 0. `waiting`: a duplicate's ranks still due.
+inline TxFrame expected_notice(unsigned port, std::span<const std::byte> dropped,
+                               wire::NoticeReason reason,
+                               std::span<const std::uint32_t> waiting = {}) {
+  const wire::DecodedFrame d = wire::decode_frame(dropped, 0);
+  if (!d) throw std::invalid_argument("expected_notice: the dropped frame does not decode");
+  Bytes packet(wire::kHeaderSize + 4 * (1 + waiting.size()));
+  if (wire::encode_notice(d.packet.header, reason, waiting, packet) != packet.size())
+    throw std::invalid_argument("notice not encodable");
+  wire::FrameAddress a;
+  a.src_mac = d.address.dst_mac;
+  a.dst_mac = d.address.src_mac;
+  a.src_ip = d.address.dst_ip;
+  a.dst_ip = d.address.src_ip;
+  a.src_port = d.address.dst_port;
+  a.dst_port = d.address.src_port;
+  a.ecn = 0;
+  Bytes frame(wire::kFrameOverhead + packet.size());
+  if (wire::encode_frame(a, packet, frame) != frame.size())
+    throw std::invalid_argument("notice frame not encodable");
+  return {port, frame};
+}
+inline TxFrame expected_notice(unsigned port, std::span<const std::byte> dropped,
+                               wire::NoticeReason reason, std::uint32_t waiting) {
+  const std::uint32_t words[1] = {waiting};
+  return expected_notice(port, dropped, reason, words);
 }
 
 // ---- arithmetic ------------------------------------------------------------------------------

@@ -2,9 +2,12 @@
 // `netagg-ctl fpga` (driver/tools/ctl_fpga.cpp, in the test build netagg-ctl-fpga-test) against
 // a live netagg-fpgad serving the Verilated RTL with an empty job table and its CSR control
 // channel: job add -> a real all-reduce of two workers through the RTL and counters that show
-// it; job remove -> contributions dropped as unknown job; reset; bad job files and jobs the device
-// cannot hold -> exit 2 naming the field; --device 0 on a machine without a card -> a clear
-// error; malformed control requests answered and counted by the daemon.
+// it; job remove -> contributions dropped as unknown job; reset; job add without --entry -> free
+// entries, both jobs' workers finish, the same job again refused unless --replace, a full table
+// named; job list; a job replaced on purpose -> its workers told within 2 s; bad job files and jobs
+// the device cannot hold -> exit 2 naming the field;
+// --device 0 on a machine without a card -> a clear error; malformed control requests answered
+// and counted by the daemon.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -31,6 +34,7 @@
 #include "daemon.hpp"
 #include "harness.hpp"
 #include "netagg/communicator.hpp"
+#include "netagg/error.hpp"
 #include "netagg/fpga/csr_channel.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
@@ -149,11 +153,15 @@ class CtlFpgaTest : public ::testing::Test {
     EXPECT_EQ(r.code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   }
-  // A job of two workers on loopback, sending to the daemon.
-  JobSpec write_job(const fs::path& file, std::uint16_t id) {
+  // A job of two workers on loopback, sending to the daemon, on slots [slot_base, +8).
+  JobSpec make_job(std::uint16_t id, std::uint16_t slot_base = 8) {
     const std::vector<std::uint16_t> ports = sim::free_loopback_ports(2);
-    JobSpec job = make_local_job(id, 2, ports[0], 8, 8, 256, daemon_->data());
+    JobSpec job = make_local_job(id, 2, ports[0], slot_base, 8, 256, daemon_->data());
     job.workers[1].address.port = ports[1];
+    return job;
+  }
+  JobSpec write_job(const fs::path& file, std::uint16_t id, std::uint16_t slot_base = 8) {
+    JobSpec job = make_job(id, slot_base);
     std::ofstream(file) << to_json(job);
     return job;
   }
@@ -262,6 +270,167 @@ TEST_F(CtlFpgaTest, JobAddAllReduceStatsRemoveReset) {
   EXPECT_THAT(r.out, HasSubstr("soft reset"));
   s = stats();
   for (const auto& [name, value] : s.items()) EXPECT_EQ(value, 0) << name;
+}
+
+// Each worker of each job all-reduces `n` int32 elements (rank r contributes i * (r + 1) + id),
+// all jobs at once, as a run with its own epoch; returns the failures (empty when every worker got
+// the exact sum).
+std::string all_reduce(const std::vector<JobSpec>& jobs, std::size_t n, std::uint32_t epoch) {
+  std::vector<std::string> failures(2 * jobs.size());
+  std::vector<std::thread> workers;
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    for (std::uint16_t rank = 0; rank < 2; ++rank)
+      workers.emplace_back([&, j, rank] {
+        std::string& failure = failures[2 * j + rank];
+        try {
+          Config cfg;
+          cfg.rank = rank;
+          cfg.job = jobs[j];
+          cfg.epoch = epoch;
+          Communicator comm(cfg);
+          std::vector<std::int32_t> v(n);
+          const std::int32_t id = jobs[j].job_id;
+          for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>(i) * (rank + 1) + id;
+          comm.allreduce(std::span(v));
+          for (std::size_t i = 0; i < n && failure.empty(); ++i)
+            if (v[i] != 3 * static_cast<std::int32_t>(i) + 2 * id)
+              failure = fmt::format("job {} rank {}: element {} is {}", id, rank, i, v[i]);
+        } catch (const std::exception& e) {
+          failure = fmt::format("job {} rank {}: {}", jobs[j].job_id, rank, e.what());
+        }
+      });
+  for (auto& t : workers) t.join();
+  std::string all;
+  for (const std::string& f : failures)
+    if (!f.empty()) all += f + "\n";
+  return all;
+}
+
+// `job add` without --entry: each job into a free entry, both jobs' workers finish; the same job
+// again is refused naming its entry, and replaced with --replace; --entry on another job's entry
+// is refused, replaced with --replace; a full table is an error naming its size; `job list`.
+TEST_F(CtlFpgaTest, JobAddTakesFreeEntriesAndReplacesOnlyWhenAsked) {
+  const fs::path file_a = dir_ / "a.json", file_b = dir_ / "b.json";
+  const JobSpec a = write_job(file_a, 9, 8);
+  const JobSpec b = write_job(file_b, 10, 16);
+  CtlRun r = ctl({"job", "add", file_a.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job 9 -> entry 0: 2 workers, slots [8, 16)"));
+  r = ctl({"job", "add", file_b.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job 10 -> entry 1: 2 workers, slots [16, 24)"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("replacing")));
+
+  r = ctl({"job", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              AllOf(HasSubstr("2 of 8 entries hold jobs"),
+                    HasSubstr("entry 0: job 9, 2 workers, slots [8, 16), 256 elements per packet"),
+                    HasSubstr("entry 1: job 10, 2 workers, slots [16, 24), 256 elements")));
+  r = ctl({"job", "list", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json listed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(listed["entries"], 8);
+  ASSERT_EQ(listed["jobs"].size(), 2u);
+  EXPECT_EQ(listed["jobs"][1]["job_id"], 10);
+  EXPECT_EQ(listed["jobs"][1]["entry"], 1);
+  EXPECT_EQ(listed["jobs"][1]["slots"]["base"], 16);
+
+  // Both jobs' workers at once: neither job replaced the other.
+  ASSERT_EQ(all_reduce({a, b}, 2000, 11), "") << daemon_->stderr_text();
+  EXPECT_EQ(stats()["dropped_unknown_job"], 0);
+
+  // The same job again: refused.
+  r = ctl({"job", "add", file_a.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("job 9 already in entry 0"), HasSubstr("--replace")));
+  EXPECT_EQ(r.out, "");
+  r = ctl({"job", "add", file_a.string(), "--entry", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("job 9 already in entry 0"));
+  r = ctl({"job", "add", file_a.string(), "--entry", "4", "--replace"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("job 9 already in entry 0: storing it in entry 4 as well"));
+  // With --replace: into its own entry, said so.
+  r = ctl({"job", "add", file_a.string(), "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("replacing job 9 in entry 0"),
+                           HasSubstr("job 9 -> entry 0: 2 workers")));
+  ASSERT_EQ(all_reduce({a, b}, 600, 12), "") << daemon_->stderr_text();
+
+  // --entry on another job's entry: refused; replaced with --replace.
+  const fs::path file_c = dir_ / "c.json";
+  write_job(file_c, 11, 16);
+  r = ctl({"job", "add", file_c.string(), "--entry", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("entry 1 holds job 10: give --replace"));
+  r = ctl({"job", "add", file_c.string()});
+  EXPECT_EQ(r.code, 2) << "a free entry, but the slots of job 10";
+  EXPECT_THAT(r.err,
+              HasSubstr("job 11: slots [16, 24) overlap slots [16, 24) of job 10 in entry 1"));
+  r = ctl({"job", "add", file_c.string(), "--entry", "1", "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              AllOf(HasSubstr("replacing job 10 in entry 1"), HasSubstr("job 11 -> entry 1")));
+
+  // Six more jobs fill the table; the next one finds no entry.
+  nlohmann::json six = {{"jobs", nlohmann::json::array()}};
+  for (std::uint16_t k = 0; k < 6; ++k)
+    six["jobs"].push_back(nlohmann::json::parse(to_json(make_job(20 + k, 24 + 4 * k))));
+  for (auto& job : six["jobs"]) job["slots"]["count"] = 4;
+  std::ofstream(dir_ / "six.json") << six.dump();
+  r = ctl({"job", "add", (dir_ / "six.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("job 20 -> entry 2"), HasSubstr("job 25 -> entry 7")));
+  write_job(file_b, 12, 48);  // free slots, no free entry
+  r = ctl({"job", "add", file_b.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("job 12: no free entry"), HasSubstr("8 entries")));
+  r = ctl({"job", "list"});
+  EXPECT_THAT(r.out, AllOf(HasSubstr("8 of 8 entries hold jobs"), HasSubstr("entry 1: job 11")));
+}
+
+// A job replaced on purpose (--entry E --replace): its workers, started after, are told within
+// 2 s that the aggregator has no such job, each by a notice; not after the job timeout.
+TEST_F(CtlFpgaTest, AReplacedJobsWorkersAreToldWithin2s) {
+  const fs::path file_a = dir_ / "a.json", file_c = dir_ / "c.json";
+  const JobSpec a = write_job(file_a, 9, 8);
+  write_job(file_c, 11, 8);
+  CtlRun r = ctl({"job", "add", file_a.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = ctl({"job", "add", file_c.string(), "--entry", "0", "--replace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("replacing job 9 in entry 0"));
+
+  std::vector<std::string> messages(2);
+  std::vector<Errc> codes(2, Errc::kInvalidArgument);
+  std::vector<std::chrono::steady_clock::duration> took(2);
+  std::vector<std::thread> workers;
+  for (int rank = 0; rank < 2; ++rank)
+    workers.emplace_back([&, rank] {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        Config cfg;
+        cfg.rank = rank;
+        cfg.job = a;
+        cfg.epoch = 13;
+        Communicator comm(cfg);
+        std::vector<std::int32_t> v(600, rank);
+        comm.allreduce(std::span(v));
+        messages[rank] = "finished";
+      } catch (const Error& e) {
+        codes[rank] = e.code();
+        messages[rank] = e.what();
+      }
+      took[rank] = std::chrono::steady_clock::now() - start;
+    });
+  for (auto& t : workers) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(codes[rank], Errc::kRejected) << messages[rank];
+    EXPECT_THAT(messages[rank], HasSubstr("it has no job 9"));
+    EXPECT_LT(took[rank], std::chrono::seconds(2)) << "rank " << rank;
+  }
+  EXPECT_GT(stats()["notices"].get<std::uint64_t>(), 0u);
 }
 
 TEST_F(CtlFpgaTest, BadJobFilesExit2NamingTheField) {

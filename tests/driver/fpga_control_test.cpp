@@ -290,6 +290,91 @@ TEST(FpgaControl, JobsThatDoNotFitAreRefusedWithTheReason) {
   EXPECT_THROW(check_jobs(info, nine), Error);
 }
 
+JobSpec job_on_slots(std::uint16_t id, std::uint16_t base, std::uint16_t count) {
+  JobSpec job = two_worker_job();
+  job.job_id = id;
+  job.slot_base = base;
+  job.slot_count = count;
+  return job;
+}
+
+// place_jobs against a job table as read back: free entries, the same job id or another job's
+// entry only with replace, the slots of the jobs the table keeps, a full table; and a design that
+// cannot read its table back.
+TEST(FpgaControl, JobsGoToFreeEntriesAndReplaceOnlyWhenAsked) {
+  ScriptedBus bus;
+  DeviceInfo info = read_device_info(bus);
+  EXPECT_FALSE(info.job_table_readback) << "this bus has no FEATURES bit 4";
+  info.job_table_readback = true;
+  std::vector<JobTableEntry> table(8);
+  for (unsigned e = 0; e < 8; ++e) table[e].entry = e;
+  table[0] = {0, true, 4, 2, 0, 8, 16, std::nullopt};
+  table[2] = {2, true, 7, 2, 16, 8, 16, std::uint16_t{40}};
+  const auto refused = [&](std::vector<JobSpec> jobs, Placement p, const std::string& why) {
+    try {
+      place_jobs(info, jobs, table, p);
+      ADD_FAILURE() << "placed; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kConfig);
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+
+  std::vector<PlacedJob> placed =
+      place_jobs(info, std::vector{job_on_slots(9, 8, 8), job_on_slots(10, 24, 8)}, table, {});
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed[0].entry, 1u);
+  EXPECT_EQ(placed[1].entry, 3u);
+  EXPECT_FALSE(placed[0].replaces || placed[1].replaces);
+
+  refused({job_on_slots(4, 0, 8)}, {}, "job 4 already in entry 0: give --replace");
+  refused({job_on_slots(4, 0, 8)}, {.first_entry = 0}, "job 4 already in entry 0");
+  placed = place_jobs(info, std::vector{job_on_slots(4, 32, 8)}, table,
+                      {.first_entry = std::nullopt, .replace = true});
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].entry, 0u);
+  EXPECT_EQ(placed[0].replaces, std::optional<std::uint16_t>(4));
+  refused({job_on_slots(4, 32, 8)}, {.first_entry = 5, .replace = true},
+          "job 4 already in entry 0: storing it in entry 5 as well");
+
+  refused({job_on_slots(11, 40, 8)}, {.first_entry = 2}, "entry 2 holds job 7: give --replace");
+  placed = place_jobs(info, std::vector{job_on_slots(11, 16, 8)}, table,
+                      {.first_entry = 2, .replace = true});
+  EXPECT_EQ(placed.at(0).entry, 2u);
+  EXPECT_EQ(placed.at(0).replaces, std::optional<std::uint16_t>(7));
+  placed = place_jobs(info, std::vector{job_on_slots(11, 40, 8)}, table, {.first_entry = 5});
+  EXPECT_EQ(placed.at(0).entry, 5u);
+
+  refused({job_on_slots(12, 4, 8)}, {},
+          "job 12: slots [4, 12) overlap slots [0, 8) of job 4 in "
+          "entry 0");
+  refused({job_on_slots(12, 20, 8)}, {.first_entry = 1, .replace = true},
+          "overlap slots [16, 24) of job 7 in entry 2");
+
+  for (unsigned e = 0; e < 8; ++e)
+    if (!table[e].valid) table[e] = {e, true, std::uint16_t(20 + e), 2, 0, 0, 16, std::nullopt};
+  refused({job_on_slots(13, 40, 8)}, {},
+          "job 13: no free entry: the FPGA aggregator's job table has 8 entries");
+
+  // A design without the readback: only an explicit entry, with replace.
+  info.job_table_readback = false;
+  for (const Placement& p : {Placement{}, Placement{.first_entry = 3}}) {
+    try {
+      place_jobs(info, std::vector{job_on_slots(13, 40, 8)}, {}, p);
+      ADD_FAILURE() << "placed on a device that cannot read its table back";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kUnsupported);
+      EXPECT_THAT(e.what(), HasSubstr("cannot read its job table back"));
+    }
+  }
+  placed = place_jobs(info, std::vector{job_on_slots(13, 40, 8)}, {},
+                      {.first_entry = 3, .replace = true});
+  EXPECT_EQ(placed.at(0).entry, 3u);
+  // Such a design reads every entry as empty.
+  EXPECT_FALSE(read_job_entry(bus, 1).valid);
+  EXPECT_EQ(bus.reg_value(reg::kJobIndex), 1u);
+}
+
 TEST(FpgaControl, CountersAreReadAsLatchedSixtyFourBitValuesByName) {
   ScriptedBus bus;
   for (std::uint32_t i = 0; i < reg::kCounterCount; ++i)

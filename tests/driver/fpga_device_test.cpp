@@ -61,6 +61,18 @@ Counters counters(Device& d) {
 
 using testing::error_of;
 
+// How many of `frames` are notices of `reason`; a frame that is not one fails the test.
+std::size_t notices_of(const std::vector<sim::EgressFrame>& frames, wire::NoticeReason reason) {
+  std::size_t n = 0;
+  for (const auto& f : frames) {
+    const wire::DecodedFrame d = wire::decode_frame(f.bytes, 0);
+    const auto notice = d ? wire::read_notice(d.packet) : std::nullopt;
+    EXPECT_TRUE(notice && notice->reason == reason) << "a frame that is no such notice";
+    n += notice && notice->reason == reason;
+  }
+  return n;
+}
+
 class RtlDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -92,7 +104,7 @@ TEST_F(RtlDeviceTest, IdentifiesTheDesign) {
 
 TEST_F(RtlDeviceTest, JobsInChosenEntriesAggregateAndRemovedOnesDrop) {
   const std::vector<JobSpec> jobs = {make_job(21, 0, 4, 2), make_job(22, 4, 4, 2)};
-  device_->add_jobs(jobs, 5, kAgg);  // entries 5 and 6
+  device_->add_jobs(jobs, {.first_entry = 5}, kAgg);  // entries 5 and 6
   const AggregatorAddress a = device_->aggregator_address();
   EXPECT_EQ(a.ip, kAgg.ip);
   EXPECT_EQ(a.udp_port, kAgg.udp_port);
@@ -113,7 +125,8 @@ TEST_F(RtlDeviceTest, JobsInChosenEntriesAggregateAndRemovedOnesDrop) {
   EXPECT_EQ(c["frames_in"], 4u);
 
   device_->remove_job(5);
-  EXPECT_TRUE(round(jobs[0], 1, 7).empty());
+  // Its workers are told (the first drop of each rank for the reason is answered).
+  EXPECT_EQ(notices_of(round(jobs[0], 1, 7), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(round(jobs[1], 1, 7).size(), 2u) << "entry 6 is untouched";
   c = counters(*device_);
   EXPECT_EQ(c["dropped_unknown_job"], 2u);
@@ -124,28 +137,69 @@ TEST_F(RtlDeviceTest, JobsInChosenEntriesAggregateAndRemovedOnesDrop) {
   EXPECT_EQ(c["frames_in"], 0u);
   EXPECT_EQ(c["completions"], 0u);
 
-  // Soft reset: the job table empties (so job 22 drops now), the address registers stay.
+  // Soft reset: the job table empties (so job 22 drops now; the notices' rate starts again), the
+  // address registers stay.
   device_->reset();
-  EXPECT_TRUE(round(jobs[1], 2, 3).empty());
+  EXPECT_EQ(notices_of(round(jobs[1], 2, 3), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(counters(*device_)["dropped_unknown_job"], 2u);
   EXPECT_EQ(device_->aggregator_address().ip, kAgg.ip);
 }
 
 TEST_F(RtlDeviceTest, ChecksJobsAgainstTheDeviceBeforeWriting) {
   const std::vector<JobSpec> two = {make_job(1, 0, 4, 2), make_job(2, 4, 4, 2)};
-  EXPECT_THAT(error_of([&] { device_->add_jobs(two, 7, kAgg); }, Errc::kConfig),
+  EXPECT_THAT(error_of([&] { device_->add_jobs(two, {.first_entry = 7}, kAgg); }, Errc::kConfig),
               HasSubstr("entry 8 does not exist"));
   const std::vector<JobSpec> overlap = {make_job(1, 0, 4, 2), make_job(2, 3, 4, 2)};
-  EXPECT_THAT(error_of([&] { device_->add_jobs(overlap, 0, kAgg); }, Errc::kConfig),
+  EXPECT_THAT(error_of([&] { device_->add_jobs(overlap, {}, kAgg); }, Errc::kConfig),
               HasSubstr("overlap"));
   const std::vector<JobSpec> big = {make_job(1, 60, 8, 2)};
-  EXPECT_THAT(error_of([&] { device_->add_jobs(big, 0, kAgg); }, Errc::kConfig),
+  EXPECT_THAT(error_of([&] { device_->add_jobs(big, {}, kAgg); }, Errc::kConfig),
               HasSubstr("64 slots"));
   EXPECT_THAT(error_of([&] { device_->remove_job(8); }, Errc::kConfig),
               AllOf(HasSubstr("the Verilated RTL"), HasSubstr("entry 8 does not exist")));
   // Nothing was written: no job is there, so a contribution is an unknown job's.
-  EXPECT_TRUE(round(two[0], 0, 1).empty());
+  EXPECT_EQ(notices_of(round(two[0], 0, 1), wire::NoticeReason::kUnknownJob), 2u);
   EXPECT_EQ(counters(*device_)["dropped_unknown_job"], 2u);
+}
+
+// The job table read back through the Device, and add_jobs placing jobs against it: free entries,
+// nothing written when a job is refused, --replace's in-place replacement.
+TEST_F(RtlDeviceTest, JobTableReadsBackAndAddJobsPlacesAgainstIt) {
+  const std::vector<JobSpec> jobs = {make_job(21, 0, 4, 2), make_job(22, 4, 4, 2)};
+  std::vector<PlacedJob> placed = device_->add_jobs(jobs, {}, kAgg);
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed[0].entry, 0u);
+  EXPECT_EQ(placed[1].entry, 1u);
+  std::vector<JobTableEntry> table = device_->job_table();
+  ASSERT_EQ(table.size(), 8u);
+  EXPECT_TRUE(table[1].valid);
+  EXPECT_EQ(table[1].job_id, 22u);
+  EXPECT_EQ(table[1].workers, 2u);
+  EXPECT_EQ(table[1].slot_base, 4u);
+  EXPECT_EQ(table[1].slot_count, 4u);
+  EXPECT_EQ(table[1].elements_per_packet, 16u);
+  EXPECT_FALSE(table[1].parent_job_id);
+  for (unsigned e = 2; e < 8; ++e) EXPECT_FALSE(table[e].valid) << e;
+
+  // Refused: nothing is written (no COMMIT), and both jobs still aggregate.
+  const std::uint32_t commits = model_->read32(csr::kCommit) >> 16;
+  const std::vector<JobSpec> again = {make_job(23, 8, 4, 2), make_job(22, 4, 4, 2)};
+  EXPECT_THAT(error_of([&] { device_->add_jobs(again, {}, kAgg); }, Errc::kConfig),
+              HasSubstr("job 22 already in entry 1"));
+  EXPECT_EQ(model_->read32(csr::kCommit) >> 16, commits);
+  for (const JobSpec& job : jobs) EXPECT_EQ(round(job, 0, 5).size(), 2u) << job.job_id;
+
+  placed = device_->add_jobs(again, {.first_entry = std::nullopt, .replace = true}, kAgg);
+  EXPECT_EQ(placed[0].entry, 2u);
+  EXPECT_FALSE(placed[0].replaces);
+  EXPECT_EQ(placed[1].entry, 1u);
+  EXPECT_EQ(placed[1].replaces, std::optional<std::uint16_t>(22));
+  table = device_->job_table();
+  EXPECT_EQ(table[2].job_id, 23u);
+  EXPECT_EQ(table[1].job_id, 22u);
+  EXPECT_EQ(round(again[0], 0, 3).size(), 2u);
+  device_->remove_job(0);
+  EXPECT_FALSE(device_->job_table()[0].valid);
 }
 
 // A bus that answers VERSION/FEATURES as scripted: another design behind the registers.
@@ -173,10 +227,16 @@ TEST(Device, AnotherDesignIsRefusedBeforeAnyWrite) {
   EXPECT_THAT(error_of([&] { device.identify(); }, Errc::kUnsupported),
               HasSubstr("VERSION reads 0x00000004"));
   const std::vector<JobSpec> jobs = {make_job(1, 0, 4, 2)};
-  EXPECT_THROW(device.add_jobs(jobs, 0, kAgg), Error);
+  EXPECT_THROW(device.add_jobs(jobs, {}, kAgg), Error);
   EXPECT_THROW(device.remove_job(0), Error);
   EXPECT_EQ(bus.writes, 0);
   bus.version = (1u << 16) | wire::kVersion;
+  // A design without the job table's readback (FEATURES bit 4 clear): no list, no free entry.
+  EXPECT_THAT(error_of([&] { device.job_table(); }, Errc::kUnsupported),
+              AllOf(HasSubstr("Alveo device 0"), HasSubstr("cannot read its job table back")));
+  EXPECT_THAT(error_of([&] { device.add_jobs(jobs, {}, kAgg); }, Errc::kUnsupported),
+              HasSubstr("--entry E and --replace"));
+  EXPECT_EQ(bus.writes, 0);
   bus.features = 0;  // nothing there
   EXPECT_THAT(error_of([&] { device.identify(); }, Errc::kTransport), HasSubstr("Alveo device 0"));
 }

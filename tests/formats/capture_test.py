@@ -35,7 +35,7 @@ import tempfile
 import threading
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "vectors"))
 sys.dont_write_bytecode = True
 import wire_format  # noqa: E402
 

@@ -66,7 +66,7 @@ std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
 TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
   Model fresh;
   EXPECT_EQ(fresh.csr_read(csr::kVersion), 0x00010001u);
-  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 8u << 8 | 6u << 16 | 16u << 24);
+  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 0x10u | 8u << 8 | 6u << 16 | 16u << 24);
   EXPECT_EQ(fresh.csr_read(csr::kStatus), 0u);
   EXPECT_EQ(fresh.csr_read(csr::kAggUdpPort), csr::kAggUdpPortReset);
   for (const auto& r : csr::kRegisters) {
@@ -75,7 +75,7 @@ TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
     }
   }
   ReferenceModel<Params<8, 1024, 4, 3, 32>> other;
-  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 3u << 8 | 10u << 16 | 4u << 24);
+  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 0x10u | 3u << 8 | 10u << 16 | 4u << 24);
 }
 
 TEST_F(HlsAggregator, ReadWriteRegistersReadBackAndReadOnlyIgnoreWrites) {
@@ -152,8 +152,13 @@ TEST_F(HlsAggregator, SoftResetClearsJobsSlotsAndCountersButNotTheAddress) {
   expect_only({});
   EXPECT_FALSE(model_.core().round_state(5, 1).has_round);
   EXPECT_EQ(model_.csr_read(csr::kAggIp), kAggIp);
-  EXPECT_TRUE(model_.process_frame(0, contribution_frame(job, 0, 7, v)).empty());
-  expect_only({{Counter::kFramesIn, 1}, {Counter::kDroppedUnknownJob, 1}});
+  const auto gone = contribution_frame(job, 0, 7, v);
+  EXPECT_EQ(model_.process_frame(0, gone),
+            std::vector{expected_notice(0, gone, wire::NoticeReason::kUnknownJob)});
+  expect_only({{Counter::kFramesIn, 1},
+               {Counter::kDroppedUnknownJob, 1},
+               {Counter::kNotices, 1},
+               {Counter::kFramesOut, 1}});
   // Re-installed, packet 1 (older than the 7 before the reset) starts a round: no stale state.
   install(2, job);
   model_.process_frame(0, contribution_frame(job, 0, 1, v));
@@ -190,6 +195,73 @@ TEST_F(HlsAggregator, InvalidJobEntriesAreNotInstalled) {
   commit(bus_, Command::kStoreJob);
   model_.process_frame(0, contribution_frame(job, 0, 0, v));
   EXPECT_EQ(count(Counter::kDroppedUnknownJob), 3u);
+}
+
+// JOB_ENTRY_* read back the entry JOB_INDEX selects as the table holds it (not the staging
+// registers), and read 0 for an entry that holds no valid job or is beyond the table; the
+// synthesized top's output registers show the same.
+TEST_F(HlsAggregator, JobTableReadsBackEntryByEntry) {
+  const auto entry_registers = [&](std::uint32_t index) {
+    model_.csr_write(csr::kJobIndex, index);
+    return std::vector<std::uint32_t>{
+        model_.csr_read(csr::kJobEntryId), model_.csr_read(csr::kJobEntryWorkers),
+        model_.csr_read(csr::kJobEntrySlots), model_.csr_read(csr::kJobEntryElements),
+        model_.csr_read(csr::kJobEntryParentId)};
+  };
+  const std::vector<std::uint32_t> empty(5, 0);
+  EXPECT_TRUE(read_device_info(bus_).job_table_readback);
+  for (std::uint32_t e = 0; e < 8; ++e) EXPECT_EQ(entry_registers(e), empty) << "entry " << e;
+
+  install(0, make_job(5, 2, 0, 4, 16));
+  JobSpec child = make_job(7, 3, 8, 2, 64);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 2, 20, std::nullopt, std::nullopt};
+  install(3, child);
+  EXPECT_EQ(entry_registers(3),
+            (std::vector<std::uint32_t>{csr::kJobEntryValid | 7, 3, 2u << 16 | 8, 64,
+                                        csr::kJobEntryHasParent | 40}));
+  EXPECT_EQ(entry_registers(0),
+            (std::vector<std::uint32_t>{csr::kJobEntryValid | 5, 2, 4u << 16, 16, 0}));
+  // The staging registers are not the entry.
+  model_.csr_write(csr::kJobId, csr::kJobIdValid | 9);
+  model_.csr_write(csr::kJobWorkers, 1);
+  model_.csr_write(csr::kJobSlots, 1u << 16 | 60);
+  EXPECT_EQ(entry_registers(0)[0], csr::kJobEntryValid | 5);
+  EXPECT_EQ(entry_registers(0)[2], 4u << 16);
+  // The top's output registers follow JOB_INDEX too.
+  CsrOutputs out{};
+  model_.csr_write(csr::kJobIndex, 3);
+  model_.core().csr_outputs(out);
+  EXPECT_EQ(out.job_entry_id, csr::kJobEntryValid | 7);
+  EXPECT_EQ(out.job_entry_workers, 3u);
+  EXPECT_EQ(out.job_entry_slots, 2u << 16 | 8);
+  EXPECT_EQ(out.job_entry_elements, 64u);
+  EXPECT_EQ(out.job_entry_parent_id, csr::kJobEntryHasParent | 40);
+  for (std::uint32_t e : {1u, 2u, 7u, 8u, 0xFFFFFFFFu})
+    EXPECT_EQ(entry_registers(e), empty) << "entry " << e;
+
+  const JobTableEntry read = read_job_entry(bus_, 3);
+  EXPECT_EQ(read.entry, 3u);
+  EXPECT_TRUE(read.valid);
+  EXPECT_EQ(read.job_id, 7u);
+  EXPECT_EQ(read.workers, 3u);
+  EXPECT_EQ(read.slot_base, 8u);
+  EXPECT_EQ(read.slot_count, 2u);
+  EXPECT_EQ(read.elements_per_packet, 64u);
+  EXPECT_EQ(read.parent_job_id, std::optional<std::uint16_t>(40));
+  EXPECT_FALSE(read_job_entry(bus_, 0).parent_job_id);
+
+  // Stored as not valid (more workers than the bitmap), removed, soft reset: empty.
+  model_.csr_write(csr::kJobIndex, 0);
+  model_.csr_write(csr::kJobId, csr::kJobIdValid | 5);
+  model_.csr_write(csr::kJobWorkers, 33);
+  commit(bus_, Command::kStoreJob);
+  EXPECT_EQ(entry_registers(0), empty);
+  remove_job(bus_, 3);
+  EXPECT_EQ(entry_registers(3), empty);
+  install(6, make_job(8, 2, 16, 2, 16));
+  EXPECT_EQ(entry_registers(6)[0], csr::kJobEntryValid | 8);
+  soft_reset(bus_);
+  EXPECT_EQ(entry_registers(6), empty);
 }
 
 // ---- Reduction -------------------------------------------------------------------------------
@@ -473,7 +545,16 @@ class HlsRounds : public HlsAggregator {
   // Two workers, W = 2 slots at [10, 12).
   HlsRounds() { install(0, job_); }
   std::vector<TxFrame> send(std::uint16_t rank, std::uint32_t packet) {
-    return model_.process_frame(rank, contribution_frame(job_, rank, packet, values(rank, packet)));
+    return model_.process_frame(rank, frame(rank, packet));
+  }
+  Bytes frame(std::uint16_t rank, std::uint32_t packet) const {
+    return contribution_frame(job_, rank, packet, values(rank, packet));
+  }
+  // The notice that answers rank's packet, sent on port `rank`, dropped for `reason`.
+  std::vector<TxFrame> notice(std::uint16_t rank, std::uint32_t packet, wire::NoticeReason reason,
+                              std::optional<std::uint32_t> waiting = std::nullopt) const {
+    if (waiting) return {expected_notice(rank, frame(rank, packet), reason, *waiting)};
+    return {expected_notice(rank, frame(rank, packet), reason)};
   }
   static std::vector<std::uint32_t> values(std::uint16_t rank, std::uint32_t packet) {
     return {packet * 100 + rank, packet + 1000u * rank};
@@ -502,10 +583,13 @@ TEST_F(HlsRounds, RetransmissionAfterCompletionGetsTheResultByUnicast) {
                {Counter::kResultsResent, 2}});
 }
 
+// Each duplicate is answered with a notice that names the ranks the round waits for.
 TEST_F(HlsRounds, DuplicateOfAContributionInProgressIsDropped) {
   EXPECT_TRUE(send(0, 0).empty());
-  EXPECT_TRUE(send(0, 0).empty());
-  EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kDuplicate, 0b10));
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kDuplicate, 0b10));
+  EXPECT_EQ(count(Counter::kDroppedDuplicate), 2u);
+  EXPECT_EQ(count(Counter::kNotices), 2u);
   EXPECT_EQ(send(1, 0), results(0));  // the duplicate did not count twice
 }
 
@@ -523,9 +607,9 @@ TEST_F(HlsRounds, ShadowCopyInTheOtherSetAnswersALateWorker) {
 TEST_F(HlsRounds, BothSetsInFlight) {
   send(0, 0), send(1, 0), send(0, 1), send(1, 1);
   send(0, 2);  // set 1 of slot 10 in progress, set 0 holds packet 0's result
-  EXPECT_EQ(send(1, 0), std::vector{result_for(1, 0)});  // set 0: resend
-  EXPECT_TRUE(send(0, 2).empty());                       // set 1: duplicate
-  EXPECT_EQ(send(1, 2), results(2));                     // set 1: completes
+  EXPECT_EQ(send(1, 0), std::vector{result_for(1, 0)});                       // set 0: resend
+  EXPECT_EQ(send(0, 2), notice(0, 2, wire::NoticeReason::kDuplicate, 0b10));  // set 1
+  EXPECT_EQ(send(1, 2), results(2));                                          // set 1: completes
   EXPECT_EQ(send(0, 2), std::vector{result_for(0, 2)});
   EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
   EXPECT_EQ(count(Counter::kResultsResent), 2u);
@@ -546,12 +630,14 @@ TEST_F(HlsRounds, StaleAndPreviousSet) {
   send(0, 0), send(1, 0), send(0, 1), send(1, 1), send(0, 2), send(1, 2);
   // Slot 10 set 0 held packet 0, now... packet 4 (slot 10, set 0) starts there.
   EXPECT_TRUE(send(0, 4).empty());
-  EXPECT_TRUE(send(1, 0).empty());  // a copy of packet 0: older than set 0's round: stale
+  // A copy of packet 0: older than set 0's round: stale (the first of rank 1's: a notice).
+  EXPECT_EQ(send(1, 0), notice(1, 0, wire::NoticeReason::kStale));
   EXPECT_EQ(count(Counter::kDroppedStale), 1u);
   EXPECT_EQ(send(1, 4), results(4));
-  // Previous set: packet 2 (set 1) is complete; a copy still gets its result, packet 0 is stale.
+  // Previous set: packet 2 (set 1) is complete; a copy still gets its result, packet 0 is stale
+  // (rank 0's first: a notice too, whatever rank 1's drops).
   EXPECT_EQ(send(0, 2), std::vector{result_for(0, 2)});
-  EXPECT_TRUE(send(0, 0).empty());
+  EXPECT_EQ(send(0, 0), notice(0, 0, wire::NoticeReason::kStale));
   EXPECT_EQ(count(Counter::kDroppedStale), 2u);
 }
 
@@ -568,7 +654,7 @@ TEST_F(HlsRounds, AnotherRunTakesASetOverOnce) {
                                                                             .epoch = 2,
                                                                             .fresh = fresh}));
   };
-  EXPECT_TRUE(next_run(1, 0).empty());  // not fresh: stale_epoch
+  EXPECT_EQ(next_run(1, 0).size(), 1u);  // not fresh: stale_epoch, a notice
   EXPECT_EQ(count(Counter::kEpochTakeovers), 0u);
   EXPECT_TRUE(next_run(0, 1).empty());  // takes the set over
   EXPECT_EQ(count(Counter::kEpochTakeovers), 1u);
@@ -578,7 +664,8 @@ TEST_F(HlsRounds, AnotherRunTakesASetOverOnce) {
                {Counter::kDroppedStaleEpoch, 1},
                {Counter::kEpochTakeovers, 1},
                {Counter::kCompletions, 1},
-               {Counter::kFramesOut, 2}});
+               {Counter::kNotices, 1},
+               {Counter::kFramesOut, 3}});
 }
 
 TEST_F(HlsRounds, SeqComparisonWrapsAround) {
@@ -610,10 +697,11 @@ TEST_F(HlsRounds, CountAndDtypeMustMatchTheRound) {
 
 TEST_F(HlsRounds, GroupDecidesInPortOrder) {
   // One cycle: rank 0 twice is impossible (one frame per port), but a duplicate on two ports
-  // is not: the first joins, the second is a duplicate.
-  std::vector<RxFrame> g{{0, contribution_frame(job_, 0, 0, values(0, 0))},
-                         {1, contribution_frame(job_, 0, 0, values(0, 0))}};
-  EXPECT_TRUE(model_.process_group(g).empty());
+  // is not: the first joins, the second is a duplicate (its notice, on its port, says the round
+  // waits for rank 1 alone: rank 0 joined before it).
+  std::vector<RxFrame> g{{0, frame(0, 0)}, {1, frame(0, 0)}};
+  EXPECT_EQ(model_.process_group(g),
+            std::vector{expected_notice(1, frame(0, 0), wire::NoticeReason::kDuplicate, 0b10)});
   EXPECT_EQ(count(Counter::kDroppedDuplicate), 1u);
   // The completing contribution and a retransmission behind it in port order: the round
   // completes, then the retransmission gets the result.
@@ -622,6 +710,49 @@ TEST_F(HlsRounds, GroupDecidesInPortOrder) {
   auto out = results(0);
   out.push_back(result_for(0, 0));
   EXPECT_EQ(model_.process_group(h), out);
+}
+
+// Notices are rate-limited by reason and rank: the first drop of each and then one in every
+// notice_interval (16). Recovery copies get none and do not count.
+TEST_F(HlsRounds, NoticesAreRateLimitedByReasonAndRank) {
+  static_assert(wire::kNoticeInterval == 16);
+  auto unknown = [&](std::uint16_t rank, bool recovery = false) {
+    Contribution c{.job = 77, .rank = rank, .slot = 10, .values = {1, 2}};
+    c.recovery = recovery ? 1 : 0;
+    Bytes f = encode_packet(c);
+    f = frame_from(job_.workers[rank], f);
+    return std::pair{f, model_.process_frame(rank, f)};
+  };
+  std::vector<int> answered;  // which of rank 0's drops got a notice
+  for (int i = 0; i < 40; ++i) {
+    const auto [f, out] = unknown(0);
+    if (!out.empty()) {
+      answered.push_back(i);
+      EXPECT_EQ(out, std::vector{expected_notice(0, f, wire::NoticeReason::kUnknownJob)});
+    }
+    if (i < 3) {
+      EXPECT_EQ(unknown(1).second.size(), i == 0 ? 1u : 0u) << "rank 1 counts apart";
+    }
+  }
+  EXPECT_EQ(answered, (std::vector<int>{0, 16, 32}));
+  // Another reason of the same rank has a count of its own.
+  EXPECT_EQ(send(0, 5).size(), 0u);  // (starts a round of slot 11)
+  const auto far = contribution_frame(
+      job_, Contribution{.job = job_.job_id, .rank = 0, .slot = 12, .values = {1, 2}});
+  EXPECT_EQ(model_.process_frame(0, far),
+            std::vector{expected_notice(0, far, wire::NoticeReason::kSlotOutOfRange)});
+  // Rank 0 has 40 unknown-job drops: 8 more make 48, whose next is answered. Recovery copies
+  // between them are neither answered nor counted.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(unknown(0, /*recovery=*/true).second.empty());
+    EXPECT_TRUE(unknown(0).second.empty());
+  }
+  EXPECT_EQ(unknown(0).second.size(), 1u);
+  EXPECT_EQ(count(Counter::kDroppedUnknownJob), 40u + 3u + 16u + 1u);
+  EXPECT_EQ(count(Counter::kNotices), 3u + 1u + 1u + 1u);
+  // A soft reset starts the counts again.
+  soft_reset(bus_);
+  EXPECT_EQ(unknown(0).second.size(), 1u);
 }
 
 TEST_F(HlsAggregator, OneGroupCanCompleteARoundAndStartTheNext) {
@@ -787,7 +918,10 @@ TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
   std::mt19937 rng(3);
   const auto v32 = random_words(rng, 32), v33 = random_words(rng, 33);
   EXPECT_EQ(m.process_frame(0, contribution_frame(job, 0, 0, v32)).size(), 1u);
-  EXPECT_TRUE(m.process_frame(0, contribution_frame(job, 0, 1, v33)).empty());
+  // (The first drop is answered with a notice, the next of the reason and rank is not.)
+  const auto too_many = contribution_frame(job, 0, 1, v33);
+  EXPECT_EQ(m.process_frame(0, too_many),
+            std::vector{expected_notice(0, too_many, wire::NoticeReason::kCountTooLargeForJob)});
   EXPECT_EQ(m.counter(csr::index(Counter::kDroppedCountTooLargeForJob)), 1u);
   // bf16 has the same limit: the accumulators are fp32.
   std::vector<std::uint32_t> h33(33, 0x3F80);
@@ -802,7 +936,7 @@ TEST(HlsAggregatorParams, SmallSlotMemoryLimitsTheCount) {
   store_job(bus2, wide, 0, 1);
   const std::vector<std::uint32_t> one{1};
   EXPECT_EQ(m2.process_frame(0, contribution_frame(wide, 0, 1, one)).size(), 1u);  // slot 3
-  EXPECT_TRUE(m2.process_frame(0, contribution_frame(wide, 0, 2, one)).empty());   // slot 4
+  EXPECT_EQ(m2.process_frame(0, contribution_frame(wide, 0, 2, one)).size(), 1u);  // slot 4: notice
   EXPECT_EQ(m2.counter(csr::index(Counter::kDroppedSlotOutOfRange)), 1u);
 }
 

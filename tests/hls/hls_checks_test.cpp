@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every check of an ingress frame: the shared golden vectors (tests/vectors/wire) and one case
 // for every drop reason of the CSR map's counters that a single frame can trigger. A dropped
-// frame is counted once, under its reason, sends nothing and touches no slot.
+// frame is counted once, under its reason, and touches no slot; it is answered with a notice if
+// its sender can act on the reason, else with nothing.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +23,8 @@ using Counter = csr::Counter;
 using netagg::testing::load_vectors;
 using netagg::testing::Vector;
 using netagg::testing::vectors_dir;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 // The golden vectors use slots up to 65535; a pool of 1024 holds all but max_count's.
 using VectorParams = Params<4, 1024, 16, 8, 32>;
@@ -34,9 +38,11 @@ std::uint64_t counter_by_name(const VectorModel& m, const std::string& name) {
   return 0;
 }
 
+// Frames dropped, by any reason.
 std::uint64_t total_counted(const VectorModel& m) {
   std::uint64_t n = 0;
-  for (std::size_t i = csr::index(Counter::kMalformedTruncated); i < csr::kCounterCount; ++i)
+  for (std::size_t i = csr::index(Counter::kMalformedTruncated);
+       i <= csr::index(Counter::kDroppedNoRound); ++i)
     n += m.counter(static_cast<unsigned>(i));
   return n;
 }
@@ -103,6 +109,11 @@ TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
   if (slot >= VectorParams::kSlots) {
     EXPECT_EQ(model.counter(csr::index(Counter::kDroppedSlotOutOfRange)), 1u);
     EXPECT_EQ(total_counted(model), 1u);
+    // Answered with a notice, unless a recovery copy (its sender has the result).
+    if (v.integer("recovery") != 0)
+      EXPECT_TRUE(out.empty());
+    else
+      EXPECT_THAT(out, ElementsAre(expected_notice(1, frame, wire::NoticeReason::kSlotOutOfRange)));
     return;
   }
   EXPECT_TRUE(out.empty());
@@ -249,7 +260,7 @@ std::vector<DropCase> drop_cases() {
       {"bad_version", Counter::kMalformedBadVersion,
        [](const JobSpec& j) { return edited(base_frame(j), 42, 2); }},
       {"bad_type", Counter::kMalformedBadType,
-       [](const JobSpec& j) { return edited(base_frame(j), 43, 3); }},
+       [](const JobSpec& j) { return edited(base_frame(j), 43, 4); }},
       {"bad_dtype", Counter::kMalformedBadDtype,
        [](const JobSpec& j) { return edited(base_frame(j), 44, 3); }},
       {"bad_flags", Counter::kMalformedBadFlags,
@@ -273,6 +284,10 @@ std::vector<DropCase> drop_cases() {
       {"not_contribution", Counter::kDroppedNotContribution,
        [](const JobSpec& j) {
          return base_frame(j, [](H& h) { h.type = wire::MsgType::kResult; });
+       }},
+      {"notice", Counter::kDroppedNotContribution,
+       [](const JobSpec& j) {
+         return base_frame(j, [](H& h) { h.type = wire::MsgType::kNotice; });
        }},
       {"unknown_job", Counter::kDroppedUnknownJob,
        [](const JobSpec& j) { return base_frame(j, [](H& h) { h.job_id = 99; }); }},
@@ -325,9 +340,19 @@ TEST_P(HlsDrops, CountedUnderItsReasonAndTouchesNothing) {
   wide.workers = job.workers;
   store_job(bus, wide, 1, 4);  // more than a slot holds: refused by the driver's checks
   const auto frame = GetParam().frame(job);
-  EXPECT_TRUE(model.process_frame(2, frame).empty());
+  // Only a drop its sender can act on is answered: with a notice, out of the port it came in on.
+  const auto reason = notice_reason(GetParam().reason);
+  const auto out = model.process_frame(2, frame);
+  if (reason) {
+    EXPECT_THAT(out, ElementsAre(expected_notice(2, frame, *reason)));
+  } else {
+    EXPECT_THAT(out, IsEmpty());
+  }
   for (std::size_t i = 0; i < csr::kCounterCount; ++i) {
-    const bool expected = i == csr::index(Counter::kFramesIn) || i == csr::index(GetParam().reason);
+    bool expected = i == csr::index(Counter::kFramesIn) || i == csr::index(GetParam().reason);
+    if (reason)
+      expected =
+          expected || i == csr::index(Counter::kNotices) || i == csr::index(Counter::kFramesOut);
     EXPECT_EQ(model.counter(static_cast<unsigned>(i)), expected ? 1u : 0u) << csr::kCounterNames[i];
   }
   for (int slot = 0; slot < Model::Core::kSlots; ++slot)

@@ -43,14 +43,13 @@ class SideBySide {
   explicit SideBySide(std::uint32_t seed) : switch_(64, 256), rng_(seed) {}
 
   // `packet` from `source` into both (into a random one of the FPGA's ports): what the switch
-  // model sends goes to `sent`. A fatal failure when the FPGA model sends anything else.
+  // model sends (results and notices) goes to `sent`. A fatal failure when the FPGA model sends
+  // anything else.
   void process_on_both(const Endpoint& source, const std::vector<std::byte>& packet,
                        std::vector<Sent>& sent) {
     sim::CollectingSink sink;
     switch_.process(source, packet, sink);
-    for (auto& p : sink.packets)  // the FPGA aggregator sends no notices (docs/wire-format.md)
-      if (wire::decode(p.bytes).header.type != wire::MsgType::kNotice)
-        sent.push_back({p.destination, p.bytes});
+    for (auto& p : sink.packets) sent.push_back({p.destination, p.bytes});
 
     const WorkerSpec from{0, source, wire::Mac{0x02, 0, 0, 0, 0, 0x42}, std::nullopt};
     const auto frames =
@@ -77,6 +76,7 @@ class SideBySide {
     EXPECT_EQ(f(Counter::kAggregated), s.aggregated);
     EXPECT_EQ(f(Counter::kCompletions), s.completions);
     EXPECT_EQ(f(Counter::kResultsResent), s.results_resent);
+    EXPECT_EQ(f(Counter::kNotices), s.notices);
     EXPECT_EQ(f(Counter::kDroppedNotContribution), s.drops(DropReason::kNotContribution));
     EXPECT_EQ(f(Counter::kDroppedUnknownJob), s.drops(DropReason::kUnknownJob));
     EXPECT_EQ(f(Counter::kDroppedRankOutOfRange), s.drops(DropReason::kRankOutOfRange));
@@ -129,17 +129,18 @@ class Crosscheck : public SideBySide {
     const sim::SwitchCounters& s = switch_.counters();
     auto f = [&](Counter c) { return fpga_.counter(csr::index(c)); };
     expect_shared_counters_agree();
-    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.notices);
     EXPECT_EQ(f(Counter::kMalformedBadVersion), s.malformed_by(wire::Error::kBadVersion));
     EXPECT_EQ(f(Counter::kMalformedLengthMismatch), s.malformed_by(wire::Error::kLengthMismatch));
     // Every kind of event happened, so the agreement above means something.
-    expect_each_happened(
-        {Counter::kCompletions, Counter::kResultsResent, Counter::kDroppedDuplicate,
-         Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
-         Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
-         Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
-         Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
-         Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers});
+    expect_each_happened({Counter::kCompletions, Counter::kResultsResent,
+                          Counter::kDroppedDuplicate, Counter::kDroppedStale,
+                          Counter::kDroppedCountMismatch, Counter::kDroppedForeignSource,
+                          Counter::kDroppedRankOutOfRange, Counter::kDroppedUnknownJob,
+                          Counter::kDroppedSlotOutOfRange, Counter::kDroppedCountTooLargeForJob,
+                          Counter::kDroppedNotContribution, Counter::kMalformedBadVersion,
+                          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound,
+                          Counter::kEpochTakeovers, Counter::kNotices});
   }
 
  private:
@@ -160,9 +161,10 @@ class Crosscheck : public SideBySide {
     process_on_both(source, packet, expected);
     if (::testing::Test::HasFatalFailure()) return;
 
-    // Workers take in their results.
+    // Workers take in their results (a notice changes nothing here).
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
+      if (d.header.type != wire::MsgType::kResult) continue;
       for (std::size_t j = 0; j < jobs_.size(); ++j)
         if (jobs_[j].job_id == d.header.job_id && d.header.epoch == epoch_[j])
           progress_[j][d.header.rank].results.insert(d.header.seq);
@@ -328,15 +330,16 @@ class TreeCrosscheck : public SideBySide {
     EXPECT_EQ(f(Counter::kSentToParent), s.sent_to_parent);
     EXPECT_EQ(f(Counter::kResentToParent), s.resent_to_parent);
     EXPECT_EQ(f(Counter::kResultsFromParent), s.results_from_parent);
-    EXPECT_EQ(f(Counter::kFramesOut),
-              s.results_multicast + s.results_resent + s.sent_to_parent + s.resent_to_parent);
+    EXPECT_EQ(f(Counter::kFramesOut), s.results_multicast + s.results_resent + s.sent_to_parent +
+                                          s.resent_to_parent + s.notices);
     // Every kind of event happened, so the agreement above means something.
-    expect_each_happened(
-        {Counter::kCompletions, Counter::kResultsResent, Counter::kSentToParent,
-         Counter::kResentToParent, Counter::kResultsFromParent, Counter::kDroppedDuplicate,
-         Counter::kDroppedStale, Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
-         Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
-         Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound, Counter::kEpochTakeovers});
+    expect_each_happened({Counter::kCompletions, Counter::kResultsResent, Counter::kSentToParent,
+                          Counter::kResentToParent, Counter::kResultsFromParent,
+                          Counter::kDroppedDuplicate, Counter::kDroppedStale,
+                          Counter::kDroppedCountMismatch, Counter::kDroppedRankOutOfRange,
+                          Counter::kDroppedSlotOutOfRange, Counter::kDroppedNotContribution,
+                          Counter::kDroppedStaleEpoch, Counter::kDroppedNoRound,
+                          Counter::kEpochTakeovers, Counter::kNotices});
   }
 
  private:
@@ -363,6 +366,7 @@ class TreeCrosscheck : public SideBySide {
 
     for (const Sent& s : expected) {
       const wire::Decoded d = wire::decode(s.packet);
+      if (d.header.type == wire::MsgType::kNotice) continue;  // changes nothing here
       if (s.destination == kParentAddress) {  // the parent gets it, or the network loses it
         if (rng_() % 5 == 0) continue;
         Upload u{d.header, {}};

@@ -44,7 +44,9 @@ inline constexpr std::uint64_t kMaxIdleCycles = 2'000'000;
 
 // Canonical order of egress frames for comparing two aggregators: per port in order, but copies
 // of one result (same job, slot, set, seq) that follow each other sorted by rank, so that the
-// order of several resends answered together does not matter.
+// order of several resends answered together does not matter. Notices are compared apart (per
+// port in order, after the port's results): the RTL sends them from a queue of their own between
+// the result frames, the model where it drops a frame.
 inline std::uint64_t result_key(const Bytes& b) {  // job id, flags, slot, seq
   if (b.size() < 64) return 0;
   std::uint64_t k = 0;
@@ -54,9 +56,14 @@ inline std::uint64_t result_key(const Bytes& b) {  // job id, flags, slot, seq
 inline unsigned result_rank(const Bytes& b) {
   return b.size() < 64 ? 0 : (unsigned(b[48]) << 8 | unsigned(b[49]));
 }
+inline bool is_notice(const Bytes& b) {
+  return b.size() > wire::kFrameOverhead + wire::offset::kType &&
+         b[wire::kFrameOverhead + wire::offset::kType] == std::byte(wire::MsgType::kNotice);
+}
 inline std::map<unsigned, std::vector<Bytes>> canonical(const std::vector<PortFrame>& frames) {
-  std::map<unsigned, std::vector<Bytes>> per_port;
-  for (const auto& [port, bytes] : frames) per_port[port].push_back(bytes);
+  std::map<unsigned, std::vector<Bytes>> per_port, notices;
+  for (const auto& [port, bytes] : frames)
+    (is_notice(bytes) ? notices : per_port)[port].push_back(bytes);
   for (auto& [port, list] : per_port) {
     std::size_t i = 0;
     while (i < list.size()) {
@@ -69,6 +76,8 @@ inline std::map<unsigned, std::vector<Bytes>> canonical(const std::vector<PortFr
       i = j;
     }
   }
+  for (auto& [port, list] : notices)
+    per_port[port].insert(per_port[port].end(), list.begin(), list.end());
   return per_port;
 }
 
@@ -79,9 +88,10 @@ inline std::string describe(const Bytes& b) {
   const wire::Header& h = d.packet.header;
   std::uint32_t sum = 0;
   for (std::byte x : d.packet.payload) sum = sum * 31 + std::uint32_t(x);
-  return fmt::format("job {} rank {} slot {} set {} seq {} count {} exp {} ecn {} payload#{:08x}",
-                     h.job_id, h.rank, h.slot, h.set, h.seq, h.count, h.exponent, d.address.ecn,
-                     sum);
+  return fmt::format(
+      "{} job {} rank {} slot {} set {} seq {} count {} exp {} ecn {} payload#{:08x}",
+      wire::to_string(h.type), h.job_id, h.rank, h.slot, h.set, h.seq, h.count, h.exponent,
+      d.address.ecn, sum);
 }
 
 // Empty if both have the same frames per port (canonical order); else the first differences.

@@ -62,7 +62,23 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
     expect_same_as_model(egress);
     return egress;
   }
-  std::vector<Result> settle() { return decode_all(settle_and_compare()); }
+  // The result frames of settle_and_compare(); the notices among its frames go to notices_
+  // (compared with the model's like every frame).
+  std::vector<Result> settle() {
+    std::vector<Result> results;
+    notices_.clear();
+    for (Result& r : decode_all(settle_and_compare()))
+      (r.header.type == wire::MsgType::kNotice ? notices_ : results).push_back(std::move(r));
+    return results;
+  }
+  // The reasons of the notices the last settle() saw, and for a duplicate its waiting ranks.
+  std::vector<std::pair<wire::NoticeReason, std::uint32_t>> notices() const {
+    std::vector<std::pair<wire::NoticeReason, std::uint32_t>> out;
+    for (const Result& n : notices_)
+      out.emplace_back(static_cast<wire::NoticeReason>(n.values.at(0)),
+                       n.values.size() > 1 ? n.values[1] : 0u);
+    return out;
+  }
   // One contribution on its worker's port, alone; the results it caused.
   std::vector<Result> send(const JobSpec& job, const Contribution& c) {
     tb.push_frame(c.rank % kPorts, contribution_frame(job, c));
@@ -74,13 +90,15 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultPara
       tb.push_frame(static_cast<unsigned>(i), contribution_frame(job, cs[i]));
     return settle();
   }
+
+  std::vector<Result> notices_;
 };
 
 // ---- CSRs ----------------------------------------------------------------------------------
 
 TEST_F(Rtl, CsrIdentityAndReadback) {
   EXPECT_EQ(tb.read32(csr::kVersion), (1u << 16) | wire::kVersion);
-  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | (8u << 8) | (6u << 16) | (16u << 24));
+  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | 0x10u | (8u << 8) | (6u << 16) | (16u << 24));
   EXPECT_EQ(tb.read32(csr::kFeatures), model.csr_read(csr::kFeatures));
   EXPECT_EQ(tb.read32(csr::kVersion), model.csr_read(csr::kVersion));
   EXPECT_EQ(tb.read32(csr::kAggUdpPort), wire::kUdpPort);
@@ -97,6 +115,81 @@ TEST_F(Rtl, CsrIdentityAndReadback) {
     tb.write32(reg, 0x5A5A0000u + reg);
     EXPECT_EQ(tb.read32(reg), 0x5A5A0000u + reg) << "register 0x" << std::hex << reg;
   }
+}
+
+// JOB_ENTRY_* read the entry JOB_INDEX selects as stored, as the reference model does: every
+// register of every entry (and beyond the table) after each change of the table, while traffic
+// to another job runs through the datapath.
+TEST_F(Rtl, JobTableReadsBack) {
+  const std::uint32_t registers[] = {csr::kJobEntryId, csr::kJobEntryWorkers, csr::kJobEntrySlots,
+                                     csr::kJobEntryElements, csr::kJobEntryParentId};
+  std::vector<fpga::CsrBus*> both = {&tb, &model_bus};
+  const auto expect_same_table = [&](const std::string& when) {
+    for (std::uint32_t e : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 0x80000003u}) {
+      tb.write32(csr::kJobIndex, e);
+      model.csr_write(csr::kJobIndex, e);
+      for (std::uint32_t r : registers)
+        EXPECT_EQ(tb.read32(r), model.csr_read(r))
+            << when << ": entry " << e << ", register 0x" << std::hex << r;
+    }
+  };
+  EXPECT_EQ(read_device_info(tb).job_table_readback, true);
+  expect_same_table("power-on");
+  tb.write32(csr::kJobIndex, 2);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
+
+  const JobSpec a = make_job(5, 2, 0, 4, 16);
+  JobSpec child = make_job(7, 3, 8, 2, 64);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 2, 20, std::nullopt, std::nullopt};
+  install(0, a);
+  install(3, child);
+  expect_same_table("two jobs");
+  tb.write32(csr::kJobIndex, 3);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 7);
+  EXPECT_EQ(tb.read32(csr::kJobEntryWorkers), 3u);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 2u << 16 | 8);
+  EXPECT_EQ(tb.read32(csr::kJobEntryElements), 64u);
+  EXPECT_EQ(tb.read32(csr::kJobEntryParentId), csr::kJobEntryHasParent | 40);
+  // JOB_INDEX is read at once: the read right after its write shows the new entry.
+  tb.write32(csr::kJobIndex, 0);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 5);
+  EXPECT_EQ(tb.read32(csr::kJobEntryParentId), 0u);
+
+  // A read between the frames of a round, and the staging registers rewritten: the entry is
+  // what was stored.
+  tb.push_frame(
+      0, contribution_frame(a, {.job = 5, .rank = 0, .slot = 1, .seq = 1, .values = ints({4})}));
+  tb.step(3);
+  for (fpga::CsrBus* bus : both) {
+    bus->write32(csr::kJobId, csr::kJobIdValid | 9);
+    bus->write32(csr::kJobSlots, 1u << 16 | 60);
+  }
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), csr::kJobEntryValid | 5);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 4u << 16);
+  const auto results = send(a, {.job = 5, .rank = 1, .slot = 1, .seq = 1, .values = ints({6})});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].values, ints({10}));
+
+  // Stored as not valid, removed, a soft reset.
+  for (fpga::CsrBus* bus : both) {
+    bus->write32(csr::kJobIndex, 0);
+    bus->write32(csr::kJobId, csr::kJobIdValid | 5);
+    bus->write32(csr::kJobWorkers, 33);
+    commit(*bus, Command::kStoreJob);
+  }
+  expect_same_table("entry 0 stored as not valid");
+  tb.write32(csr::kJobIndex, 0);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
+  for (fpga::CsrBus* bus : both) remove_job(*bus, 3);
+  expect_same_table("entry 3 removed");
+  tb.write32(csr::kJobIndex, 3);
+  EXPECT_EQ(tb.read32(csr::kJobEntrySlots), 0u);
+  install(6, make_job(8, 2, 16, 2, 16));
+  expect_same_table("entry 6 stored");
+  for (fpga::CsrBus* bus : both) soft_reset(*bus);
+  expect_same_table("soft reset");
+  tb.write32(csr::kJobIndex, 6);
+  EXPECT_EQ(tb.read32(csr::kJobEntryId), 0u);
 }
 
 TEST_F(Rtl, CountersLatchAndClear) {
@@ -176,7 +269,15 @@ TEST_F(Rtl, GoldenVectors) {
       reason = "aggregated";
       ++taken;
     }
-    EXPECT_EQ(delta, (std::map<std::string, std::uint64_t>{{"frames_in", 1}, {reason, 1}}));
+    std::map<std::string, std::uint64_t> want{{"frames_in", 1}, {reason, 1}};
+    // A contribution dropped for a reason its sender can act on gets a notice (no recovery
+    // copy does).
+    const bool noticed =
+        (reason == "dropped_slot_out_of_range" || reason == "dropped_count_too_large_for_job") &&
+        v.integer("recovery") == 0;
+    if (noticed) want["notices"] = want["frames_out"] = 1;
+    EXPECT_EQ(delta, want);
+    EXPECT_EQ(notices_.size(), noticed ? 1u : 0u);
     if (ok) continue;
     // Nothing touched: slot 5, both sets, take a fresh round of the three ranks.
     for (std::uint8_t set : {0, 1}) {
@@ -688,23 +789,156 @@ TEST_F(Rtl, SlotReuse) {
   }
 }
 
+// Duplicates are dropped and answered with a notice that names the ranks the round waits for.
 TEST_F(Rtl, DuplicatesIgnored) {
+  using Waiting = std::vector<std::pair<wire::NoticeReason, std::uint32_t>>;
+  constexpr auto kDuplicate = wire::NoticeReason::kDuplicate;
   const JobSpec job = make_job(1, 3, 0, 16);
   install(0, job);
   const Contribution c0{.job = 1, .rank = 0, .slot = 9, .seq = 1, .values = ints({5, 5})};
   send(job, c0);
   EXPECT_TRUE(send(job, c0).empty());
-  // a copy arriving on another port in the same cycle as the original
+  EXPECT_EQ(notices(), (Waiting{{kDuplicate, 0b110}}));
+  EXPECT_EQ(notices_.at(0).port, 0u) << "out of the port it came in on";
+  // a copy arriving on another port in the same cycle as the original: after rank 1's
+  // contribution (port order), the round waits for rank 2 alone
   tb.push_frame(0, contribution_frame(
                        job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
   tb.push_frame(3, contribution_frame(
                        job, {.job = 1, .rank = 1, .slot = 9, .seq = 1, .values = ints({6, 6})}));
   EXPECT_TRUE(settle().empty());
+  EXPECT_EQ(notices(), (Waiting{{kDuplicate, 0b100}}));
+  EXPECT_EQ(notices_.at(0).port, 3u);
   const auto results =
       send(job, {.job = 1, .rank = 2, .slot = 9, .seq = 1, .values = ints({7, 7})});
   ASSERT_EQ(results.size(), 3u);
   EXPECT_EQ(results[0].values, ints({18, 18}));
   EXPECT_EQ(count(C::kDroppedDuplicate), 2u);
+  EXPECT_EQ(count(C::kNotices), 2u);
+  expect_balanced();
+}
+
+// ---- notices -------------------------------------------------------------------------------
+
+// A notice is the dropped packet's header (type notice, dtype int32, set flag alone,
+// exponent_none) and its reason, back out of its ingress port with the addresses swapped: the
+// frame the host's encoder builds. From any source, a registered worker or not.
+TEST_F(Rtl, NoticeFrames) {
+  const JobSpec job = make_job(1, 3, 4, 4, 16);
+  install(0, job);
+  WorkerSpec stranger{0, {0x0A0000C8, 40000}, wire::Mac{0x02, 0, 0, 0, 0, 0x77}, std::nullopt};
+  Contribution c{.job = 1,
+                 .rank = 2,
+                 .slot = 5,
+                 .set = 1,
+                 .seq = 0x12345678,
+                 .exponent = 7,
+                 .ecn = 3,
+                 .values = ints({1, 2}),
+                 .epoch = 0xE90C,
+                 .fresh = 1};
+  const Bytes foreign = frame_from(stranger, encode_packet(c), c.ecn);
+  c.job = 2;
+  const Bytes unknown = frame_from(stranger, encode_packet(c), 1);
+  c.job = 1;
+  c.slot = 9;
+  const Bytes outside = contribution_frame(job, c);
+  tb.push_frame(2, foreign);
+  tb.push_frame(1, unknown);
+  tb.push_frame(3, outside);
+  EXPECT_TRUE(settle().empty());
+  std::vector<fpga::TxFrame> got;
+  for (const Result& n : notices_) got.push_back({n.port, n.bytes});
+  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.port < b.port; });
+  EXPECT_EQ(got, (std::vector<fpga::TxFrame>{
+                     expected_notice(1, unknown, wire::NoticeReason::kUnknownJob),
+                     expected_notice(2, foreign, wire::NoticeReason::kForeignSource),
+                     expected_notice(3, outside, wire::NoticeReason::kSlotOutOfRange)}));
+  EXPECT_EQ(count(C::kNotices), 3u);
+  EXPECT_EQ(count(C::kFramesOut), 3u);
+}
+
+// The rate: for each reason and rank the first drop and then one in every 16, counted in the
+// order the aggregator takes the drops (several ports in one cycle: port order), as the model
+// counts them; every duplicate; never a recovery copy, a result or a malformed frame.
+TEST_F(Rtl, NoticesAreRateLimitedByReasonAndRank) {
+  const JobSpec job = make_job(1, 2, 0, 4, 16);
+  install(0, job);
+  auto unknown = [&](std::uint16_t rank, std::uint8_t recovery = 0) {
+    return frame_from(
+        job.workers[rank],
+        encode_packet({.job = 7, .rank = rank, .values = ints({1}), .recovery = recovery}));
+  };
+  // 10 cycles' worth: rank 0's unknown-job drops on all four ports together, rank 1's on port 0.
+  for (int i = 0; i < 10; ++i)
+    for (unsigned port = 0; port < kPorts; ++port) tb.push_frame(port, unknown(0));
+  for (int i = 0; i < 20; ++i) tb.push_frame(0, unknown(1));
+  settle();
+  // rank 0: 40 drops, rank 1: 20: notices for rank 0's 1st, 17th and 33rd, rank 1's 1st and 17th
+  EXPECT_EQ(notices_.size(), 5u);
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 60u);
+  // recovery copies are neither answered nor counted: rank 0 has 40, 8 more make the next due
+  for (int i = 0; i < 8; ++i) {
+    tb.push_frame(1, unknown(0, 1));
+    tb.push_frame(2, unknown(0));
+  }
+  settle();
+  EXPECT_TRUE(notices_.empty());
+  tb.push_frame(3, unknown(0));
+  settle();
+  EXPECT_EQ(notices_.size(), 1u);
+  // a result from a worker (not_contribution) and a malformed frame: none
+  Bytes result = unknown(0);
+  result[wire::kFrameOverhead + wire::offset::kType] = std::byte(wire::MsgType::kResult);
+  tb.push_frame(0, result);
+  Bytes bad = unknown(1);
+  bad[wire::kFrameOverhead + wire::offset::kVersion] = std::byte{9};
+  tb.push_frame(1, bad);
+  settle();
+  EXPECT_TRUE(notices_.empty());
+  // A soft reset starts the counts again.
+  soft_reset(tb);
+  soft_reset(model_bus);
+  tb.push_frame(0, unknown(0));
+  settle();
+  EXPECT_EQ(notices_.size(), 1u);
+}
+
+// Notices wait for a held egress port without losing or reordering anything: the port's drops
+// wait at its head once its notice queue is full, the other ports go on; the result frames and
+// the notices of a port take turns.
+TEST_F(Rtl, NoticesAndResultsShareAHeldPort) {
+  const JobSpec job = make_job(1, 3, 0, 8, 16);
+  install(0, job);
+  tb.set_egress_ready(0, false);
+  // Ranks 0 and 1 send each packet twice (the copy a duplicate while the round waits for rank
+  // 2), rank 0 also what no job takes.
+  for (std::uint32_t p = 0; p < 6; ++p) {
+    for (std::uint16_t r = 0; r < 2; ++r) {
+      const Contribution c{
+          .job = 1, .rank = r, .slot = std::uint16_t(p), .seq = p, .values = ints({1, 2, 3})};
+      tb.push_frame(r, contribution_frame(job, c));
+      tb.push_frame(r, contribution_frame(job, c));
+    }
+    tb.push_frame(0, frame_from(job.workers[0], encode_packet({.job = 9, .seq = p})));
+  }
+  tb.step(3000);
+  EXPECT_EQ(tb.ingress_pending(1), 0u);
+  EXPECT_GT(tb.ingress_pending(0), 0u) << "port 0's drops wait for room for their notices";
+  // Rank 2 completes the rounds: results for all three, port 0's waiting behind its notices.
+  for (std::uint32_t p = 0; p < 6; ++p)
+    tb.push_frame(
+        2,
+        contribution_frame(
+            job,
+            {.job = 1, .rank = 2, .slot = std::uint16_t(p), .seq = p, .values = ints({1, 2, 3})}));
+  tb.step(3000);
+  tb.set_egress_ready(0, true);
+  settle();  // (compared with the model: every frame, every counter)
+  EXPECT_GE(count(C::kDroppedDuplicate), 6u);
+  EXPECT_EQ(count(C::kNotices), count(C::kDroppedDuplicate) + 1);
+  EXPECT_EQ(count(C::kCompletions), 6u);
+  EXPECT_EQ(tb.egress_protocol_errors(), 0u) << tb.last_protocol_error();
   expect_balanced();
 }
 
@@ -1247,7 +1481,11 @@ TEST_F(RtlTraffic, HardResetMidTraffic) {
   tb.push_frame(
       0, contribution_frame(job, {.job = 1, .rank = 0, .slot = 0, .seq = 0, .values = ints({1})}));
   ASSERT_TRUE(run_until_idle());
-  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty
+  EXPECT_EQ(count(C::kDroppedUnknownJob), 1u);  // the job table is empty: a notice says so
+  const auto notice = decode_all(tb.pop_egress());
+  ASSERT_EQ(notice.size(), 1u);
+  EXPECT_EQ(notice[0].header.type, wire::MsgType::kNotice);
+  EXPECT_EQ(notice[0].values, ints({int(wire::NoticeReason::kUnknownJob)}));
   tb.take_decisions();
   clear_counters(tb);
   model.reset();

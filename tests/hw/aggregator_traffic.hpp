@@ -134,6 +134,7 @@ class Traffic {
   }
 
   std::vector<Result> results;      // every result a worker accepted
+  std::vector<Result> notices;      // every notice the RTL sent
   std::vector<EgressFrame> egress;  // every frame the RTL sent to this job
 
  private:
@@ -160,6 +161,10 @@ class Traffic {
 
   void accept(const EgressFrame& f) {
     const Result res = decode_result(f);
+    if (res.header.type == wire::MsgType::kNotice) {  // a copy or a late retransmission dropped
+      notices.push_back(res);
+      return;
+    }
     std::size_t r = 0;
     while (r < job_.workers.size() &&
            !(job_.workers[r].address == Endpoint{res.address.dst_ip, res.address.dst_port}))

@@ -62,6 +62,7 @@ DeviceInfo read_device_info(CsrBus& bus) {
   const unsigned log2_slots = (features >> 16) & 0xFF;
   info.slots = log2_slots < 17 ? 1u << log2_slots : 0;
   info.max_beats = features >> 24;
+  info.job_table_readback = (features & reg::kFeaturesJobTableReadback) != 0;
   if (info.wire_version != wire::kVersion)
     throw Error(Errc::kUnsupported,
                 fmt::format("FPGA aggregator speaks wire format version {}, this build {}",
@@ -218,6 +219,118 @@ void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num
 void remove_job(CsrBus& bus, unsigned job_index) {
   bus.write32(reg::kJobIndex, job_index);
   issue(bus, reg::kCommit, std::uint32_t(Command::kRemoveJob), "removing a job");
+}
+
+JobTableEntry read_job_entry(CsrBus& bus, unsigned entry) {
+  bus.write32(reg::kJobIndex, entry);
+  JobTableEntry e;
+  e.entry = entry;
+  const std::uint32_t id = bus.read32(reg::kJobEntryId);
+  if ((id & reg::kJobEntryValid) == 0) return e;
+  e.valid = true;
+  e.job_id = static_cast<std::uint16_t>(id & 0xFFFF);
+  e.workers = bus.read32(reg::kJobEntryWorkers);
+  const std::uint32_t slots = bus.read32(reg::kJobEntrySlots);
+  e.slot_base = static_cast<std::uint16_t>(slots & 0xFFFF);
+  e.slot_count = static_cast<std::uint16_t>(slots >> 16);
+  e.elements_per_packet = bus.read32(reg::kJobEntryElements) & 0xFFFF;
+  const std::uint32_t parent = bus.read32(reg::kJobEntryParentId);
+  if ((parent & reg::kJobEntryHasParent) != 0)
+    e.parent_job_id = static_cast<std::uint16_t>(parent & 0xFFFF);
+  return e;
+}
+
+std::vector<PlacedJob> place_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs,
+                                  std::span<const JobTableEntry> table,
+                                  const Placement& placement) {
+  check_jobs(info, jobs);
+  std::vector<PlacedJob> placed;
+  if (!info.job_table_readback) {
+    // Which entries hold jobs is unknown: only an explicit entry, knowingly overwritten.
+    if (!placement.first_entry || !placement.replace)
+      throw Error(Errc::kUnsupported,
+                  "the FPGA aggregator cannot read its job table back (FEATURES bit 4 clear: a "
+                  "design without JOB_ENTRY_*), so whether an entry is free is unknown: give "
+                  "--entry E and --replace to write entry E whatever it holds");
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const unsigned entry = *placement.first_entry + static_cast<unsigned>(i);
+      check_job(info, jobs[i], entry);
+      placed.push_back({entry, std::nullopt});
+    }
+    return placed;
+  }
+
+  const auto held = [&](unsigned entry) -> const JobTableEntry* {
+    for (const JobTableEntry& e : table)
+      if (e.entry == entry && e.valid) return &e;
+    return nullptr;
+  };
+  const auto holding = [&](std::uint16_t id) -> std::optional<unsigned> {
+    for (const JobTableEntry& e : table)
+      if (e.valid && e.job_id == id) return e.entry;
+    return std::nullopt;
+  };
+  std::vector<bool> taken(info.max_jobs, false);  // entries this call stores into
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& job = jobs[i];
+    const std::optional<unsigned> already = holding(job.job_id);
+    unsigned entry = 0;
+    if (placement.first_entry) {
+      entry = *placement.first_entry + static_cast<unsigned>(i);
+      check_job(info, job, entry);
+      if (already && *already != entry)
+        throw Error(Errc::kConfig,
+                    fmt::format("job {} already in entry {}: storing it in entry {} as well would "
+                                "give two entries one job id (the lower one takes its packets); "
+                                "remove entry {} first, or leave out --entry to replace it there "
+                                "(--replace)",
+                                job.job_id, *already, entry, *already));
+    } else if (already) {
+      entry = *already;
+    } else {
+      bool found = false;
+      for (unsigned e = 0; e < info.max_jobs && !found; ++e)
+        if (!taken[e] && !held(e)) {
+          entry = e;
+          found = true;
+        }
+      if (!found)
+        throw Error(Errc::kConfig,
+                    fmt::format("job {}: no free entry: the FPGA aggregator's job table has {} "
+                                "entries and every one holds a job{}; remove one first",
+                                job.job_id, info.max_jobs,
+                                jobs.size() > 1 ? " or one this file adds" : ""));
+    }
+    PlacedJob p{entry, std::nullopt};
+    if (const JobTableEntry* old = held(entry)) {
+      if (!placement.replace) {
+        if (old->job_id == job.job_id)
+          throw Error(Errc::kConfig, fmt::format("job {} already in entry {}: give --replace to "
+                                                 "replace it",
+                                                 job.job_id, entry));
+        throw Error(Errc::kConfig,
+                    fmt::format("entry {} holds job {}: give --replace to replace it, or leave out "
+                                "--entry to take a free entry",
+                                entry, old->job_id));
+      }
+      p.replaces = old->job_id;
+    }
+    taken[entry] = true;
+    placed.push_back(p);
+  }
+  // The jobs the table keeps share no slot with the new ones (storing a job clears its slots).
+  for (const JobTableEntry& e : table) {
+    if (!e.valid || (e.entry < taken.size() && taken[e.entry])) continue;
+    for (const JobSpec& job : jobs)
+      if (job.slot_base < e.slot_base + e.slot_count &&
+          e.slot_base < job.slot_base + job.slot_count)
+        throw Error(
+            Errc::kConfig,
+            fmt::format("job {}: slots [{}, {}) overlap slots [{}, {}) of job {} in entry {}",
+                        job.job_id, job.slot_base, job.slot_base + job.slot_count, e.slot_base,
+                        e.slot_base + e.slot_count, e.job_id, e.entry));
+  }
+  return placed;
 }
 
 void commit(CsrBus& bus, Command command) {

@@ -236,18 +236,28 @@ AggregatorAddress Device::aggregator_address() {
   return a;
 }
 
-void Device::add_jobs(std::span<const JobSpec> jobs, unsigned first_entry,
-                      const AggregatorAddress& aggregator) {
+std::vector<JobTableEntry> Device::job_table() {
   const DeviceInfo info = identify();
-  // check_jobs numbers entries from 0: check each against its real entry, and the set together
-  // (ids, slot overlaps) with a table that starts at first_entry.
+  if (!info.job_table_readback)
+    throw Error(Errc::kUnsupported,
+                fmt::format("{}: cannot read its job table back (FEATURES bit 4 clear: a design "
+                            "without JOB_ENTRY_*)",
+                            name_));
+  std::vector<JobTableEntry> table;
+  for (unsigned e = 0; e < info.max_jobs; ++e) table.push_back(read_job_entry(*bus_, e));
+  return table;
+}
+
+std::vector<PlacedJob> Device::add_jobs(std::span<const JobSpec> jobs, const Placement& placement,
+                                        const AggregatorAddress& aggregator) {
+  const DeviceInfo info = identify();
+  std::vector<JobTableEntry> table;
+  if (info.job_table_readback)
+    for (unsigned e = 0; e < info.max_jobs; ++e) table.push_back(read_job_entry(*bus_, e));
+  const std::vector<PlacedJob> placed = place_jobs(info, jobs, table, placement);
   for (std::size_t i = 0; i < jobs.size(); ++i)
-    check_job(info, jobs[i], first_entry + static_cast<unsigned>(i));
-  DeviceInfo rest = info;
-  rest.max_jobs = info.max_jobs > first_entry ? info.max_jobs - first_entry : 0;
-  check_jobs(rest, jobs);
-  for (std::size_t i = 0; i < jobs.size(); ++i)
-    program_job(*bus_, jobs[i], first_entry + static_cast<unsigned>(i), aggregator);
+    program_job(*bus_, jobs[i], placed[i].entry, aggregator);
+  return placed;
 }
 
 void Device::remove_job(unsigned entry) {

@@ -175,7 +175,8 @@ int admit(const Frame<P>& f, uint32_t agg_udp_port, const JobTable<P>& table, Co
   if (packet < static_cast<uint32_t>(kNetaggHeaderSize)) return csr14::kMalformedTruncated;
   if (get_byte(h, kNetaggVersion) != kVersion) return csr14::kMalformedBadVersion;
   const unsigned type = get_byte(h, kNetaggType);
-  if (type != kMsgContribution && type != kMsgResult) return csr14::kMalformedBadType;
+  if (type != kMsgContribution && type != kMsgResult && type != kMsgNotice)
+    return csr14::kMalformedBadType;
   const unsigned dtype = get_byte(h, kNetaggDtype);
   if (dtype > kDtypeBf16) return csr14::kMalformedBadDtype;
   const unsigned flags = get_byte(h, kNetaggFlags);
@@ -188,6 +189,7 @@ int admit(const Frame<P>& f, uint32_t agg_udp_port, const JobTable<P>& table, Co
   if (f.beats > static_cast<uint32_t>(P::kMaxFrameBeats) && f.bytes != kIpv4 + ip_length)
     return csr14::kMalformedLengthMismatch;
 
+  if (type == kMsgNotice) return csr14::kDroppedNotContribution;  // (a parent's, to a child)
   if (type != kMsgContribution) return admit_parent_result(h, dtype, flags, count, table, c);
   const int job = table.find_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)));
   if (job < 0) return csr14::kDroppedUnknownJob;

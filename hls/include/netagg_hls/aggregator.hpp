@@ -23,6 +23,8 @@
 //   parent as one contribution and waits; a member's retransmission meanwhile sends it again;
 //   the parent's result frame (from the parent's address, for this job at the parent) replaces
 //   the sum, completes the round and goes to every worker as in 4.
+//   notice.hpp: a contribution dropped in 1 or 2 for a reason its sender can act on is answered
+//   with a notice out of the port it came in on, rate-limited by reason and rank.
 // Kernel code: C++14, no dynamic memory, every loop bounded.
 #ifndef NETAGG_HLS_AGGREGATOR_HPP
 #define NETAGG_HLS_AGGREGATOR_HPP
@@ -34,6 +36,7 @@
 #include "netagg_hls/admit.hpp"
 #include "netagg_hls/csr14.hpp"
 #include "netagg_hls/frame.hpp"
+#include "netagg_hls/notice.hpp"
 #include "netagg_hls/params.hpp"
 #include "netagg_hls/replicate.hpp"
 #include "netagg_hls/round.hpp"
@@ -93,7 +96,7 @@ class Aggregator {
     act_on_sequences();
   }
   // Reading COUNTER_LO latches the selected 64-bit counter; COUNTER_HI returns the latched half.
-  // Unmapped addresses read 0.
+  // JOB_ENTRY_* read the entry JOB_INDEX selects. Unmapped addresses read 0.
   uint32_t csr_read(uint32_t address) {
     const uint32_t off = align(address);
     switch (off) {
@@ -108,6 +111,12 @@ class Aggregator {
         return static_cast<uint32_t>(counter_latch_);
       case csr14::kCounterHi:
         return static_cast<uint32_t>(counter_latch_ >> 32);
+      case csr14::kJobEntryId:
+      case csr14::kJobEntryWorkers:
+      case csr14::kJobEntrySlots:
+      case csr14::kJobEntryElements:
+      case csr14::kJobEntryParentId:
+        return entry_register(off);
       default:
         return writable(off) ? reg_[off / 4] : 0;
     }
@@ -150,6 +159,11 @@ class Aggregator {
     out.status = 0;
     out.counter_lo = static_cast<uint32_t>(c);
     out.counter_hi = static_cast<uint32_t>(c >> 32);
+    out.job_entry_id = entry_register(csr14::kJobEntryId);
+    out.job_entry_workers = entry_register(csr14::kJobEntryWorkers);
+    out.job_entry_slots = entry_register(csr14::kJobEntrySlots);
+    out.job_entry_elements = entry_register(csr14::kJobEntryElements);
+    out.job_entry_parent_id = entry_register(csr14::kJobEntryParentId);
   }
 
   uint64_t counter(uint32_t index) const {
@@ -202,7 +216,8 @@ class Aggregator {
   // the same round of a (slot, set) are combined by the adder tree (port order, absent ports
   // pass through) and that sum is stored or added to the accumulators, accumulator first. A
   // round completes with the last of its frames in port order; results are written to
-  // sink.write(port, beat) in the order their rounds complete, in rank order per round.
+  // sink.write(port, beat) in the order their rounds complete, in rank order per round, and a
+  // notice where its frame is dropped (the drops of the checks first, then those of the rounds).
   template <class Sink>
   void process_group(const Frame frames[kNumPorts], const bool present[kNumPorts], Sink& sink) {
     Contribution c[kNumPorts] = {};  // filled in by admit() for the frames that pass
@@ -214,7 +229,7 @@ class Aggregator {
       ++counters_[csr14::kFramesIn];
       const int reason = pipeline::admit(frames[p], reg(csr14::kAggUdpPort), table_, c[p]);
       if (reason >= 0)
-        ++counters_[reason];
+        drop(reason, p, frames[p].beat[0], 0, sink);
       else
         ok[p] = true;
     }
@@ -228,8 +243,9 @@ class Aggregator {
       const int at = 2 * k.slot + k.set;
       RoundState& round = rounds_.at(at);
       const int decision = pipeline::decide(round, k);
-      if (decision >= 0) {  // a drop reason
-        ++counters_[decision];
+      if (decision >= 0) {  // a drop reason; a duplicate's notice names the ranks still due
+        drop(decision, p, frames[p].beat[0], all_ranks(table_.job(k.job).workers) & ~round.bitmap,
+             sink);
         continue;
       }
       if (decision == pipeline::kResend) {
@@ -353,11 +369,35 @@ class Aggregator {
   }
   static uint32_t version_register() { return kDesignVersion << 16 | layout::kVersion; }
   static uint32_t features_register() {
-    return static_cast<uint32_t>(kNumPorts) | static_cast<uint32_t>(kMaxJobs) << 8 |
-           static_cast<uint32_t>(P::kLog2Slots) << 16 | static_cast<uint32_t>(kMaxBeats) << 24;
+    return static_cast<uint32_t>(kNumPorts) | csr14::kFeaturesJobTableReadback |
+           static_cast<uint32_t>(kMaxJobs) << 8 | static_cast<uint32_t>(P::kLog2Slots) << 16 |
+           static_cast<uint32_t>(kMaxBeats) << 24;
   }
 
   uint32_t reg(uint32_t offset) const { return reg_[offset / 4]; }
+
+  // JOB_ENTRY_* (register offset `off`): the entry JOB_INDEX selects as the table holds it; 0
+  // for an entry that is not valid or beyond the table.
+  uint32_t entry_register(uint32_t off) const {
+    const uint32_t entry = reg(csr14::kJobIndex);
+    if (entry >= static_cast<uint32_t>(kMaxJobs)) return 0;
+    const JobEntry& job = table_.job(static_cast<int>(entry));
+    if (!job.valid) return 0;
+    switch (off) {
+      case csr14::kJobEntryId:
+        return csr14::kJobEntryValid | job.id;
+      case csr14::kJobEntryWorkers:
+        return job.workers;
+      case csr14::kJobEntrySlots:
+        return static_cast<uint32_t>(job.slot_count) << 16 | job.slot_base;
+      case csr14::kJobEntryElements:
+        return job.elements;
+      case csr14::kJobEntryParentId:
+        return job.has_parent ? (csr14::kJobEntryHasParent | job.parent_id) : 0u;
+      default:
+        return 0;
+    }
+  }
 
   // CONTROL first, then COMMIT: when the top sees both change in one poll, the host wrote the
   // reset before programming (the order control.cpp and the tests use).
@@ -426,11 +466,33 @@ class Aggregator {
   void clear_counters() {
     for (int i = 0; i < csr14::kCounterCount; ++i) counters_[i] = 0;
   }
-  // Soft reset: slots, job table and counters (the other registers keep their values).
+  // Soft reset: slots, job table, the notices' rate and counters (the other registers keep their
+  // values).
   void clear_state() {
     rounds_.clear();
     table_.clear();
+    notices_.clear();
     clear_counters();
+  }
+
+  static uint32_t all_ranks(int workers) { return workers >= 32 ? ~0u : (1u << workers) - 1u; }
+
+  // Counts a drop of the frame whose beat 0 is `h` (ingress port `port`) by its reason
+  // (`counter`) and answers it with a notice when the reason is one its sender can act on, the
+  // frame a contribution that is no recovery copy, and the rate allows (notice.hpp). `waiting`:
+  // a duplicate's round's ranks still due.
+  template <class Sink>
+  void drop(int counter, int port, const BeatData& h, uint32_t waiting, Sink& sink) {
+    using namespace layout;
+    ++counters_[counter];
+    const unsigned code = pipeline::notice_code(counter);
+    if (code == 0 || get_byte(h, kNetaggType) != kMsgContribution ||
+        (get_byte(h, kNetaggFlags) & kFlagRecovery) != 0)
+      return;
+    if (!notices_.due(code, get_be16(h, kNetaggRank))) return;
+    pipeline::emit_notice(h, code, waiting, port, sink);
+    ++counters_[csr14::kNotices];
+    ++counters_[csr14::kFramesOut];
   }
 
   // The round's result to every worker of the job, in rank order.
@@ -470,6 +532,7 @@ class Aggregator {
   pipeline::JobTable<P> table_;
   pipeline::RoundTable<P> rounds_;  // index 2 * slot + set
   pipeline::Accumulators<P> acc_;   // int32 or fp32 bits
+  pipeline::NoticeRate notices_;
 };
 
 }  // namespace fpga

@@ -50,6 +50,11 @@ constexpr unsigned kJobParentIp = 0x068;
 constexpr unsigned kJobParentUdpPort = 0x06C;
 constexpr unsigned kJobParentMacLo = 0x070;
 constexpr unsigned kJobParentMacHi = 0x074;
+constexpr unsigned kJobEntryId = 0x078;
+constexpr unsigned kJobEntryWorkers = 0x07C;
+constexpr unsigned kJobEntrySlots = 0x080;
+constexpr unsigned kJobEntryElements = 0x084;
+constexpr unsigned kJobEntryParentId = 0x088;
 
 constexpr unsigned kAggUdpPortReset = 20033;
 
@@ -57,10 +62,13 @@ constexpr unsigned kAggUdpPortReset = 20033;
 constexpr unsigned kCommitStoreJob = 0x01u;  // COMMIT
 constexpr unsigned kCommitStoreWorker = 0x02u;  // COMMIT
 constexpr unsigned kCommitRemoveJob = 0x03u;  // COMMIT
+constexpr unsigned kFeaturesJobTableReadback = 0x10u;  // FEATURES
 constexpr unsigned kControlSoftReset = 0x01u;  // CONTROL
 constexpr unsigned kControlClearCounters = 0x02u;  // CONTROL
 constexpr unsigned kJobIdValid = 0x80000000u;  // JOB_ID
 constexpr unsigned kJobParentValid = 0x80000000u;  // JOB_PARENT_ID
+constexpr unsigned kJobEntryValid = 0x80000000u;  // JOB_ENTRY_ID
+constexpr unsigned kJobEntryHasParent = 0x80000000u;  // JOB_ENTRY_PARENT_ID
 constexpr unsigned kStatusBusy = 0x01u;  // STATUS
 
 // Counter indices (COUNTER_INDEX).
@@ -72,7 +80,7 @@ enum Counter {
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
   kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kSentToParent,
-  kResentToParent, kResultsFromParent, kEpochTakeovers, kCounterCount
+  kResentToParent, kResultsFromParent, kEpochTakeovers, kNotices, kCounterCount
 };
 
 }  // namespace csr14
@@ -113,7 +121,12 @@ enum Counter {
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_ip offset = 0x068 bundle = control) \
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_udp_port offset = 0x06C bundle = control) \
   NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_lo offset = 0x070 bundle = control) \
-  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_hi offset = 0x074 bundle = control)
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_parent_mac_hi offset = 0x074 bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_entry_id bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_entry_workers bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_entry_slots bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_entry_elements bundle = control) \
+  NETAGG_HLS_PRAGMA(HLS INTERFACE s_axilite port = job_entry_parent_id bundle = control)
 
 // The top's register ports: the read-write registers as inputs, the read-only ones as
 // outputs, in map order.
@@ -125,7 +138,9 @@ enum Counter {
   uint32_t counter_index, uint32_t job_parent_id, uint32_t job_parent_rank, \
   uint32_t job_parent_slots, uint32_t job_parent_ip, uint32_t job_parent_udp_port, \
   uint32_t job_parent_mac_lo, uint32_t job_parent_mac_hi, uint32_t* version, uint32_t* features, \
-  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi
+  uint32_t* status, uint32_t* counter_lo, uint32_t* counter_hi, uint32_t* job_entry_id, \
+  uint32_t* job_entry_workers, uint32_t* job_entry_slots, uint32_t* job_entry_elements, \
+  uint32_t* job_entry_parent_id
 // The input registers' names: CsrInputs's fields, and its initializer from the ports.
 #define NETAGG_HLS_CSR_INPUT_FIELDS \
   control, agg_mac_lo, agg_mac_hi, agg_ip, agg_udp_port, job_index, job_id, job_workers, \
@@ -134,10 +149,14 @@ enum Counter {
   job_parent_ip, job_parent_udp_port, job_parent_mac_lo, job_parent_mac_hi
 // The output registers' names: CsrOutputs's fields.
 #define NETAGG_HLS_CSR_OUTPUT_FIELDS \
-  version, features, status, counter_lo, counter_hi
+  version, features, status, counter_lo, counter_hi, job_entry_id, job_entry_workers, \
+  job_entry_slots, job_entry_elements, job_entry_parent_id
 // Stores a CsrOutputs into the top's output ports.
 #define NETAGG_HLS_CSR_STORE_OUTPUTS(out) \
   *version = (out).version; *features = (out).features; *status = (out).status; \
-  *counter_lo = (out).counter_lo; *counter_hi = (out).counter_hi;
+  *counter_lo = (out).counter_lo; *counter_hi = (out).counter_hi; \
+  *job_entry_id = (out).job_entry_id; *job_entry_workers = (out).job_entry_workers; \
+  *job_entry_slots = (out).job_entry_slots; *job_entry_elements = (out).job_entry_elements; \
+  *job_entry_parent_id = (out).job_entry_parent_id;
 
 #endif  // NETAGG_HLS_CSR14_HPP

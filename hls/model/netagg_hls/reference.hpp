@@ -8,9 +8,10 @@
 //                                adder tree combines those that meet in one (slot, set)
 //   csr_read / csr_write         the AXI4-Lite registers (formats/csr.json)
 //
-// Both process_* return the result frames in the order the model makes them: for each round
-// that completes, one frame per worker in rank order; a resend where the retransmission was
-// taken. Per egress port that is the order the frames leave the port.
+// Both process_* return the frames in the order the model makes them: for each round that
+// completes, one frame per worker in rank order; a resend where the retransmission was taken; a
+// notice where a dropped frame gets one. Per egress port that is the order the result frames
+// leave the port (the RTL sends notices through a queue of their own, netagg_notice.sv).
 #pragma once
 
 #include <cstddef>

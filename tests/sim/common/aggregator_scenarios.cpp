@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -149,6 +151,24 @@ void expect_answer_then_quiet_stop_on_sigint(DaemonProcess& d, LoopbackUdpSocket
   EXPECT_EQ(d.stop(SIGINT), 0) << d.stderr_text();
   EXPECT_THAT(d.stdout_text(), ::testing::Not(HasSubstr("counters")));
   EXPECT_EQ(d.stderr_text(), "");
+}
+
+Notices notices_received(LoopbackUdpSocket& socket, std::size_t n, const Endpoint& aggregator) {
+  Notices out;
+  for (std::size_t i = 0; i < n; ++i) {
+    Endpoint from;
+    const auto bytes = socket.receive(&from);
+    if (!bytes) break;
+    EXPECT_EQ(from, aggregator) << "notices come from the address the workers send to";
+    const Result res = parse_result(*bytes);
+    EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
+    if (res.values.empty()) continue;
+    const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
+    out.emplace_back(std::string(wire::to_string(reason)),
+                     res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace netagg::testing

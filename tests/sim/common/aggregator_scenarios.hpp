@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the tests of both aggregator daemons (netagg-switchd, netagg-fpgad) run alike, from UDP
-// sockets on loopback: the rounds of a job of three workers and a retransmission, the junk that
-// neither answers, a quiet stop on SIGINT. Each test adds what only its daemon does and checks
-// the counters in its daemon's names.
+// sockets on loopback: the rounds of a job of three workers and a retransmission, the junk (no
+// result, a notice for the drops a worker can act on), a quiet stop on SIGINT. Each test adds what
+// only its daemon does and checks the counters in its daemon's names.
 #pragma once
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon.hpp"
@@ -52,7 +53,8 @@ class TwoJobs {
 
   // Junk of every kind, once each, from the workers of both jobs and the stranger: truncated,
   // bad version, type, dtype, flags, count, length, foreign source, unknown job, rank and slot
-  // out of range, a count beyond the job's, a result. None may be answered.
+  // out of range, a count beyond the job's, a result. None gets a result; which get a
+  // notice each test checks (notices_received).
   void send_junk(const Endpoint& aggregator);
 
   // A test failure for each socket with a datagram queued (call it once the daemon's counters
@@ -62,6 +64,12 @@ class TwoJobs {
   LoopbackUdpSocket workers[3];
   LoopbackUdpSocket other_job_worker, stranger;
 };
+
+// The notices a socket holds, up to `n`, each as its reason's name and the waiting ranks' bitmap
+// (0 but for a duplicate), sorted; each from `aggregator`. Stops at the first receive that times
+// out, so a missing notice shows as a shorter list.
+using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
+Notices notices_received(LoopbackUdpSocket& socket, std::size_t n, const Endpoint& aggregator);
 
 // Job 1: `worker` alone on slot 0, one element a packet; `aggregator` where given.
 std::string one_slot_job(const Endpoint& worker, const std::optional<Endpoint>& aggregator = {});

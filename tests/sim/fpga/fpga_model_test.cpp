@@ -227,7 +227,9 @@ TEST_P(FpgaModelTest, RemoveSoftResetAndResetMidTraffic) {
   fpga::remove_job(m(), 1);
   m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 1)));
   run();
-  EXPECT_TRUE(m().pop_egress().empty());
+  const std::vector<Result> notice = decode_all(m().pop_egress());
+  ASSERT_EQ(notice.size(), 1u);
+  EXPECT_THAT(notice[0].values, ElementsAreArray({int(wire::NoticeReason::kUnknownJob)}));
   Counters c = counters(m());
   EXPECT_EQ(c.at("dropped_unknown_job"), 1u);
   fpga::soft_reset(m());
@@ -238,6 +240,7 @@ TEST_P(FpgaModelTest, RemoveSoftResetAndResetMidTraffic) {
   for (int i = 0; i < 4; ++i) m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 1)));
   m().step(10);
   m().reset();
+  m().pop_egress();  // what left before the reset (the C model: the copies' notices)
   fpga::program_job(m(), job, 1, kAgg);
   m().push_frame(0, frame(job, 0, 0, std::vector<std::int32_t>(16, 5)));
   m().push_frame(1, frame(job, 1, 0, std::vector<std::int32_t>(16, 6)));
@@ -246,6 +249,96 @@ TEST_P(FpgaModelTest, RemoveSoftResetAndResetMidTraffic) {
   ASSERT_EQ(results.size(), 2u);
   for (const Result& r : results) EXPECT_THAT(r.values, ::testing::Each(11));
   EXPECT_EQ(counters(m()).at("frames_in"), 2u) << "the reset cleared the counters";
+}
+
+// The job table reads back through JOB_INDEX / JOB_ENTRY_*: what the driver stored, entry by
+// entry, emptied by a remove and by a soft reset.
+TEST_P(FpgaModelTest, JobTableReadsBack) {
+  EXPECT_TRUE(fpga::read_device_info(m()).job_table_readback);
+  JobSpec child = make_job(6, 8, 2, 3, 32);
+  child.parent = ParentSpec{{0x0A00C801, 40000}, 40, 1, 20, std::nullopt, std::nullopt};
+  fpga::program_job(m(), make_job(5, 0, 4, 2, 16), 1, kAgg);
+  fpga::program_job(m(), child, 4, kAgg);
+  for (unsigned e = 0; e < 8; ++e) {
+    const fpga::JobTableEntry entry = fpga::read_job_entry(m(), e);
+    EXPECT_EQ(entry.entry, e);
+    EXPECT_EQ(entry.valid, e == 1 || e == 4) << "entry " << e;
+  }
+  fpga::JobTableEntry entry = fpga::read_job_entry(m(), 4);
+  EXPECT_EQ(entry.job_id, 6u);
+  EXPECT_EQ(entry.workers, 3u);
+  EXPECT_EQ(entry.slot_base, 8u);
+  EXPECT_EQ(entry.slot_count, 2u);
+  EXPECT_EQ(entry.elements_per_packet, 32u);
+  EXPECT_EQ(entry.parent_job_id, std::optional<std::uint16_t>(40));
+  entry = fpga::read_job_entry(m(), 1);
+  EXPECT_EQ(entry.job_id, 5u);
+  EXPECT_EQ(entry.slot_count, 4u);
+  EXPECT_FALSE(entry.parent_job_id);
+  fpga::remove_job(m(), 4);
+  EXPECT_FALSE(fpga::read_job_entry(m(), 4).valid);
+  EXPECT_TRUE(fpga::read_job_entry(m(), 1).valid);
+  fpga::soft_reset(m());
+  EXPECT_FALSE(fpga::read_job_entry(m(), 1).valid);
+}
+
+// A contribution dropped for a reason its sender can act on is answered with a notice out of
+// the port it came in on, to the packet's source (a registered worker or not), from the address
+// it was sent to: a stranger's packet (foreign source), a duplicate (with the ranks its round
+// waits for), a count that differs from its round's. A recovery copy gets none.
+TEST_P(FpgaModelTest, DropsAWorkerCanActOnAreAnsweredWithANotice) {
+  const JobSpec job = make_job(2, 4, 2, 3, 16);
+  fpga::program_job(m(), job, 0, kAgg);
+  JobSpec stranger = job;  // rank 1's packet from an address the job does not have
+  stranger.workers[1].address = Endpoint{0x0A0000C8, 40000};
+  const wire::Mac stranger_mac{0x02, 0, 0, 0, 0, 0x77};
+  m().push_frame(3, testing::contribution_frame(stranger, 1, 0, {5}, stranger_mac, kAgg.mac,
+                                                Endpoint{kAgg.ip, kAgg.udp_port}));
+  run();
+  std::vector<Result> out = decode_all(m().pop_egress());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].port, 3u);
+  EXPECT_EQ(out[0].header.type, wire::MsgType::kNotice);
+  EXPECT_EQ(out[0].header.dtype, wire::DataType::kInt32);
+  EXPECT_EQ(out[0].header.job_id, 2);
+  EXPECT_EQ(out[0].header.rank, 1);
+  EXPECT_EQ(out[0].header.slot, 4);
+  EXPECT_EQ(out[0].header.exponent, wire::kExponentNone);
+  EXPECT_EQ(out[0].address.dst_ip, 0x0A0000C8u);
+  EXPECT_EQ(out[0].address.dst_port, 40000);
+  EXPECT_EQ(out[0].address.dst_mac, stranger_mac);
+  EXPECT_EQ(out[0].address.src_ip, kAgg.ip);
+  EXPECT_EQ(out[0].address.src_port, kAgg.udp_port);
+  EXPECT_EQ(out[0].address.src_mac, kAgg.mac);
+  EXPECT_EQ(out[0].address.ecn, 0);
+  EXPECT_THAT(out[0].values, ElementsAreArray({int(wire::NoticeReason::kForeignSource)}));
+
+  // Rank 0 starts packet 0's round, then sends it again; rank 1 sends a count the round has not.
+  m().push_frame(0, frame(job, 0, 0, {1}));
+  run();
+  m().push_frame(0, frame(job, 0, 0, {1}));
+  run();
+  m().push_frame(1, frame(job, 1, 0, {1, 2}));
+  run();
+  out = decode_all(m().pop_egress());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].port, 0u);
+  EXPECT_EQ(out[0].address.dst_port, job.workers[0].address.port);
+  EXPECT_THAT(out[0].values, ElementsAreArray({int(wire::NoticeReason::kDuplicate), 0b110}));
+  EXPECT_EQ(out[1].port, 1u);
+  EXPECT_EQ(out[1].address.dst_port, job.workers[1].address.port);
+  EXPECT_THAT(out[1].values, ElementsAreArray({int(wire::NoticeReason::kCountMismatch)}));
+  // A recovery copy of rank 0's packet: dropped as a duplicate, not answered.
+  std::vector<std::byte> copy = frame(job, 0, 0, {1});
+  copy[wire::kFrameOverhead + wire::offset::kFlags] |= std::byte{wire::kFlagRecovery};
+  m().push_frame(0, copy);
+  run();
+  EXPECT_TRUE(m().pop_egress().empty());
+  const Counters c = counters(m());
+  EXPECT_EQ(c.at("dropped_duplicate"), 2u);
+  EXPECT_EQ(c.at("notices"), 3u);
+  EXPECT_EQ(c.at("frames_out"), 3u);
+  EXPECT_EQ(m().egress_protocol_errors(), 0u) << m().last_protocol_error();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FpgaModelTest, ::testing::Values("rtl", "hls", "vp"),

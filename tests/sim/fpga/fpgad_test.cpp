@@ -83,7 +83,9 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
   const std::uint64_t junk = J::kJunk, round = 4;
   const std::uint64_t sent = result_rounds + junk + round;
 
-  // Junk, each kind once. None gets an answer; the device counts each by its reason.
+  // Junk, each kind once; the device counts each by its reason. Only the drops a worker can act
+  // on are answered: the first of each reason and rank (one in every wire::kNoticeInterval is),
+  // with a notice to its sender.
   jobs.send_junk(agg);
   // A round with a duplicate, a count and a dtype mismatch, left incomplete: slot kBase, set 0
   // (P = 8). Rank 0's packet starts the round before the others arrive: the device takes the
@@ -99,6 +101,19 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
 
   const Counters mid = d.wait_for_datagrams(sent);
   EXPECT_EQ(mid.at("results_resent"), 1u);
+  // Foreign source (the stranger's, the first of two: a notice goes to the packet's source, a
+  // registered worker or not), unknown job, rank, slot (the first of two), count too large,
+  // duplicate (the round waits for ranks 1 and 2), count mismatch (rank 1's), dtype mismatch
+  // (rank 2's).
+  EXPECT_EQ(notices_received(jobs.stranger, 1, agg), (Notices{{"foreign_source", 0}}));
+  EXPECT_EQ(notices_received(workers[0], 5, agg), (Notices{{"count_too_large_for_job", 0},
+                                                           {"duplicate", 0b110},
+                                                           {"rank_out_of_range", 0},
+                                                           {"slot_out_of_range", 0},
+                                                           {"unknown_job", 0}}));
+  EXPECT_EQ(notices_received(workers[1], 1, agg), (Notices{{"count_mismatch", 0}}));
+  EXPECT_EQ(notices_received(workers[2], 1, agg), (Notices{{"dtype_mismatch", 0}}));
+  const std::uint64_t notices = 8;
   jobs.expect_nothing_pending();
 
   EXPECT_EQ(d.stop(SIGTERM), 0) << d.stderr_text();
@@ -114,7 +129,7 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
 
   const Counters expected = {
       {"frames_in", sent},
-      {"frames_out", 3 * kPackets + 1},
+      {"frames_out", 3 * kPackets + 1 + notices},
       {"aggregated", 3 * kPackets + 1},
       {"completions", kPackets},
       {"results_resent", 1},
@@ -147,11 +162,12 @@ TEST_P(FpgadTest, ReducesAnswersAndCountsEverything) {
       {"resent_to_parent", 0},
       {"results_from_parent", 0},
       {"epoch_takeovers", 0},
+      {"notices", notices},
       {"datagrams_in", sent},
-      {"egress_frames", 3 * kPackets + 1},
+      {"egress_frames", 3 * kPackets + 1 + notices},
       {"egress_undecodable", 0},
       {"egress_protocol_errors", 0},
-      {"datagrams_sent", 3 * kPackets + 1},
+      {"datagrams_sent", 3 * kPackets + 1 + notices},
       {"send_errors", 0},
   };
   for (const auto& [name, value] : expected) EXPECT_EQ(exit_json[name], value) << name;

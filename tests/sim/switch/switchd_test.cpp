@@ -111,31 +111,15 @@ void reduces_answers_and_counts_everything(
   // Foreign source (the stranger's, the first of two), unknown job, rank, slot (the first of
   // two), count too large, dtype, duplicate (the round waits for ranks 1 and 2), count mismatch
   // (rank 1's).
-  const auto notice_reasons = [](UdpSocket& socket, std::size_t n) {
-    std::vector<std::pair<std::string, std::uint32_t>> out;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto bytes = socket.receive();
-      if (!bytes) break;
-      const Result res = parse_result(*bytes);
-      EXPECT_EQ(res.header.type, wire::MsgType::kNotice);
-      if (res.values.empty()) continue;
-      const auto reason = static_cast<wire::NoticeReason>(res.values[0]);
-      out.emplace_back(std::string(wire::to_string(reason)),
-                       res.values.size() > 1 ? std::uint32_t(res.values[1]) : 0u);
-    }
-    return out;
-  };
-  using Notices = std::vector<std::pair<std::string, std::uint32_t>>;
-  EXPECT_EQ(notice_reasons(jobs.stranger, 1), (Notices{{"foreign_source", 0}}));
-  auto worker0 = notice_reasons(workers[0], 6);  // threads > 1: in the threads' order
-  std::sort(worker0.begin(), worker0.end());
-  EXPECT_EQ(worker0, (Notices{{"count_too_large_for_job", 0},
-                              {"duplicate", 0b110},
-                              {"rank_out_of_range", 0},
-                              {"slot_out_of_range", 0},
-                              {"unknown_job", 0},
-                              {"unsupported_dtype", 0}}));
-  EXPECT_EQ(notice_reasons(workers[1], 1), (Notices{{"count_mismatch", 0}}));
+  EXPECT_EQ(notices_received(jobs.stranger, 1, sw), (Notices{{"foreign_source", 0}}));
+  // threads > 1: in the threads' order, so sorted
+  EXPECT_EQ(notices_received(workers[0], 6, sw), (Notices{{"count_too_large_for_job", 0},
+                                                          {"duplicate", 0b110},
+                                                          {"rank_out_of_range", 0},
+                                                          {"slot_out_of_range", 0},
+                                                          {"unknown_job", 0},
+                                                          {"unsupported_dtype", 0}}));
+  EXPECT_EQ(notices_received(workers[1], 1, sw), (Notices{{"count_mismatch", 0}}));
   const std::uint64_t notices = 8;
   jobs.expect_nothing_pending();
 

@@ -197,11 +197,15 @@ TEST_F(VpModelTest, ResetDropsFramesAndJobs) {
   run();
   EXPECT_TRUE(m().pop_egress().empty());
   for (const auto& [name, value] : counters()) EXPECT_EQ(value, 0u) << name;
-  // The job table is empty: a contribution is an unknown job's.
+  // The job table is empty: a contribution is an unknown job's (its sender gets a notice).
   fpga::set_aggregator_address(m(), ft::kAggregator);
   m().push_frame(0, ft::contribution_frame(job, 0, 0, values(wire::DataType::kInt32, 0, 0, 16)));
   run();
-  EXPECT_TRUE(m().pop_egress().empty());
+  const auto notice = ft::decode_all(m().pop_egress());
+  ASSERT_EQ(notice.size(), 1u);
+  EXPECT_EQ(notice[0].header.type, wire::MsgType::kNotice);
+  EXPECT_EQ(notice[0].values,
+            std::vector<std::uint32_t>{unsigned(wire::NoticeReason::kUnknownJob)});
   EXPECT_EQ(counters().at("dropped_unknown_job"), 1u);
   fpga::program_job(m(), job, 0, ft::kAggregator);
   for (unsigned r = 0; r < 2; ++r)

@@ -18,7 +18,8 @@ inline constexpr unsigned kAddrBits = 12;  // AXI4-Lite byte address width
 // Register byte offsets.
 // ro: bits 31:16 design version (1), bits 7:0 wire format version
 inline constexpr std::uint32_t kVersion = 0x000;
-// ro: bits 3:0 NUM_PORTS, 15:8 MAX_JOBS, 23:16 log2(SLOTS), 31:24 MAX_BEATS
+// ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), 15:8 MAX_JOBS, 23:16
+// log2(SLOTS), 31:24 MAX_BEATS
 inline constexpr std::uint32_t kFeatures = 0x004;
 // rw: bit 0 soft reset, bit 1 clear counters; bits 31:16 sequence: acts once each time the sequence
 // changes (soft reset clears all slots, the job table and the counters)
@@ -33,9 +34,10 @@ inline constexpr std::uint32_t kAggMacHi = 0x014;
 inline constexpr std::uint32_t kAggIp = 0x018;
 // rw: bits 15:0 UDP port the aggregator listens on
 inline constexpr std::uint32_t kAggUdpPort = 0x01C;
-// rw: job table entry (0..MAX_JOBS-1) that JOB_* and WORKER_* address
+// rw: job table entry (0..MAX_JOBS-1) that JOB_* and WORKER_* address and JOB_ENTRY_* read back
 inline constexpr std::uint32_t kJobIndex = 0x020;
-// rw: bits 15:0 job id, bit 31 valid
+// rw: bits 15:0 job id, bit 31 valid (the value command 1 stores; it reads back as written:
+// JOB_ENTRY_ID reads the entry)
 inline constexpr std::uint32_t kJobId = 0x024;
 // rw: number of workers, 1..MAX_WORKERS
 inline constexpr std::uint32_t kJobWorkers = 0x028;
@@ -81,6 +83,19 @@ inline constexpr std::uint32_t kJobParentUdpPort = 0x06C;
 inline constexpr std::uint32_t kJobParentMacLo = 0x070;
 // rw: the parent's MAC bytes 0..1 (byte 0 in bits 15:8)
 inline constexpr std::uint32_t kJobParentMacHi = 0x074;
+// ro: the job table entry JOB_INDEX selects, as stored: bits 15:0 job id, bit 31 valid. Every
+// JOB_ENTRY_* register reads 0 while the entry is not valid (never stored, removed, stored as not
+// valid, soft reset) and for JOB_INDEX >= MAX_JOBS
+inline constexpr std::uint32_t kJobEntryId = 0x078;
+// ro: the selected entry's number of workers
+inline constexpr std::uint32_t kJobEntryWorkers = 0x07C;
+// ro: the selected entry's slots: bits 15:0 first slot, bits 31:16 slot count
+inline constexpr std::uint32_t kJobEntrySlots = 0x080;
+// ro: bits 15:0 the selected entry's elements per packet
+inline constexpr std::uint32_t kJobEntryElements = 0x084;
+// ro: the selected entry's parent: bits 15:0 its job id at the parent, bit 31 set when the entry
+// has a parent (0 when it has none)
+inline constexpr std::uint32_t kJobEntryParentId = 0x088;
 
 // Reset values other than 0.
 inline constexpr std::uint32_t kAggUdpPortReset = 20033;
@@ -89,10 +104,13 @@ inline constexpr std::uint32_t kAggUdpPortReset = 20033;
 inline constexpr std::uint32_t kCommitStoreJob = 0x01;  // COMMIT: command: store JOB_* into entry JOB_INDEX and clear the job's slots
 inline constexpr std::uint32_t kCommitStoreWorker = 0x02;  // COMMIT: command: store WORKER_* as rank WORKER_INDEX of entry JOB_INDEX
 inline constexpr std::uint32_t kCommitRemoveJob = 0x03;  // COMMIT: command: remove entry JOB_INDEX and clear its slots
+inline constexpr std::uint32_t kFeaturesJobTableReadback = 0x10;  // FEATURES: bit 4: JOB_ENTRY_* read the job table back (a design without them reads 0 there)
 inline constexpr std::uint32_t kControlSoftReset = 0x01;  // CONTROL: bit 0: soft reset
 inline constexpr std::uint32_t kControlClearCounters = 0x02;  // CONTROL: bit 1: clear the counters
 inline constexpr std::uint32_t kJobIdValid = 0x80000000;  // JOB_ID: bit 31: the entry is valid
 inline constexpr std::uint32_t kJobParentValid = 0x80000000;  // JOB_PARENT_ID: bit 31: the job has a parent (a child in an aggregation tree)
+inline constexpr std::uint32_t kJobEntryValid = 0x80000000;  // JOB_ENTRY_ID: bit 31: the selected entry holds a valid job
+inline constexpr std::uint32_t kJobEntryHasParent = 0x80000000;  // JOB_ENTRY_PARENT_ID: bit 31: the selected entry's job has a parent
 inline constexpr std::uint32_t kStatusBusy = 0x01;  // STATUS: bit 0: a commit or reset is clearing slots
 
 enum class Access : std::uint8_t { kReadOnly, kReadWrite, kWriteOnly };
@@ -104,7 +122,7 @@ struct Register {
   std::uint32_t reset;
 };
 
-inline constexpr std::size_t kRegisterCount = 29;
+inline constexpr std::size_t kRegisterCount = 34;
 inline constexpr std::array<Register, kRegisterCount> kRegisters = {{
     {"VERSION", kVersion, Access::kReadOnly, 0},
     {"FEATURES", kFeatures, Access::kReadOnly, 0},
@@ -135,6 +153,11 @@ inline constexpr std::array<Register, kRegisterCount> kRegisters = {{
     {"JOB_PARENT_UDP_PORT", kJobParentUdpPort, Access::kReadWrite, 0},
     {"JOB_PARENT_MAC_LO", kJobParentMacLo, Access::kReadWrite, 0},
     {"JOB_PARENT_MAC_HI", kJobParentMacHi, Access::kReadWrite, 0},
+    {"JOB_ENTRY_ID", kJobEntryId, Access::kReadOnly, 0},
+    {"JOB_ENTRY_WORKERS", kJobEntryWorkers, Access::kReadOnly, 0},
+    {"JOB_ENTRY_SLOTS", kJobEntrySlots, Access::kReadOnly, 0},
+    {"JOB_ENTRY_ELEMENTS", kJobEntryElements, Access::kReadOnly, 0},
+    {"JOB_ENTRY_PARENT_ID", kJobEntryParentId, Access::kReadOnly, 0},
 }};
 
 // Counters, read through COUNTER_INDEX / COUNTER_LO / COUNTER_HI. 64 bits each.
@@ -173,8 +196,9 @@ enum class Counter : std::uint32_t {
   kResentToParent = 31,
   kResultsFromParent = 32,
   kEpochTakeovers = 33,
+  kNotices = 34,
 };
-inline constexpr std::size_t kCounterCount = 34;
+inline constexpr std::size_t kCounterCount = 35;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -210,6 +234,7 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "resent_to_parent",
     "results_from_parent",
     "epoch_takeovers",
+    "notices",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }

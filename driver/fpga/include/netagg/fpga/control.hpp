@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,8 @@ struct DeviceInfo {
   unsigned slots = 0;
   unsigned max_beats = 0;
   unsigned max_workers = 32;  // the worker bitmap's width (not in FEATURES: fixed by the design)
+  // FEATURES bit 4: JOB_ENTRY_* read the job table back (a design without it reads them as 0).
+  bool job_table_readback = false;
   // Largest count of a packet a slot holds, any data type (bf16 accumulates in fp32).
   unsigned max_elements() const { return kLanes * max_beats; }
 };
@@ -85,6 +88,46 @@ void program_job(CsrBus& bus, const JobSpec& job, unsigned job_index,
 void store_job(CsrBus& bus, const JobSpec& job, unsigned job_index, unsigned num_ports);
 // Removes entry job_index and clears its slots.
 void remove_job(CsrBus& bus, unsigned job_index);
+
+// One job table entry as the device holds it: JOB_INDEX selects it, JOB_ENTRY_* read it.
+struct JobTableEntry {
+  unsigned entry = 0;
+  bool valid = false;  // the entry holds a job; every field below is 0 when it does not
+  std::uint16_t job_id = 0;
+  unsigned workers = 0;
+  std::uint16_t slot_base = 0;
+  std::uint16_t slot_count = 0;
+  unsigned elements_per_packet = 0;
+  std::optional<std::uint16_t> parent_job_id;  // a child in a tree: the job's id at its parent
+};
+// Reads entry `entry` back (it stays selected in JOB_INDEX). A design without the readback
+// (DeviceInfo::job_table_readback false) reads every entry as empty.
+JobTableEntry read_job_entry(CsrBus& bus, unsigned entry);
+
+// Where a file's jobs go in the job table (netagg-ctl fpga job add).
+struct Placement {
+  // The first job's entry, the others in the entries after it. None: each job into the lowest
+  // entry that holds no job and that no earlier job of the file takes.
+  std::optional<unsigned> first_entry;
+  // An entry that holds the same job id may be written over; with first_entry, also an entry
+  // that holds another job. Without it such an entry is refused.
+  bool replace = false;
+};
+struct PlacedJob {
+  unsigned entry = 0;
+  // The job the entry held and that storing this one replaces (only with Placement::replace).
+  std::optional<std::uint16_t> replaces;
+};
+// The entries `jobs` go to in a device whose table reads `table` (entries 0..MAX_JOBS-1, from
+// read_job_entry), the jobs checked (check_jobs, check_job at their entries). Writes nothing.
+// Throws Error(kConfig) for a job id already in the table ("job N already in entry E") or an
+// entry of first_entry that holds another job, unless replace; a job id already in an entry
+// other than the one first_entry gives it (two entries would hold it); no free entry (the
+// message names the table's size); slots that overlap those of a job the table keeps. On a
+// design without the readback it throws Error(kUnsupported) unless first_entry and replace are
+// both given (the jobs then go there, unchecked against the table).
+std::vector<PlacedJob> place_jobs(const DeviceInfo& info, std::span<const JobSpec> jobs,
+                                  std::span<const JobTableEntry> table, const Placement& placement);
 
 // COMMIT's commands on the entry JOB_INDEX selects (and the rank WORKER_INDEX selects).
 enum class Command : std::uint32_t {

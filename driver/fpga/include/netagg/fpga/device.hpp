@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One FPGA aggregator as the control plane sees it: its CSRs (formats/csr.json) behind a
-// CsrBus, with the operations netagg-ctl and the daemons need (identify, job table, counters,
-// reset). Where the CSRs are is the CsrBus's business; three kinds exist:
+// CsrBus, with the operations netagg-ctl and the daemons need (identify, the job table: read,
+// add, remove; counters, reset). Where the CSRs are is the CsrBus's business; three kinds exist:
 //
 //   open_xrt_device()   an Alveo card over XRT: xrt::device, the xclbin, xrt::ip registers
 //                       (built when XRT is found: xrt_available())
@@ -54,10 +54,17 @@ class Device {
   // The aggregator's address registers (AGG_MAC_*, AGG_IP, AGG_UDP_PORT) as they are now.
   AggregatorAddress aggregator_address();
 
-  // Checks the jobs against the device (check_jobs; they go into entries first_entry, ...) and
-  // programs them, entry by entry, with `aggregator` as the address registers.
-  void add_jobs(std::span<const JobSpec> jobs, unsigned first_entry,
-                const AggregatorAddress& aggregator);
+  // The job table as the device holds it, entries 0..MAX_JOBS-1 (read_job_entry). Throws
+  // Error(kUnsupported) naming the device for a design that cannot read it back.
+  std::vector<JobTableEntry> job_table();
+
+  // Places the jobs against the job table as the device holds it (place_jobs: a free entry each,
+  // or the placement's; an entry that holds a job only with Placement::replace), checks them
+  // against the device and programs them, entry by entry, with `aggregator` as the address
+  // registers. Returns where each job went, in the jobs' order. Nothing is written when a job is
+  // refused.
+  std::vector<PlacedJob> add_jobs(std::span<const JobSpec> jobs, const Placement& placement,
+                                  const AggregatorAddress& aggregator);
   // Empties the entry and clears its slots. Throws Error(kConfig) for an entry beyond MAX_JOBS.
   void remove_job(unsigned entry);
 
