@@ -1,89 +1,175 @@
 // SPDX-License-Identifier: Apache-2.0
 // The exact fp32 arithmetic's converters in RTL (hw/rtl/netagg_exact_to_lane.sv,
-// netagg_exact_to_fp32.sv) against the kernel's C++ (hls/include/netagg_hls/exact.hpp, itself
-// checked against the host's reference model): every float class at many exponents, a million
-// random floats at random exponents, a million random lane sums over the whole range.
+// netagg_exact_to_fp32.sv), in every register placement, against the kernel's C++
+// (hls/include/netagg_hls/exact.hpp, itself checked against the host's reference model): every
+// float class at every exponent, a million random floats at random exponents, a million random
+// lane sums over the whole range, one a cycle through the pipeline.
 #include <gtest/gtest.h>
 #include <verilated.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "Vnetagg_exact_to_fp32.h"
+#include "Vnetagg_exact_to_fp32_s1.h"
+#include "Vnetagg_exact_to_fp32_s2.h"
+#include "Vnetagg_exact_to_fp32_s3.h"
 #include "Vnetagg_exact_to_lane.h"
+#include "Vnetagg_exact_to_lane_s1.h"
 #include "netagg_hls/exact.hpp"
 
 namespace netagg::fpga {
 namespace {
 
-class ExactConverters : public ::testing::Test {
- protected:
-  ExactLane to_lane(std::uint32_t x, std::int16_t e) {
-    to_lane_->fp32_i = x;
-    to_lane_->exponent_i = static_cast<std::uint16_t>(e);
-    to_lane_->eval();
-    return {static_cast<std::int64_t>(to_lane_->lane_o),
-            static_cast<std::uint8_t>(to_lane_->special_o)};
-  }
-  std::uint32_t to_fp32(const ExactLane& lane, std::int16_t e) {
-    to_fp32_->lane_i = static_cast<std::uint64_t>(lane.value);
-    to_fp32_->special_i = lane.special;
-    to_fp32_->exponent_i = static_cast<std::uint16_t>(e);
-    to_fp32_->eval();
-    return to_fp32_->fp32_o;
-  }
-  static bool same(const ExactLane& a, const ExactLane& b) {
-    return a.value == b.value && a.special == b.special;
-  }
-
-  std::unique_ptr<VerilatedContext> ctx_ = std::make_unique<VerilatedContext>();
-  std::unique_ptr<Vnetagg_exact_to_lane> to_lane_ =
-      std::make_unique<Vnetagg_exact_to_lane>(ctx_.get());
-  std::unique_ptr<Vnetagg_exact_to_fp32> to_fp32_ =
-      std::make_unique<Vnetagg_exact_to_fp32>(ctx_.get());
+struct ToLaneInput {
+  std::uint32_t x;
+  std::int16_t e;
+};
+struct ToFp32Input {
+  ExactLane lane;
+  std::int16_t e;
 };
 
-// Every exponent (and none) for floats of every class: zeros, subnormals, normals around 1 and
-// the largest, infinities, NaNs.
-TEST_F(ExactConverters, EveryFloatClassAtEveryExponent) {
+template <typename Model>
+void reset(Model& m) {
+  m.rst_ni = 0;
+  m.valid_i = 0;
+  m.clk_i = 0;
+  m.eval();
+  for (int i = 0; i < 4; ++i) {
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.eval();
+  }
+  m.rst_ni = 1;
+}
+
+// Drives `inputs` one a cycle (set(m, input) loads the ports) and returns get(m) for every
+// cycle valid_o is high, in order; fails unless the latency is `stages` for every input.
+template <typename Model, typename In, typename Set, typename Get>
+auto run(Model& m, unsigned stages, const std::vector<In>& inputs, Set set, Get get) {
+  reset(m);
+  std::vector<decltype(get(m))> out;
+  std::size_t cycle = 0;
+  for (; out.size() < inputs.size() && cycle < inputs.size() + 10; ++cycle) {
+    m.valid_i = cycle < inputs.size();
+    if (cycle < inputs.size()) set(m, inputs[cycle]);
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.eval();
+    if (m.valid_o) {
+      EXPECT_EQ(cycle + 1, out.size() + stages) << "latency";
+      out.push_back(get(m));
+    }
+  }
+  EXPECT_EQ(out.size(), inputs.size());
+  return out;
+}
+
+template <typename Model>
+std::vector<ExactLane> lanes(unsigned stages, const std::vector<ToLaneInput>& in) {
+  auto ctx = std::make_unique<VerilatedContext>();
+  Model m(ctx.get());
+  return run(
+      m, stages, in,
+      [](Model& mm, const ToLaneInput& i) {
+        mm.fp32_i = i.x;
+        mm.exponent_i = static_cast<std::uint16_t>(i.e);
+      },
+      [](Model& mm) {
+        return ExactLane{static_cast<std::int64_t>(mm.lane_o),
+                         static_cast<std::uint8_t>(mm.special_o)};
+      });
+}
+
+template <typename Model>
+std::vector<std::uint32_t> floats(unsigned stages, const std::vector<ToFp32Input>& in) {
+  auto ctx = std::make_unique<VerilatedContext>();
+  Model m(ctx.get());
+  return run(
+      m, stages, in,
+      [](Model& mm, const ToFp32Input& i) {
+        mm.lane_i = static_cast<std::uint64_t>(i.lane.value);
+        mm.special_i = i.lane.special;
+        mm.exponent_i = static_cast<std::uint16_t>(i.e);
+      },
+      [](Model& mm) { return static_cast<std::uint32_t>(mm.fp32_o); });
+}
+
+void expect_lanes(const std::vector<ToLaneInput>& in) {
+  std::vector<ExactLane> want;
+  for (const auto& i : in) want.push_back(exact_to_lane(i.x, i.e));
+  for (unsigned stages : {1u, 2u}) {
+    const auto got =
+        stages == 1 ? lanes<Vnetagg_exact_to_lane_s1>(1, in) : lanes<Vnetagg_exact_to_lane>(2, in);
+    ASSERT_EQ(got.size(), in.size());
+    int failures = 0;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if ((got[k].value != want[k].value || got[k].special != want[k].special) && ++failures <= 5)
+        ADD_FAILURE() << "STAGES " << stages << ": " << std::hex << in[k].x << std::dec << " at "
+                      << in[k].e << ": rtl " << got[k].value << "/" << int(got[k].special)
+                      << ", c++ " << want[k].value << "/" << int(want[k].special);
+  }
+}
+
+void expect_floats(const std::vector<ToFp32Input>& in) {
+  std::vector<std::uint32_t> want;
+  for (const auto& i : in) want.push_back(exact_to_fp32(i.lane, i.e));
+  for (unsigned stages : {1u, 2u, 3u, 4u}) {
+    const auto got = stages == 1   ? floats<Vnetagg_exact_to_fp32_s1>(1, in)
+                     : stages == 2 ? floats<Vnetagg_exact_to_fp32_s2>(2, in)
+                     : stages == 3 ? floats<Vnetagg_exact_to_fp32_s3>(3, in)
+                                   : floats<Vnetagg_exact_to_fp32>(4, in);
+    ASSERT_EQ(got.size(), in.size());
+    int failures = 0;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (got[k] != want[k] && ++failures <= 5)
+        ADD_FAILURE() << "STAGES " << stages << ": " << in[k].lane.value << " special "
+                      << int(in[k].lane.special) << " at " << in[k].e << ": rtl " << std::hex
+                      << got[k] << ", c++ " << want[k];
+  }
+}
+
+std::int16_t exponent_or_none(int e) {
+  return static_cast<std::int16_t>(e < kExactMinExponent ? kExactExponentNone : e);
+}
+
+TEST(ExactConverters, EveryFloatClassAtEveryExponent) {
   const std::vector<std::uint32_t> words = {
-      0x00000000u, 0x80000000u, 0x00000001u, 0x00000003u, 0x007FFFFFu, 0x00800000u,
-      0x00FFFFFFu, 0x33800000u, 0x3EFFFFFFu, 0x3F000000u, 0x3F800000u, 0x3FC00001u,
-      0x4B7FFFFFu, 0x7F000000u, 0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FC00000u};
-  int failures = 0;
+      0x00000000u, 0x00000001u, 0x00000003u, 0x007FFFFFu, 0x00800000u, 0x00FFFFFFu,
+      0x33800000u, 0x3EFFFFFFu, 0x3F000000u, 0x3F800000u, 0x3FC00001u, 0x4B7FFFFFu,
+      0x7F000000u, 0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FC00000u};
+  std::vector<ToLaneInput> in;
   for (std::uint32_t magnitude : words)
     for (std::uint32_t sign : {0u, 0x80000000u})
-      for (int e = kExactMinExponent - 1; e <= kExactMaxExponent; ++e) {
-        const std::uint32_t x = sign | magnitude;
-        const auto ee = static_cast<std::int16_t>(e < kExactMinExponent ? kExactExponentNone : e);
-        if (!same(to_lane(x, ee), exact_to_lane(x, ee)) && ++failures <= 5)
-          ADD_FAILURE() << std::hex << x << std::dec << " at " << ee;
-      }
-  EXPECT_EQ(failures, 0);
+      for (int e = kExactMinExponent - 1; e <= kExactMaxExponent; ++e)
+        in.push_back({sign | magnitude, exponent_or_none(e)});
+  expect_lanes(in);
 }
 
-TEST_F(ExactConverters, MillionRandomFloatsAtRandomExponents) {
+TEST(ExactConverters, MillionRandomFloatsAtRandomExponents) {
   std::mt19937_64 rng(21);
-  int failures = 0;
+  std::vector<ToLaneInput> in;
   for (int i = 0; i < 1000000; ++i) {
     const auto x = static_cast<std::uint32_t>(rng());
-    // Mostly exponents the float fits under (the datapath's case), some below it.
+    // Mostly exponents the float fits under (the datapath's case), some below it, some none.
     const int fit = static_cast<int>((x >> 23) & 0xFF) - 126;
     int e = fit + static_cast<int>(rng() % 64) - 4;
-    if (rng() % 32 == 0) e = kExactMinExponent - 1;  // none
+    if (rng() % 32 == 0) e = kExactMinExponent - 1;
     e = std::min(std::max(e, kExactMinExponent - 1), kExactMaxExponent);
-    const auto ee = static_cast<std::int16_t>(e < kExactMinExponent ? kExactExponentNone : e);
-    if (!same(to_lane(x, ee), exact_to_lane(x, ee)) && ++failures <= 5)
-      ADD_FAILURE() << std::hex << x << std::dec << " at " << ee;
+    in.push_back({x, exponent_or_none(e)});
   }
-  EXPECT_EQ(failures, 0);
+  expect_lanes(in);
 }
 
-TEST_F(ExactConverters, MillionRandomLaneSumsBackToFp32) {
+TEST(ExactConverters, MillionRandomLaneSumsBackToFp32) {
   std::mt19937_64 rng(22);
-  int failures = 0;
+  std::vector<ToFp32Input> in;
   for (int i = 0; i < 1000000; ++i) {
     const int width = static_cast<int>(rng() % 64);
     std::int64_t v = width == 0 ? 0 : static_cast<std::int64_t>(rng() >> (64 - width));
@@ -91,13 +177,9 @@ TEST_F(ExactConverters, MillionRandomLaneSumsBackToFp32) {
     if (rng() & 1) v = -v;
     const auto special = static_cast<std::uint8_t>(rng() % 16 == 0 ? rng() % 4 : 0);
     const int e = kExactMinExponent - 1 + static_cast<int>(rng() % 227);
-    const auto ee = static_cast<std::int16_t>(e < kExactMinExponent ? kExactExponentNone : e);
-    const ExactLane lane = {v, special};
-    if (to_fp32(lane, ee) != exact_to_fp32(lane, ee) && ++failures <= 5)
-      ADD_FAILURE() << v << " special " << int(special) << " at " << ee << ": rtl " << std::hex
-                    << to_fp32(lane, ee) << " c++ " << exact_to_fp32(lane, ee);
+    in.push_back({{v, special}, exponent_or_none(e)});
   }
-  EXPECT_EQ(failures, 0);
+  expect_floats(in);
 }
 
 }  // namespace
