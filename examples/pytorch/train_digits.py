@@ -13,6 +13,7 @@ each epoch and at the end the training throughput and the time the all-reduce to
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -182,6 +183,12 @@ def main():
         stats = dist.distributed_c10d._get_default_group().stats()
     dist.barrier()
     if rank == 0:
+        # The trained weights' bits: runs whose all-reduces gave the same sums end with the same.
+        digest = hashlib.sha256()
+        for name, tensor in model.state_dict().items():
+            digest.update(name.encode())
+            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        weights_sha256 = digest.hexdigest()
         accuracy = epochs[-1]["test_accuracy"]
         result = {
             "label": label, "backend": args.backend,
@@ -196,8 +203,10 @@ def main():
             "allreduce_ms_per_step": 1000 * clock.seconds / steps if clock.buckets else None,
             "buckets_per_step": clock.buckets / steps if clock.buckets else None,
             "netagg_stats": stats, "step_losses": step_losses, "per_epoch": epochs,
+            "weights_sha256": weights_sha256,
         }
         print(f"test accuracy: {100 * accuracy:.2f} % after {len(epochs)} epochs ({steps} steps)")
+        print(f"weights: sha256 {weights_sha256}")
         print(f"samples/s: {result['samples_per_second']:.0f} (training, all ranks; "
               f"{result['step_ms']:.2f} ms per step)")
         if clock.buckets:
