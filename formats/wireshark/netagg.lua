@@ -69,6 +69,8 @@ local element_fields = {
   [1] = f.fp32,
   [2] = f.bf16,
 }
+f.notice_reason = ProtoField.uint32("netagg.notice_reason", "notice reason", base.DEC, notice_reason_names, nil, "word 0 of a notice's payload: the drop it reports (each name is a drop's); words 1.. of a `duplicate` notice hold the ranks its round waits for, rank r at bit r % 32 of word 1 + r / 32")
+f.notice_waiting = ProtoField.uint32("netagg.notice_waiting", "ranks the round waits for", base.HEX, nil, nil, "rank r at bit r % 32 of word 1 + r / 32")
 
 local checks = {
   { field = "version", error = "bad_version", ok = function(v) return v == 1 end },
@@ -177,6 +179,17 @@ local function dissect_part(buffer, tree, part)
     for i = 0, raw.count - 1 do
       payload:add(field, buffer(part.at + header_bytes + i * size, size))
     end
+  end
+  -- A notice: word 0 its reason, the words after a duplicate's the ranks it waits for.
+  if raw.type == 3 and raw.dtype == 0 and raw.count > 0 then
+    local words = buffer(part.at + header_bytes, 4 * raw.count)
+    root:add(f.notice_reason, words(0, 4))
+    if words(0, 4):uint() == 11 then
+      for i = 1, raw.count - 1 do
+        root:add(f.notice_waiting, words(4 * i, 4))
+      end
+    end
+    root:append_text(", " .. (notice_reason_names[words(0, 4):uint()] or "unknown reason"))
   end
   return root
 end

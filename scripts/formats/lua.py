@@ -16,6 +16,16 @@ def lua_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def notice_layout(w):
+    """(msg_type notice, dtype int32, notice_reason duplicate) when the format has notices."""
+    types = {v["name"]: v["value"] for v in w["enums"]["msg_type"]["values"]}
+    if "notice" not in types or "notice_reason" not in w["enums"]:
+        return None
+    dtypes = {v["name"]: v["value"] for v in w["enums"]["dtype"]["values"]}
+    reasons = {v["name"]: v["value"] for v in w["enums"]["notice_reason"]["values"]}
+    return types["notice"], dtypes["int32"], reasons["duplicate"]
+
+
 def render_lua(w):
     na = w["headers"]["netagg"]
     hdr = na["bytes"]
@@ -87,6 +97,13 @@ def render_lua(w):
     for v in dtypes:
         a(f"  [{v['value']}] = f.{v['name']},")
     a("}")
+    notice = notice_layout(w)
+    if notice is not None:
+        a('f.notice_reason = ProtoField.uint32("netagg.notice_reason", "notice reason", base.DEC, '
+          f'notice_reason_names, nil, {lua_string(one_line(w["enums"]["notice_reason"]["doc"]))})')
+        a('f.notice_waiting = ProtoField.uint32("netagg.notice_waiting", '
+          '"ranks the round waits for", base.HEX, nil, nil, '
+          '"rank r at bit r % 32 of word 1 + r / 32")')
     a("")
     a("local checks = {")
     for name in na["check_order"]:
@@ -206,6 +223,19 @@ def render_lua(w):
     a("      payload:add(field, buffer(part.at + header_bytes + i * size, size))")
     a("    end")
     a("  end")
+    if notice is not None:
+        notice_type, int32, duplicate = notice
+        a("  -- A notice: word 0 its reason, the words after a duplicate's the ranks it waits for.")
+        a(f"  if raw.type == {notice_type} and raw.dtype == {int32} and raw.count > 0 then")
+        a("    local words = buffer(part.at + header_bytes, 4 * raw.count)")
+        a("    root:add(f.notice_reason, words(0, 4))")
+        a(f"    if words(0, 4):uint() == {duplicate} then")
+        a("      for i = 1, raw.count - 1 do")
+        a("        root:add(f.notice_waiting, words(4 * i, 4))")
+        a("      end")
+        a("    end")
+        a('    root:append_text(", " .. (notice_reason_names[words(0, 4):uint()] or "unknown reason"))')
+        a("  end")
     a("  return root")
     a("end")
     a("")

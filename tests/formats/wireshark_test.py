@@ -240,6 +240,45 @@ def check_heuristic(tshark, tmp, vectors):
     return failures
 
 
+def notice(reason, waiting=()):
+    """A notice packet: int32 words, the reason's code and the waiting ranks' bitmap words."""
+    words = [wire_format.NOTICE_REASONS[reason], *waiting]
+    header = wire_format.pack_header(version=wire_format.VERSION, type=wire_format.TYPES["notice"],
+                                     dtype=wire_format.DTYPES["int32"], flags=0, job_id=4, rank=1,
+                                     slot=9, count=len(words), exponent=-32768, seq=77, epoch=5)
+    return header + b"".join(struct.pack(">i", w) for w in words)
+
+
+def check_notices(tshark, tmp):
+    """Notices show their reason by name, and a duplicate's waiting ranks."""
+    cases = [("duplicate", (0b110,)), ("stale_epoch", ()), ("unknown_job", ())]
+    frames = [wrap(notice(reason, waiting), src_port=UDP_PORT, dst_port=31002)
+              for reason, waiting in cases]
+    rows = tshark_rows(tshark, tmp, "notices", frames,
+                       ["netagg.notice_reason", "netagg.notice_waiting", "netagg.error"])
+    pcap = os.path.join(tmp, "notices.pcap")
+    text = subprocess.run([tshark, "-n", "-r", pcap, "-X", f"lua_script:{LUA}", "-V"],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=tmp)).stdout
+    failures = 0
+    for (reason, waiting), row in zip(cases, rows):
+        code = wire_format.NOTICE_REASONS[reason]
+        problems = []
+        if row["netagg.error"]:
+            problems.append(f"error {row['netagg.error']!r}")
+        if row["netagg.notice_reason"] != str(code):
+            problems.append(f"reason {row['netagg.notice_reason']!r}, want {code}")
+        want_waiting = ",".join(f"0x{w:08x}" for w in waiting)
+        if row["netagg.notice_waiting"] != want_waiting:
+            problems.append(f"waiting {row['netagg.notice_waiting']!r}, want {want_waiting!r}")
+        if f"notice reason: {reason} ({code})" not in text:
+            problems.append(f"'notice reason: {reason} ({code})' not in tshark -V")
+        status = "ok" if not problems else "FAIL: " + "; ".join(problems)
+        print(f"wireshark_test: notice {reason}: {status}")
+        failures += bool(problems)
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tshark", default=shutil.which("tshark"))
@@ -254,6 +293,7 @@ def main():
     try:
         failures = check_vectors(args.tshark, tmp, vectors)
         failures += check_heuristic(args.tshark, tmp, vectors)
+        failures += check_notices(args.tshark, tmp)
         return 1 if failures else 0
     except RuntimeError as e:
         print(f"wireshark_test: {e}")
