@@ -231,14 +231,24 @@ ProcessGroupNetagg::ProcessGroupNetagg(const c10::intrusive_ptr<c10d::Store>& st
       check_in(*store, prefix + "/config", rank, size, error, epoch_text, timeout);
   if (!epoch_from_env) cfg.epoch = static_cast<std::uint32_t>(std::stoul(shared));
 
+  // The socket first, and every rank's outcome known, before the fallback's rendezvous: a rank
+  // that cannot bind must not leave the others inside the rendezvous, where its going away is
+  // "a worker is gone" at best and a wait until the rendezvous' timeout at worst.
+  std::unique_ptr<Transport> transport;
   try {
-    // The fallback's rendezvous is the process group's store, whatever NETAGG_STORE says.
-    comm_ = std::make_unique<Communicator>(cfg, make_transport(cfg),
-                                           make_peers(store, prefix + "/fallback", cfg));
+    transport = make_transport(cfg);
   } catch (const std::exception& e) {
     error = fmt::format("netagg: {}", e.what());
   }
   check_in(*store, prefix + "/socket", rank, size, error, "", timeout);
+  try {
+    // The fallback's rendezvous is the process group's store, whatever NETAGG_STORE says.
+    comm_ = std::make_unique<Communicator>(cfg, std::move(transport),
+                                           make_peers(store, prefix + "/fallback", cfg));
+  } catch (const std::exception& e) {
+    error = fmt::format("netagg: {}", e.what());
+  }
+  check_in(*store, prefix + "/communicator", rank, size, error, "", timeout);
 
   gloo_ = make_gloo(c10::make_intrusive<c10d::PrefixStore>(prefix + "/gloo", store), rank, size,
                     timeout);
