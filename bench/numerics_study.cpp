@@ -17,44 +17,17 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gradients.hpp"
 #include "netagg/exact.hpp"
 
 namespace {
 
 namespace exact = netagg::exact;
 
-enum class Distribution { kNormal, kHeavyTailed, kMixedScales };
-const char* name(Distribution d) {
-  switch (d) {
-    case Distribution::kNormal:
-      return "normal";
-    case Distribution::kHeavyTailed:
-      return "heavy_tailed";
-    case Distribution::kMixedScales:
-      return "mixed_scales";
-  }
-  return "?";
-}
-
-// A chunk of `length` elements from each of `workers` workers: normal (sd 1e-3); heavy tailed
-// (1e-3 times Student's t with 2 degrees of freedom); mixed scales (normal, each worker's values
-// times its own 2^k, k uniform in [-20, 20]).
-std::vector<std::vector<float>> chunk(Distribution d, int workers, int length,
-                                      std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, 1e-3f);
-  std::student_t_distribution<float> heavy(2.0f);
-  std::uniform_int_distribution<int> scale(-20, 20);
-  std::vector<std::vector<float>> x(workers, std::vector<float>(length));
-  for (auto& w : x) {
-    const int k = scale(rng);
-    for (float& v : w) {
-      if (d == Distribution::kNormal) v = normal(rng);
-      if (d == Distribution::kHeavyTailed) v = 1e-3f * heavy(rng);
-      if (d == Distribution::kMixedScales) v = std::ldexp(normal(rng), k);
-    }
-  }
-  return x;
-}
+using netagg::testing::Distribution;
+using netagg::testing::exact_sum;
+using netagg::testing::gradients;
+using netagg::testing::ulp32;
 
 // The FPGA aggregator's fp32 order for one arrival order: contributions reach it in groups of 1
 // to 4 (ports that deliver together), each group summed by the adder tree ((p0 + p1) + (p2 +
@@ -93,25 +66,6 @@ Arrival random_arrival(int workers, std::mt19937_64& rng) {
     left -= g;
   }
   return a;
-}
-
-// Exact sum as a double-double (TwoSum); its error is far below any fp32 ulp compared with.
-long double exact_sum(const std::vector<std::vector<float>>& x, int i) {
-  double hi = 0.0, lo = 0.0;
-  for (const auto& w : x) {
-    const double a = w[i];
-    const double s = hi + a;
-    const double b = s - hi;
-    lo += (hi - (s - b)) + (a - b);
-    hi = s;
-  }
-  return static_cast<long double>(hi) + static_cast<long double>(lo);
-}
-
-long double ulp32(long double s) {
-  const long double a = std::fabs(s);
-  if (a < std::ldexp(1.0L, -126)) return std::ldexp(1.0L, -149);
-  return std::ldexp(1.0L, std::ilogb(a) - 23);
 }
 
 struct Errors {
@@ -164,7 +118,7 @@ int main(int argc, char** argv) {
       const std::uint64_t target = elements / worker_counts.size();
       Errors ex, tree;
       for (std::uint64_t done = 0; done < target; done += kChunk) {
-        const auto x = chunk(d, workers, kChunk, rng);
+        const auto x = gradients(d, workers, kChunk, rng);
         std::vector<std::span<const float>> views(x.begin(), x.end());
         std::vector<float> sums(kChunk);
         exact::sum(views, sums);
@@ -188,12 +142,13 @@ int main(int argc, char** argv) {
           if (sums[i] != sums_reversed[i]) ++ex.order_dependent;
         }
       }
-      out["results"].push_back({{"distribution", name(d)},
+      out["results"].push_back({{"distribution", netagg::testing::name(d)},
                                 {"workers", workers},
                                 {"elements", ex.n},
                                 {"exact", ex.json()},
                                 {"adder_trees", tree.json()}});
-      std::cerr << "numerics_study: " << name(d) << ", " << workers << " workers done\n";
+      std::cerr << "numerics_study: " << netagg::testing::name(d) << ", " << workers
+                << " workers done\n";
     }
   }
   std::cout << out.dump(2) << "\n";

@@ -17,10 +17,16 @@
 #include <span>
 #include <vector>
 
+#include "gradients.hpp"
 #include "netagg/error.hpp"
 
 namespace netagg::exact {
 namespace {
+
+using testing::Distribution;
+using testing::exact_sum;
+using testing::gradients;
+using testing::ulp32;
 
 constexpr std::int16_t kNone = kExponentNone;
 
@@ -205,73 +211,6 @@ TEST(ExactSpecials, JoinedElementByElementLikeFp32Addition) {
   EXPECT_EQ(block_exponent(z1), kNone);
   EXPECT_EQ(bits(zo[0]), 0u);
   EXPECT_EQ(bits(zo[1]), 0x7F800000u);
-}
-
-// Gradient-like data: normal, heavy tailed (Student's t with 2 degrees of freedom: infinite
-// variance), mixed scales (each worker's values scaled by its own 2^k, k in [-20, 20]), and
-// cancelling: mixed scales, but the last worker's value brings every element's sum down to about
-// 2^-19 of the element's largest magnitude, where the bound is tightest: there the small
-// workers' low bits, which the lanes' unit cuts, count.
-enum class Distribution { kNormal, kHeavyTailed, kMixedScales, kCancelling };
-
-std::vector<std::vector<float>> gradients(Distribution d, int workers, int length,
-                                          std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, 1e-3f);
-  std::student_t_distribution<float> heavy(2.0f);
-  std::uniform_int_distribution<int> scale(-20, 20);
-  std::vector<std::vector<float>> x(workers, std::vector<float>(length));
-  for (auto& w : x) {
-    const int k = scale(rng);
-    for (float& v : w) {
-      switch (d) {
-        case Distribution::kNormal:
-          v = normal(rng);
-          break;
-        case Distribution::kHeavyTailed:
-          v = 1e-3f * heavy(rng);
-          break;
-        case Distribution::kMixedScales:
-        case Distribution::kCancelling:
-          v = std::ldexp(normal(rng), k);
-          break;
-      }
-    }
-  }
-  if (d == Distribution::kCancelling && workers > 1) {
-    std::uniform_real_distribution<double> target(1.0, 2.0);
-    for (int i = 0; i < length; ++i) {
-      double others = 0.0, largest = 0.0;
-      for (int w = 0; w + 1 < workers; ++w) {
-        others += x[w][i];
-        largest = std::max(largest, std::fabs(static_cast<double>(x[w][i])));
-      }
-      largest = std::max(largest, std::fabs(others));
-      const double wanted = std::ldexp(target(rng), -19) * largest * ((rng() & 1) ? 1 : -1);
-      x[workers - 1][i] = static_cast<float>(wanted - others);
-    }
-  }
-  return x;
-}
-
-// The exact sum of floats as a double-double (TwoSum): its error is below 2^-100 of the sum of
-// the magnitudes, far below any fp32 ulp the tests compare with.
-long double exact_sum(const std::vector<std::vector<float>>& x, int i) {
-  double hi = 0.0, lo = 0.0;
-  for (const auto& w : x) {
-    const double a = w[i];
-    const double s = hi + a;
-    const double bb = s - hi;
-    lo += (hi - (s - bb)) + (a - bb);
-    hi = s;
-  }
-  return static_cast<long double>(hi) + static_cast<long double>(lo);
-}
-
-// The fp32 unit in the last place at |s| (the subnormal spacing below 2^-126).
-long double ulp32(long double s) {
-  const long double a = std::fabs(s);
-  if (a < std::ldexp(1.0L, -126)) return std::ldexp(1.0L, -149);
-  return std::ldexp(1.0L, std::ilogb(a) - 23);
 }
 
 // docs/numerics.md, "Exact fp32": for up to 256 workers, every element whose exact sum is at
