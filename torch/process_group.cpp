@@ -281,11 +281,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNetagg::enqueue(std::vector<at::Tenso
                 " is not supported: the netagg backend sums (ReduceOp SUM) float32, int32 and "
                 "bfloat16 tensors");
     // Checked here, before anything of the call is queued (netagg refuses it too).
-    TORCH_CHECK(dtype != at::kBFloat16 || comm_->config().float_wire == FloatWire::kFp32,
-                "netagg: ", name,
-                " with ReduceOp SUM on bfloat16 is not supported by this "
-                "aggregator: it adds integers (NETAGG_FLOAT_WIRE int32-bfp: the switch); bfloat16 "
-                "needs one that adds floats (NETAGG_FLOAT_WIRE=fp32: the FPGA aggregator)");
+    TORCH_CHECK(
+        dtype != at::kBFloat16 || adds_floats(comm_->config().float_wire), "netagg: ", name,
+        " with ReduceOp SUM on bfloat16 is not supported by this "
+        "aggregator: it adds integers (NETAGG_FLOAT_WIRE int32-bfp: the switch); bfloat16 "
+        "needs one that adds floats (NETAGG_FLOAT_WIRE=fp32 or fp32-exact: the FPGA aggregator)");
   }
 
   Pending p;

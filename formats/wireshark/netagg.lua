@@ -32,16 +32,21 @@ local notice_reason_names = {
   [9] = "stale",
   [10] = "stale_epoch",
   [11] = "duplicate",
+  [12] = "scale_mismatch",
 }
 local dtype_names = {
   [0] = "int32",
   [1] = "fp32",
   [2] = "bf16",
+  [3] = "fp32_exact",
+  [4] = "exact_lanes",
 }
 local element_sizes = {
   [0] = 4,
   [1] = 4,
   [2] = 2,
+  [3] = 4,
+  [4] = 8,
 }
 local header_bytes = 22
 
@@ -57,17 +62,21 @@ f.job_id = ProtoField.uint16("netagg.job_id", "job_id", base.DEC, nil, nil, "the
 f.rank = ProtoField.uint16("netagg.rank", "rank", base.DEC, nil, nil, "contribution: the sender's rank; result: the rank of the addressed worker")
 f.slot = ProtoField.uint16("netagg.slot", "slot", base.DEC, nil, nil, "absolute slot index in the aggregator's pool, inside the job's range")
 f.count = ProtoField.uint16("netagg.count", "count", base.DEC, nil, nil, "elements in the payload; 0 carries only an exponent")
-f.exponent = ProtoField.int16("netagg.exponent", "exponent", base.DEC, nil, nil, "int16 block exponent, max-reduced by the aggregator; -32768 (exponent_none): a chunk of zeros, 32767 (exponent_non_finite): the chunk held NaN or Inf")
+f.exponent = ProtoField.int16("netagg.exponent", "exponent", base.DEC, nil, nil, "int16 block exponent, max-reduced by the aggregator; -32768 (exponent_none): a chunk of zeros, 32767 (exponent_non_finite): the chunk held NaN or Inf. For fp32_exact and exact_lanes two exponent codes (0: none, e + exact_code_offset for e in [-97, 128]): bits 15..8 the scale of this packet's data (equal in a round), bits 7..0 the sender's exponent of the chunk it announces (max-reduced)")
 f.seq = ProtoField.uint32("netagg.seq", "seq", base.DEC, nil, nil, "the worker's packet sequence number (its global packet index mod 2^32), echoed in the result")
 f.epoch = ProtoField.uint32("netagg.epoch", "epoch", base.DEC, nil, nil, "the run's token: the same for every worker of a run, drawn at random for each run; an aggregator adds contributions of one epoch only into a round, and echoes it in results")
 f.error = ProtoField.string("netagg.error", "error", base.ASCII, "why a decoder rejects the packet")
 f.int32 = ProtoField.int32("netagg.int32", "element")
 f.fp32 = ProtoField.float("netagg.fp32", "element")
 f.bf16 = ProtoField.uint16("netagg.bf16", "element (bf16 bits)", base.HEX)
+f.fp32_exact = ProtoField.float("netagg.fp32_exact", "element")
+f.exact_lanes = ProtoField.int64("netagg.exact_lanes", "element (lane)")
 local element_fields = {
   [0] = f.int32,
   [1] = f.fp32,
   [2] = f.bf16,
+  [3] = f.fp32_exact,
+  [4] = f.exact_lanes,
 }
 f.notice_reason = ProtoField.uint32("netagg.notice_reason", "notice reason", base.DEC, notice_reason_names, nil, "word 0 of a notice's payload: the drop it reports (each name is a drop's); words 1.. of a `duplicate` notice hold the ranks its round waits for, rank r at bit r % 32 of word 1 + r / 32")
 f.notice_waiting = ProtoField.uint32("netagg.notice_waiting", "ranks the round waits for", base.HEX, nil, nil, "rank r at bit r % 32 of word 1 + r / 32")

@@ -291,6 +291,10 @@ struct Communicator::Impl {
       execute_raw<float, wire::DataType::kFp32>(data);
       return;
     }
+    if (cfg.float_wire == FloatWire::kFp32Exact) {
+      execute_exact(data);
+      return;
+    }
     // Block floating point scales by the number of workers whose values are summed: all of the
     // job's (the workers its entries stand for, `covers` counted). A file of one aggregator below
     // the root of a tree (a job with a parent) stands only for that aggregator's subtree, so its
@@ -319,6 +323,30 @@ struct Communicator::Impl {
       } else {
         sources.push_back(std::make_unique<BlockFloatSource>(data, c, chunks, world));
         first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0, chunks);
+        second[k] = std::make_unique<SubrangeSource>(*sources.back(), chunks, 2 * chunks);
+        two_phases = true;
+      }
+    }
+    drive(first);
+    if (two_phases) drive(second);
+  }
+
+  // fp32 summed exactly by the aggregator: the schedule of block floating point (exponents a
+  // window ahead, or two operations for a share of fewer chunks than the window).
+  void execute_exact(std::span<float> data) {
+    std::vector<std::unique_ptr<ExactSource>> sources;
+    std::vector<std::unique_ptr<PacketSource>> first(engines.size()), second(engines.size());
+    bool two_phases = false;
+    for (std::size_t k = 0; k < engines.size(); ++k) {
+      const Chunking c = chunking(data.size(), k);
+      const std::uint64_t chunks = c.chunks();
+      const std::size_t window = engines[k].params().window;
+      if (chunks == 0) continue;
+      const std::size_t lead = chunks >= window ? window : chunks;
+      sources.push_back(std::make_unique<ExactSource>(data, c, lead));
+      first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0,
+                                                  chunks >= window ? chunks + window : chunks);
+      if (chunks < window) {
         second[k] = std::make_unique<SubrangeSource>(*sources.back(), chunks, 2 * chunks);
         two_phases = true;
       }
@@ -615,11 +643,11 @@ Handle Communicator::allreduce_async(std::span<float> data) { return impl_->enqu
 Handle Communicator::allreduce_async(std::span<std::int32_t> data) { return impl_->enqueue(data); }
 Handle Communicator::allreduce_async(std::span<Bf16> data) {
   // Refused at once, not as a failed operation: nothing was sent, the communicator stays usable.
-  if (impl_->cfg.float_wire == FloatWire::kBlockInt32)
+  if (!adds_floats(impl_->cfg.float_wire))
     throw Error(Errc::kUnsupported,
                 "bf16: the aggregator adds integers (float_wire int32-bfp: the switch), which "
-                "cannot sum bf16; bf16 needs an aggregator that adds floats (float_wire fp32: the "
-                "FPGA aggregator)");
+                "cannot sum bf16; bf16 needs an aggregator that adds floats (float_wire fp32 or "
+                "fp32-exact: the FPGA aggregator)");
   return impl_->enqueue(data);
 }
 

@@ -241,11 +241,12 @@ constexpr Setting kSettings[] = {
     {"transport", "`\"udp\"` or `\"dpdk\"`", "`\"udp\"`",
      "kernel UDP, or DPDK (below; `kUnsupported` in a libnetagg built without DPDK)",
      [](Config& c, const Given& g) { c.transport = nonempty_text_of(g); }, false, {}, "`--transport`"},
-    {"float_wire", "`\"int32-bfp\"` or `\"fp32\"`", "`\"int32-bfp\"`",
-     "how fp32 tensors travel: block floating point for integer aggregators (the switch), or fp32 "
-     "as is (an fp32-capable aggregator, the FPGA)",
+    {"float_wire", "`\"int32-bfp\"`, `\"fp32\"` or `\"fp32-exact\"`", "`\"int32-bfp\"`",
+     "how fp32 tensors travel: block floating point for integer aggregators (the switch), fp32 "
+     "added by the FPGA's fp32 adder trees, or fp32 summed exactly by an FPGA aggregator with "
+     "exact fp32 (the same bits in every run, docs/exact-fp32.md)",
      [](Config& c, const Given& g) {
-       c.float_wire = enum_of(g, parse_float_wire, "int32-bfp, fp32");
+       c.float_wire = enum_of(g, parse_float_wire, "int32-bfp, fp32, fp32-exact");
      }, false, {}, "`--float-wire`"},
     {"retransmit_timeout_ms", "number in (0, 86400000]", "20",
      "first retransmission of an unanswered packet; with `adaptive_retransmit`, the timeout "
@@ -494,7 +495,9 @@ FileConfig parse_file(const std::filesystem::path& file) {
 FloatWire parse_float_wire(std::string_view text) {
   if (text == "int32-bfp") return FloatWire::kBlockInt32;
   if (text == "fp32") return FloatWire::kFp32;
-  throw Error(Errc::kConfig, fmt::format("float_wire: '{}' is not one of int32-bfp, fp32", text));
+  if (text == "fp32-exact") return FloatWire::kFp32Exact;
+  throw Error(Errc::kConfig,
+              fmt::format("float_wire: '{}' is not one of int32-bfp, fp32, fp32-exact", text));
 }
 
 bool dpdk_built() {
@@ -514,7 +517,15 @@ Fallback parse_fallback(std::string_view text) {
 std::string_view to_string(Fallback f) { return f == Fallback::kGloo ? "gloo" : "off"; }
 
 std::string_view to_string(FloatWire w) {
-  return w == FloatWire::kBlockInt32 ? "int32-bfp" : "fp32";
+  switch (w) {
+    case FloatWire::kBlockInt32:
+      return "int32-bfp";
+    case FloatWire::kFp32:
+      return "fp32";
+    case FloatWire::kFp32Exact:
+      return "fp32-exact";
+  }
+  return "?";
 }
 
 Config Config::from_file(const std::filesystem::path& file) {
@@ -782,6 +793,11 @@ void Config::validate() const {
                 fmt::format("rank {} is outside the job's {} workers (0..{})", rank, n, n - 1));
   if (aggregator.port == 0 && !job.aggregator && job.trees.empty())
     config_error("aggregator", "not set (neither in the config nor in the job)");
+  if (float_wire == FloatWire::kFp32Exact && job.covered() > wire::kExactMaxContributions)
+    config_error("float_wire",
+                 fmt::format("fp32-exact sums at most {} workers' lanes without overflow, and job "
+                             "{} has {}: use float_wire fp32",
+                             wire::kExactMaxContributions, job.job_id, job.covered()));
   for (const Endpoint& a : aggregator_addresses()) check_host_address(a, "aggregator");
   if (transport == "dpdk" && !dpdk_built())
     throw Error(Errc::kUnsupported,

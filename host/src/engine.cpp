@@ -177,8 +177,7 @@ wire::Header Engine::fill_packet(std::uint64_t global, std::span<std::byte> buf)
   // The source chooses only dtype, count and exponent; the rest is the engine's.
   address(h, global, wire::MsgType::kContribution);
   h.fresh = global < 2 * std::uint64_t{params_.window} ? 1 : 0;  // first use of (slot, set)
-  if (static_cast<std::uint8_t>(h.dtype) > static_cast<std::uint8_t>(wire::DataType::kBf16) ||
-      !wire::encode_header(h, buf)) {
+  if (!wire::is_valid(h.dtype) || !wire::encode_header(h, buf)) {
     // The operation cannot go on; fail it so the engine can start the next one.
     failure_ = fmt::format(
         "engine: the source made packet {} unencodable: count {} (at most {}), "
@@ -758,7 +757,9 @@ std::string Engine::describe(const NoticeSeen& n) const {
           where, slot, params_.job_id);
     case wire::NoticeReason::kUnsupportedDtype:
       return fmt::format(
-          "{}: it cannot add this dtype (a switch adds int32: send fp32 as block floating point)",
+          "{}: it cannot add this dtype (a switch adds int32: send fp32 as block floating point, "
+          "float_wire int32-bfp; an FPGA aggregator without exact fp32, FEATURES bit 5 clear, "
+          "adds fp32 with float_wire fp32)",
           where);
     case wire::NoticeReason::kCountTooLargeForJob:
       return fmt::format(
@@ -772,6 +773,12 @@ std::string Engine::describe(const NoticeSeen& n) const {
           "the same all-reduce (each must pass a tensor of the same size and dtype)",
           where, slot, n.reason == wire::NoticeReason::kCountMismatch ? "element count" : "dtype",
           params_.job_id);
+    case wire::NoticeReason::kScaleMismatch:
+      return fmt::format(
+          "{}: the round in progress on slot {} converts at another scale (exact fp32): the "
+          "ranks of job {} did not agree on the chunk's exponent, so they do not run the same "
+          "all-reduce, or one of them is not netagg's engine",
+          where, slot, params_.job_id);
     case wire::NoticeReason::kDuplicate: {
       const auto ranks = ranks_of(n.waiting);
       const std::string who = ranks.empty() ? std::string("other ranks")

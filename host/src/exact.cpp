@@ -10,8 +10,14 @@
 #include <fmt/format.h>
 
 #include "netagg/error.hpp"
+#include "netagg/wire_format.hpp"
 
 namespace netagg::exact {
+// The wire's constants (formats/wire.json) are this arithmetic's.
+static_assert(kFractionBits == wire::kExactFractionBits);
+static_assert(kCodeOffset == wire::kExactCodeOffset);
+static_assert(kMaxContributions == wire::kExactMaxContributions);
+
 namespace {
 
 constexpr std::uint32_t kQuietNan = 0x7FC00000u;
@@ -122,6 +128,43 @@ float to_fp32(const Lane& lane, std::int16_t e) {
     bits = static_cast<std::uint32_t>(m);
   }
   return std::bit_cast<float>(sign | bits);
+}
+
+std::uint8_t to_code(std::int16_t e) {
+  check_exponent(e);
+  return e == kExponentNone ? 0 : static_cast<std::uint8_t>(e + kCodeOffset);
+}
+
+std::optional<std::int16_t> from_code(std::uint8_t code) {
+  if (code == 0) return kExponentNone;
+  if (code > kMaxCode) return std::nullopt;
+  return static_cast<std::int16_t>(code - kCodeOffset);
+}
+
+std::int16_t pack_exponents(std::int16_t scale, std::int16_t ahead) {
+  return static_cast<std::int16_t>(
+      static_cast<std::uint16_t>(to_code(scale) << 8 | to_code(ahead)));
+}
+
+std::int64_t to_wire(const Lane& lane) {
+  switch (lane.special) {
+    case Special::kPosInf:
+      return INT64_MAX;
+    case Special::kNegInf:
+      return INT64_MIN + 1;
+    case Special::kNaN:
+      return INT64_MIN;
+    case Special::kFinite:
+      break;
+  }
+  return lane.value;
+}
+
+Lane from_wire(std::int64_t v) {
+  if (v == INT64_MAX) return {0, Special::kPosInf};
+  if (v == INT64_MIN + 1) return {0, Special::kNegInf};
+  if (v == INT64_MIN) return {0, Special::kNaN};
+  return {v, Special::kFinite};
 }
 
 void sum(std::span<const std::span<const float>> contributions, std::span<float> out) {

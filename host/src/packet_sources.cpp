@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "netagg/error.hpp"
+#include "netagg/exact.hpp"
 #include "packet_sources.hpp"
 
 namespace netagg {
@@ -43,6 +44,46 @@ void BlockFloatSource::deliver(std::uint64_t p, const wire::Header& h,
   if (p < lead_) return;  // a preamble packet: exponent only
   const std::uint64_t c = p - lead_;
   codec::dequantize(payload.data(), global_exponent_[c], world_, chunk(c));
+}
+
+ExactSource::ExactSource(std::span<float> data, Chunking chunks, std::size_t lead)
+    : data_(data), chunks_(chunks), lead_(lead), agreed_(chunks_.chunks(), exact::kExponentNone) {}
+
+std::int16_t ExactSource::scale(std::uint64_t p) const {
+  return p < lead_ ? exact::kExponentNone : agreed_[p - lead_];
+}
+
+void ExactSource::fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) {
+  h.dtype = wire::DataType::kFp32Exact;
+  const std::int16_t ahead = p < chunks_.chunks()
+                                 ? exact::block_exponent(std::span<const float>(chunk(p)))
+                                 : exact::kExponentNone;
+  h.exponent = exact::pack_exponents(scale(p), ahead);
+  if (p < lead_) {
+    h.count = 0;
+    return;
+  }
+  const auto x = chunk(p - lead_);
+  h.count = static_cast<std::uint16_t>(x.size());
+  codec::store_be(std::span<const float>(x), payload.data());
+}
+
+void ExactSource::deliver(std::uint64_t p, const wire::Header& h,
+                          std::span<const std::byte> payload) {
+  // The scale must be the one every worker converted at, and the announced exponent one a
+  // worker can have sent: otherwise the aggregator is broken, and its sums with it.
+  const auto ahead = exact::from_code(exact::ahead_code(h.exponent));
+  const std::uint8_t sent = exact::to_code(scale(p));
+  if (!ahead || exact::scale_code(h.exponent) != sent)
+    throw Error(Errc::kTransport,
+                fmt::format("aggregator returned exponent field {:#06x} in the result of slot {} "
+                            "seq {}: scale code {} (sent {}), exponent code {} (at most {})",
+                            static_cast<std::uint16_t>(h.exponent), h.slot, h.seq,
+                            exact::scale_code(h.exponent), sent, exact::ahead_code(h.exponent),
+                            exact::kMaxCode));
+  if (p < chunks_.chunks()) agreed_[p] = *ahead;
+  if (p < lead_) return;  // a preamble packet: exponent only
+  codec::load_be(payload.data(), chunk(p - lead_));
 }
 
 }  // namespace netagg

@@ -138,4 +138,30 @@ class BlockFloatSource final : public PacketSource {
   std::vector<std::int16_t> global_exponent_;  // per chunk, from the results of the preamble
 };
 
+// fp32 summed exactly by the aggregator (dtype fp32_exact, docs/exact-fp32.md): the schedule of
+// BlockFloatSource, with fp32 elements as they are. Packet p announces chunk p's exponent in
+// the low byte of its exponent field and carries chunk p - lead, whose agreed exponent (the
+// result of packet p - lead) is the scale in the high byte; the aggregator converts the
+// elements at that scale, adds 64-bit integers and rounds the sum once. The result's scale byte
+// must be the one sent.
+class ExactSource final : public PacketSource {
+ public:
+  ExactSource(std::span<float> data, Chunking chunks, std::size_t lead);
+
+  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
+  void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override;
+  void deliver(std::uint64_t p, const wire::Header& h, std::span<const std::byte> payload) override;
+
+ private:
+  std::span<float> chunk(std::uint64_t c) const {
+    return data_.subspan(chunks_.offset(c), chunks_.size(c));
+  }
+  std::int16_t scale(std::uint64_t p) const;  // of packet p's data
+
+  std::span<float> data_;
+  Chunking chunks_;
+  std::size_t lead_;
+  std::vector<std::int16_t> agreed_;  // per chunk, from the results
+};
+
 }  // namespace netagg

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "netagg/error.hpp"
+#include "netagg/exact.hpp"
 
 namespace netagg {
 namespace {
@@ -21,6 +22,34 @@ std::uint16_t to_bf16(float f) {
   const auto u = std::bit_cast<std::uint32_t>(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// fp32_exact: lanes at the round's scale (every contribution's high byte), added as integers,
+// rounded once: the exact aggregator's bits, whatever the order.
+void reduce_exact(std::span<const wire::Decoded> contributions, std::span<std::byte> payload) {
+  const std::int16_t field = contributions[0].header.exponent;
+  for (std::size_t r = 1; r < contributions.size(); ++r)
+    if (exact::scale_code(contributions[r].header.exponent) != exact::scale_code(field))
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("reduce: rank {}'s packet seq {} converts at scale code {}, rank 0's "
+                              "at {}: the workers did not agree on the chunk's exponent",
+                              r, contributions[r].header.seq,
+                              exact::scale_code(contributions[r].header.exponent),
+                              exact::scale_code(field)));
+  const auto scale = exact::from_code(exact::scale_code(field));
+  if (!scale)
+    throw Error(Errc::kInvalidArgument, fmt::format("reduce: scale code {} is not an exponent's",
+                                                    exact::scale_code(field)));
+  const std::size_t n = contributions[0].header.count;
+  for (std::size_t i = 0; i < n; ++i) {
+    exact::Lane sum;
+    for (const wire::Decoded& c : contributions) {
+      // (An element beyond the scale becomes a NaN lane, as the aggregator makes it.)
+      const float x = std::bit_cast<float>(load32(c.payload.data() + 4 * i));
+      sum = exact::add(sum, exact::to_lane(x, *scale));
+    }
+    store32(std::bit_cast<std::uint32_t>(exact::to_fp32(sum, *scale)), payload.data() + 4 * i);
+  }
 }
 
 }  // namespace
@@ -47,6 +76,10 @@ void reduce_round(std::span<const wire::Decoded> contributions, wire::Header& re
   if (payload.size() < result.payload_size())
     throw Error(Errc::kInvalidArgument, "reduce: payload buffer too small");
   const std::size_t n = first.count;
+  if (first.dtype == wire::DataType::kFp32Exact) {
+    reduce_exact(contributions, payload);
+    return;
+  }
   switch (first.dtype) {
     case wire::DataType::kInt32:
       for (std::size_t i = 0; i < n; ++i) {

@@ -14,9 +14,9 @@ void add_tensor_options(CLI::App& app, TensorOptions& o) {
       ->check(CLI::IsMember({"fp32", "int32"}))
       ->capture_default_str();
   app.add_option("--float-wire", o.float_wire,
-                 "how fp32 travels; default: what the target needs (fpga-sim: fp32, else "
-                 "int32-bfp)")
-      ->check(CLI::IsMember({"int32-bfp", "fp32"}));
+                 "how fp32 travels; default: what the target needs (fpga-sim: fp32-exact on "
+                 "the HLS model, fp32 on the others; else int32-bfp)")
+      ->check(CLI::IsMember({"int32-bfp", "fp32", "fp32-exact"}));
   app.add_option("--count", o.count, "elements in the tensor")
       ->check(CLI::Range(1ull, 1ull << 31))
       ->capture_default_str();
@@ -25,6 +25,9 @@ void add_tensor_options(CLI::App& app, TensorOptions& o) {
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the test tensor and of the injected loss")
       ->capture_default_str();
+  app.add_option("--loss-seed", o.loss_seed,
+                 "seed of the injected loss alone (default: --seed): the same tensor, other "
+                 "packets lost");
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress before an all-reduce fails (0.001 to 86400)")
       ->check(CLI::Range(0.001, 86400.0))
@@ -70,6 +73,7 @@ std::vector<std::string> tensor_args(const TensorOptions& o) {
                                 "--retransmit-timeout-ms",
                                 fmt::format("{}", o.retransmit_timeout_ms)};
   if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
+  if (o.loss_seed) a.insert(a.end(), {"--loss-seed", std::to_string(*o.loss_seed)});
   return a;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "netagg/communicator.hpp"
 #include "netagg/config.hpp"
 #include "netagg/error.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/job.hpp"
 #include "netagg/transport.hpp"
 
@@ -112,7 +114,7 @@ std::optional<Mismatch> verify_int32(std::span<const std::int32_t> got, std::uin
 // Block floating point: per chunk, the global exponent is the max of the workers' block
 // exponents, and codec::error_bound(e, world) bounds each element's error against the exact sum.
 // fp32 on the wire (an fp32 aggregator): world - 1 additions, each off by half an ulp of at
-// most the sum of magnitudes.
+// most the sum of magnitudes. fp32-exact: the exact reference's bits.
 std::optional<Mismatch> verify_fp32(std::span<const float> got, std::uint64_t seed, int world,
                                     std::size_t per_packet, netagg::FloatWire wire_format) {
   std::vector<std::vector<float>> inputs(world, std::vector<float>(per_packet));
@@ -122,6 +124,17 @@ std::optional<Mismatch> verify_fp32(std::span<const float> got, std::uint64_t se
     for (int r = 0; r < world; ++r) {
       for (std::size_t i = 0; i < n; ++i) inputs[r][i] = fp32_input(seed, r, base + i);
       e = std::max(e, netagg::codec::block_exponent(std::span<const float>(inputs[r].data(), n)));
+    }
+    if (wire_format == netagg::FloatWire::kFp32Exact) {
+      // Exact fp32: bit for bit the reference's sum (netagg/exact.hpp), whatever the order.
+      std::vector<std::span<const float>> views;
+      for (int r = 0; r < world; ++r) views.emplace_back(inputs[r].data(), n);
+      std::vector<float> want(n);
+      netagg::exact::sum(views, want);
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::bit_cast<std::uint32_t>(got[base + i]) != std::bit_cast<std::uint32_t>(want[i]))
+          return Mismatch{base + i, got[base + i], want[i], 0};
+      continue;
     }
     for (std::size_t i = 0; i < n; ++i) {
       double want = 0, magnitude = 0;
@@ -229,7 +242,7 @@ netagg::Config worker_config(const Options& o) {
   cfg.max_retransmit_timeout =
       std::clamp(cfg.max_retransmit_timeout, cfg.retransmit_timeout, cfg.job_timeout);
   cfg.loss = o.loss;
-  cfg.loss_seed = o.seed;
+  cfg.loss_seed = o.loss_seed.value_or(o.seed);
   // The run's switches and epoch from the environment apply with --job too; --epoch wins.
   if (!from_env) netagg::apply_run_environment(cfg);
   if (o.epoch) {  // given, even empty: parsed (an empty one is refused, as NETAGG_EPOCH="" is)
@@ -334,6 +347,12 @@ int run_worker(const Options& o) {
     } else {
       out["verification"] = "ok";
     }
+    // The last result's bits, to compare runs: FNV-1a 64 over its elements' bytes.
+    const auto* bytes = is_float ? reinterpret_cast<const unsigned char*>(floats.data())
+                                 : reinterpret_cast<const unsigned char*>(ints.data());
+    std::uint64_t digest = 0xcbf29ce484222325ull;
+    for (std::size_t i = 0; i < 4 * o.count; ++i) digest = (digest ^ bytes[i]) * 0x100000001b3ull;
+    out["result_digest"] = fmt::format("{:016x}", digest);
   } catch (const Error& e) {
     status = e.code() == Errc::kConfig || e.code() == Errc::kUnsupported ? kExitUsage : kExitFailed;
     out["verification"] = "error";

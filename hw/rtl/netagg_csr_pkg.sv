@@ -54,8 +54,8 @@ package netagg_csr_pkg;
   // Register byte offsets.
   // ro: bits 31:16 design version (1), bits 7:0 wire format version
   localparam logic [CSR_ADDR_BITS-1:0] CSR_VERSION = 12'h000;
-  // ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), 15:8 MAX_JOBS, 23:16
-  // log2(SLOTS), 31:24 MAX_BEATS
+  // ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), bit 5 exact fp32 (dtypes
+  // fp32_exact and exact_lanes), 15:8 MAX_JOBS, 23:16 log2(SLOTS), 31:24 MAX_BEATS
   localparam logic [CSR_ADDR_BITS-1:0] CSR_FEATURES = 12'h004;
   // rw: bit 0 soft reset, bit 1 clear counters; bits 31:16 sequence: acts once each time the
   // sequence changes (soft reset clears all slots, the job table and the counters)
@@ -142,6 +142,7 @@ package netagg_csr_pkg;
   localparam logic [31:0] COMMIT_STORE_WORKER = 32'h00000002;  // COMMIT
   localparam logic [31:0] COMMIT_REMOVE_JOB = 32'h00000003;  // COMMIT
   localparam logic [31:0] FEATURES_JOB_TABLE_READBACK = 32'h00000010;  // FEATURES
+  localparam logic [31:0] FEATURES_EXACT = 32'h00000020;  // FEATURES
   localparam logic [31:0] CONTROL_SOFT_RESET = 32'h00000001;  // CONTROL
   localparam logic [31:0] CONTROL_CLEAR_COUNTERS = 32'h00000002;  // CONTROL
   localparam logic [31:0] JOB_ID_VALID = 32'h80000000;  // JOB_ID
@@ -151,7 +152,7 @@ package netagg_csr_pkg;
   localparam logic [31:0] STATUS_BUSY = 32'h00000001;  // STATUS
 
   // Counter indices (COUNTER_INDEX), 64-bit counters.
-  localparam int unsigned NUM_COUNTERS = 35;
+  localparam int unsigned NUM_COUNTERS = 38;
   localparam int unsigned COUNTER_INDEX_BITS = 6;
   localparam int unsigned CNT_FRAMES_IN                       = 0;
   localparam int unsigned CNT_FRAMES_OUT                      = 1;
@@ -188,6 +189,9 @@ package netagg_csr_pkg;
   localparam int unsigned CNT_RESULTS_FROM_PARENT             = 32;
   localparam int unsigned CNT_EPOCH_TAKEOVERS                 = 33;
   localparam int unsigned CNT_NOTICES                         = 34;
+  localparam int unsigned CNT_DROPPED_UNSUPPORTED_DTYPE       = 35;
+  localparam int unsigned CNT_DROPPED_SCALE_MISMATCH          = 36;
+  localparam int unsigned CNT_EXACT_OUT_OF_RANGE              = 37;
 
   /* verilator lint_on UNUSEDPARAM */
 

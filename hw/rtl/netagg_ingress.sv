@@ -141,6 +141,7 @@ module netagg_ingress #(
   localparam logic [RW-1:0] R_COUNT = RW'(netagg_csr_pkg::CNT_MALFORMED_COUNT_TOO_LARGE);
   localparam logic [RW-1:0] R_LENGTH = RW'(netagg_csr_pkg::CNT_MALFORMED_LENGTH_MISMATCH);
   localparam logic [RW-1:0] R_NOTICE = RW'(netagg_csr_pkg::CNT_DROPPED_NOT_CONTRIBUTION);
+  localparam logic [RW-1:0] R_UNSUPPORTED = RW'(netagg_csr_pkg::CNT_DROPPED_UNSUPPORTED_DTYPE);
 
   logic [BEAT_W-1:0] hdr_now;
   logic [15:0] ethertype, ip_len, udp_len, count, packet_len, want_len, fragment;
@@ -171,8 +172,11 @@ module netagg_ingress #(
     flags = netagg_pkg::beat_u8(hdr_now, H + netagg_pkg::OFF_FLAGS);
     count = netagg_pkg::beat_be16(hdr_now, H + netagg_pkg::OFF_COUNT);
     packet_len = ip_len - IP_UDP_BYTES;  // UDP payload bytes (when ip_len >= 28)
-    want_len = 16'(netagg_pkg::HEADER_SIZE) +
-               ((dtype == netagg_pkg::DTYPE_BF16) ? {count[14:0], 1'b0} : {count[13:0], 2'b00});
+    unique case (dtype)
+      netagg_pkg::DTYPE_BF16: want_len = 16'(netagg_pkg::HEADER_SIZE) + {count[14:0], 1'b0};
+      netagg_pkg::DTYPE_EXACT_LANES: want_len = 16'(netagg_pkg::HEADER_SIZE) + {count[12:0], 3'b000};
+      default: want_len = 16'(netagg_pkg::HEADER_SIZE) + {count[13:0], 2'b00};
+    endcase
 
     desc_now = '0;
     // frame level, up to the UDP length (in the order of wire::decode_frame)
@@ -193,7 +197,7 @@ module netagg_ingress #(
     else if (msg_type != netagg_pkg::MSG_CONTRIBUTION && msg_type != netagg_pkg::MSG_RESULT &&
              msg_type != netagg_pkg::MSG_NOTICE)
       desc_now.post_reason = R_BAD_TYPE;
-    else if (dtype > netagg_pkg::DTYPE_BF16) desc_now.post_reason = R_BAD_DTYPE;
+    else if (dtype > netagg_pkg::DTYPE_EXACT_LANES) desc_now.post_reason = R_BAD_DTYPE;
     else if ((flags & netagg_pkg::FLAGS_RESERVED_MASK) != 0) desc_now.post_reason = R_BAD_FLAGS;
     else if (count > 16'(netagg_pkg::MAX_COUNT)) desc_now.post_reason = R_COUNT;
     else if (packet_len != want_len) desc_now.post_reason = R_LENGTH;
@@ -203,6 +207,9 @@ module netagg_ingress #(
     // a notice (a parent's, to a child in a tree) is well formed but no contribution: the first
     // job table check drops it
     else if (msg_type == netagg_pkg::MSG_NOTICE) desc_now.post_reason = R_NOTICE;
+    // this design adds no exact fp32 (FEATURES bit 5 clear)
+    else if (dtype == netagg_pkg::DTYPE_FP32_EXACT || dtype == netagg_pkg::DTYPE_EXACT_LANES)
+      desc_now.post_reason = R_UNSUPPORTED;
     else desc_now.post_bad = 1'b0;
 
     desc_now.dst_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_DST_PORT);

@@ -41,6 +41,9 @@ package netagg_pkg;
   localparam int unsigned NOTICE_INTERVAL = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer)
   localparam logic [15:0] EXPONENT_NONE = 16'h8000;  // -32768: block exponent of a chunk of zeros: the identity of max
   localparam logic [15:0] EXPONENT_NON_FINITE = 16'h7FFF;  // 32767: block exponent of a chunk that held NaN or Inf
+  localparam int unsigned EXACT_FRACTION_BITS = 54;  // fp32_exact: a lane at scale e holds x * 2^(exact_fraction_bits - e), rounded to nearest even (docs/numerics.md, "Exact fp32")
+  localparam int unsigned EXACT_CODE_OFFSET = 98;  // fp32_exact: the exponent code of e in [-97, 128] is e + exact_code_offset (1..226); code 0 is none (a chunk of zeros)
+  localparam int unsigned EXACT_MAX_CONTRIBUTIONS = 511;  // fp32_exact: workers of one job at most, over all its aggregators (no sum of that many lanes overflows 64 bits)
 
   // what a packet is
   typedef enum logic [7:0] {
@@ -60,25 +63,30 @@ package netagg_pkg;
     NOTICE_DTYPE_MISMATCH = 32'd8,
     NOTICE_STALE = 32'd9,
     NOTICE_STALE_EPOCH = 32'd10,
-    NOTICE_DUPLICATE = 32'd11
+    NOTICE_DUPLICATE = 32'd11,
+    NOTICE_SCALE_MISMATCH = 32'd12
   } notice_reason_e;
   // type of the payload elements
   typedef enum logic [7:0] {
     DTYPE_INT32 = 8'd0,
     DTYPE_FP32 = 8'd1,
-    DTYPE_BF16 = 8'd2
+    DTYPE_BF16 = 8'd2,
+    DTYPE_FP32_EXACT = 8'd3,
+    DTYPE_EXACT_LANES = 8'd4
   } dtype_e;
 
   //  dtype        element size
   //  DTYPE_INT32  4 bytes
   //  DTYPE_FP32   4 bytes
   //  DTYPE_BF16   2 bytes
+  //  DTYPE_FP32_EXACT 4 bytes
+  //  DTYPE_EXACT_LANES 8 bytes
   localparam logic [7:0] FLAG_SET = 8'h01;  // which of the slot's two copies (the shadow copy)
   localparam logic [7:0] FLAG_FRESH = 8'h02;  // in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it
   localparam logic [7:0] FLAG_RECOVERY = 8'h04;  // in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it
   localparam logic [7:0] FLAGS_RESERVED_MASK = 8'hF8;
 
-  localparam int unsigned MAX_ELEMENT_SIZE = 4;
+  localparam int unsigned MAX_ELEMENT_SIZE = 8;
   localparam int unsigned MAX_PAYLOAD_SIZE = MAX_COUNT * MAX_ELEMENT_SIZE;
   localparam int unsigned MAX_PACKET_SIZE  = HEADER_SIZE + MAX_PAYLOAD_SIZE;
 

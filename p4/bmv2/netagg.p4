@@ -224,10 +224,12 @@ parser NetaggParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     state parse_netagg {
         pkt.extract(hdr.netagg);
         meta.lanes_left = hdr.netagg.count;
-        /* int32/fp32 lanes only (bf16 is dropped as unsupported before any lane is used);
-         * more than NETAGG_LANES_PER_PACKET: not parsed, the packet is dropped by the checks */
+        /* 4-byte lanes only (bf16 and exact_lanes are dropped as unsupported before any lane
+         * is used); more than NETAGG_LANES_PER_PACKET: not parsed, the packet is dropped by
+         * the checks */
         transition select(hdr.netagg.dtype, hdr.netagg.count) {
             (NETAGG_DTYPE_BF16, _): accept;
+            (NETAGG_DTYPE_EXACT_LANES, _): accept;
             (_, 0): accept;
             (_, 1 .. NETAGG_LANES_PER_PACKET): parse_lane;
             default: accept;
@@ -537,6 +539,8 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.child_slot = meta.slot_base + meta.slot_offset;
                 if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
                     meta.payload_bytes = hdr.netagg.count << 1;
+                } else if (hdr.netagg.dtype == NETAGG_DTYPE_EXACT_LANES) {
+                    meta.payload_bytes = hdr.netagg.count << 3;
                 } else {
                     meta.payload_bytes = hdr.netagg.count << 2;
                 }
@@ -558,7 +562,7 @@ control NetaggIngress(inout headers_t hdr, inout metadata_t meta,
                 } else if (hdr.netagg.version != NETAGG_WIRE_VERSION ||
                            (hdr.netagg.msg_type != NETAGG_MSG_CONTRIBUTION &&
                             hdr.netagg.msg_type != NETAGG_MSG_RESULT) ||
-                           hdr.netagg.dtype > NETAGG_DTYPE_BF16 ||
+                           hdr.netagg.dtype > NETAGG_DTYPE_EXACT_LANES ||
                            (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) != 0 ||
                            hdr.netagg.count > NETAGG_MAX_COUNT ||
                            hdr.udp.length != 8 + NETAGG_HEADER_SIZE + meta.payload_bytes) {

@@ -16,6 +16,9 @@
 #define NETAGG_NOTICE_INTERVAL                16  /* an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer) */
 #define NETAGG_EXPONENT_NONE                  -32768  /* block exponent of a chunk of zeros: the identity of max */
 #define NETAGG_EXPONENT_NON_FINITE            32767  /* block exponent of a chunk that held NaN or Inf */
+#define NETAGG_EXACT_FRACTION_BITS            54  /* fp32_exact: a lane at scale e holds x * 2^(exact_fraction_bits - e), rounded to nearest even (docs/numerics.md, "Exact fp32") */
+#define NETAGG_EXACT_CODE_OFFSET              98  /* fp32_exact: the exponent code of e in [-97, 128] is e + exact_code_offset (1..226); code 0 is none (a chunk of zeros) */
+#define NETAGG_EXACT_MAX_CONTRIBUTIONS        511  /* fp32_exact: workers of one job at most, over all its aggregators (no sum of that many lanes overflows 64 bits) */
 #define NETAGG_MSG_CONTRIBUTION               1  /* worker to aggregator */
 #define NETAGG_MSG_RESULT                     2  /* aggregator to worker */
 #define NETAGG_MSG_NOTICE                     3  /* aggregator to the source of a contribution it dropped: why (payload: int32 words, the notice_reason, then for `duplicate` the bitmap of ranks its round waits for) */
@@ -30,9 +33,12 @@
 #define NETAGG_NOTICE_STALE                   9  /* the set holds a newer round of the same epoch: to a worker still waiting for that seq, another run used the same token */
 #define NETAGG_NOTICE_STALE_EPOCH             10  /* the set holds a round of another epoch: another run of the job uses the aggregator */
 #define NETAGG_NOTICE_DUPLICATE               11  /* the round already has this rank's contribution and waits for the ranks in words 1.. */
+#define NETAGG_NOTICE_SCALE_MISMATCH          12  /* an fp32_exact contribution's scale (the exponent's high byte) differs from its round's */
 #define NETAGG_DTYPE_INT32                    0  /* two's complement, added with wrap-around */
 #define NETAGG_DTYPE_FP32                     1  /* IEEE binary32 */
 #define NETAGG_DTYPE_BF16                     2  /* bfloat16, accumulated in fp32 */
+#define NETAGG_DTYPE_FP32_EXACT               3  /* IEEE binary32 summed exactly: each element converted to a 64-bit fixed-point lane at the scale in the exponent's high byte, lanes added as integers, the sum rounded once to fp32 (docs/numerics.md, "Exact fp32"); results are fp32 */
+#define NETAGG_DTYPE_EXACT_LANES              4  /* unrounded fp32_exact partial sums (a child aggregator to its parent): 64-bit two's-complement lanes; INT64_MAX is +Inf, INT64_MIN + 1 is -Inf, INT64_MIN is NaN */
 #define NETAGG_FLAG_SET                       0x01  /* which of the slot's two copies (the shadow copy) */
 #define NETAGG_FLAG_FRESH                     0x02  /* in a contribution, the sender's first use of this (slot, set) in its run, so it may take the set over from another epoch; kept in the packet's retransmissions and recovery copies; 0 in results, where workers ignore it */
 #define NETAGG_FLAG_RECOVERY                  0x04  /* in a contribution, a copy of a packet whose result the sender has, sent again for workers still waiting on its round; it never starts a round or takes a set over; 0 in results, where workers ignore it */
@@ -69,7 +75,7 @@
 #define NETAGG_DROP_RANK_OUT_OF_RANGE       3  /* rank >= the job's worker count */
 #define NETAGG_DROP_FOREIGN_SOURCE          4  /* source address is not the one registered for that rank */
 #define NETAGG_DROP_SLOT_OUT_OF_RANGE       5  /* slot outside the job's slot range */
-#define NETAGG_DROP_UNSUPPORTED_DTYPE       6  /* the switch adds int32 only */
+#define NETAGG_DROP_UNSUPPORTED_DTYPE       6  /* the aggregator cannot add this dtype: the switch adds int32 only; an FPGA aggregator without FEATURES bit 5 has no fp32_exact or exact_lanes */
 #define NETAGG_DROP_COUNT_TOO_LARGE_FOR_JOB 7  /* count > the job's elements_per_packet */
 #define NETAGG_DROP_COUNT_MISMATCH          8  /* count differs from the count of the round in progress */
 #define NETAGG_DROP_DUPLICATE               9  /* copy of a contribution to the round in progress */

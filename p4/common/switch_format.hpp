@@ -40,7 +40,7 @@ enum class DropReason : std::uint8_t {
   kRankOutOfRange = 3,  // rank >= the job's worker count
   kForeignSource = 4,  // source address is not the one registered for that rank
   kSlotOutOfRange = 5,  // slot outside the job's slot range
-  kUnsupportedDtype = 6,  // the switch adds int32 only
+  kUnsupportedDtype = 6,  // the aggregator cannot add this dtype: the switch adds int32 only; an FPGA aggregator without FEATURES bit 5 has no fp32_exact or exact_lanes
   kCountTooLargeForJob = 7,  // count > the job's elements_per_packet
   kCountMismatch = 8,  // count differs from the count of the round in progress
   kDuplicate = 9,  // copy of a contribution to the round in progress

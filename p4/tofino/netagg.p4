@@ -1460,6 +1460,8 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 worker_table.apply();
                 if (hdr.netagg.dtype == NETAGG_DTYPE_BF16) {
                     md.payload_bytes = hdr.netagg.count << 1;
+                } else if (hdr.netagg.dtype == NETAGG_DTYPE_EXACT_LANES) {
+                    md.payload_bytes = hdr.netagg.count << 3;
                 } else {
                     md.payload_bytes = hdr.netagg.count << 2;
                 }
@@ -1484,7 +1486,7 @@ control Ingress(inout headers_t hdr, inout ig_metadata_t md,
                 if (hdr.netagg.version == NETAGG_WIRE_VERSION &&
                     (hdr.netagg.msg_type == NETAGG_MSG_CONTRIBUTION ||
                      hdr.netagg.msg_type == NETAGG_MSG_RESULT) &&
-                    hdr.netagg.dtype <= NETAGG_DTYPE_BF16 &&
+                    hdr.netagg.dtype <= NETAGG_DTYPE_EXACT_LANES &&
                     (hdr.netagg.flags & NETAGG_FLAGS_RESERVED_MASK) == 0) {
                     md.ok_header = 1;
                 }

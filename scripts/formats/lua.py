@@ -9,6 +9,8 @@ ELEMENT_FIELDS = {
     "int32": 'ProtoField.int32("netagg.int32", "element")',
     "fp32": 'ProtoField.float("netagg.fp32", "element")',
     "bf16": 'ProtoField.uint16("netagg.bf16", "element (bf16 bits)", base.HEX)',
+    "fp32_exact": 'ProtoField.float("netagg.fp32_exact", "element")',
+    "exact_lanes": 'ProtoField.int64("netagg.exact_lanes", "element (lane)")',
 }
 
 

@@ -39,6 +39,8 @@ CONTRIBUTION, RESULT = wire_format.TYPES["contribution"], wire_format.TYPES["res
 NOTICE = wire_format.TYPES["notice"]
 BAD_TYPE = max(wire_format.TYPES.values()) + 1  # the first type the format does not define
 DTYPES = wire_format.DTYPES
+DTYPE_SIZES = {DTYPES[name]: size for name, size in wire_format.ELEMENT_SIZES.items()}
+BAD_DTYPE = max(DTYPES.values()) + 1  # the first dtype the format does not define
 MAX_COUNT = wire_format.MAX_COUNT
 
 SWITCH_MAC = "02:00:00:00:00:fe"
@@ -92,6 +94,8 @@ def netagg_packet(type=CONTRIBUTION, dtype="int32", set=0, fresh=0, recovery=0, 
                                   exponent=exponent, seq=seq & 0xFFFFFFFF, epoch=epoch)
     if dtype == "bf16":
         body = b"".join(struct.pack(">H", v & 0xFFFF) for v in values)
+    elif dtype == "exact_lanes":
+        body = b"".join(struct.pack(">Q", v & 0xFFFFFFFFFFFFFFFF) for v in values)
     else:
         body = b"".join(struct.pack(">I", v & 0xFFFFFFFF) for v in values)
     return hdr + body + extra
@@ -262,13 +266,13 @@ class Switch:
             return "bad_version"
         if type not in wire_format.TYPES.values():
             return "bad_type"
-        if dtype > 2:
+        if dtype not in DTYPE_SIZES:
             return "bad_dtype"
         if flags & 0xF8:  # bit 0 set, bit 1 fresh, bit 2 recovery; bits 3..7 must be zero
             return "bad_flags"
         if count > MAX_COUNT:
             return "count_too_large"
-        if len(p) != 22 + count * (2 if dtype == 2 else 4):
+        if len(p) != 22 + count * DTYPE_SIZES[dtype]:
             return "length_mismatch"
         return None
 
@@ -338,7 +342,7 @@ class Switch:
         src = (ip_text(struct.unpack(">I", f[26:30])[0]), struct.unpack(">H", f[34:36])[0])
         ecn = f[15] & 3  # the IPv4 ECN bits (the TOS byte's low two)
         values_in = [struct.unpack(">i", p[22 + 4 * i:26 + 4 * i])[0]
-                     for i in range(count)] if dtype != 2 else []
+                     for i in range(count)] if DTYPE_SIZES[dtype] == 4 else []
         if type == RESULT and self.children:
             return self.from_parent(src, ecn, s, job_id, rank, slot, dtype, count, exponent, seq,
                                     epoch, values_in)
@@ -1283,11 +1287,16 @@ def cases():
     c.send(1, 1, 9, 0, 1, [], "completed", exponent=7, sums=[])
     out.append(c)
 
-    c = Case("type_and_dtype", "A result sent to the switch (not_contribution) and fp32 and bf16 "
-             "contributions (the switch adds int32 only): dropped, nothing changes.", [J2w])
+    c = Case("type_and_dtype", "A result sent to the switch (not_contribution) and fp32, bf16, "
+             "fp32_exact and exact_lanes contributions (the switch adds int32 only): dropped, "
+             "nothing changes.", [J2w])
     c.send(1, 0, 8, 0, 0, [1], "dropped not_contribution", type=RESULT)
     c.send(1, 0, 8, 0, 0, [0x3F800000], "dropped unsupported_dtype", dtype="fp32")
     c.send(1, 0, 8, 0, 0, [0x3F80], "dropped unsupported_dtype", dtype="bf16")
+    c.send(1, 0, 8, 0, 0, [0x3F800000], "dropped unsupported_dtype", dtype="fp32_exact",
+           exponent=98 << 8)
+    c.send(1, 0, 8, 0, 0, [1 << 54], "dropped unsupported_dtype", dtype="exact_lanes",
+           exponent=98 << 8)
     c.send(1, 0, 8, 0, 0, [1], "aggregated")
     out.append(c)
 
@@ -1308,7 +1317,8 @@ def cases():
         ("a 10-byte UDP payload", to_switch(good[:10]), "truncated"),
         ("version 2", to_switch(c.packet(1, 0, 8, 0, 0, version=2)), "bad_version"),
         (f"type {BAD_TYPE}", to_switch(c.packet(1, 0, 8, 0, 0, type=BAD_TYPE)), "bad_type"),
-        ("dtype 3", to_switch(c.packet(1, 0, 8, 0, 0, raw_dtype=3)), "bad_dtype"),
+        (f"dtype {BAD_DTYPE}", to_switch(c.packet(1, 0, 8, 0, 0, raw_dtype=BAD_DTYPE)),
+         "bad_dtype"),
         ("flag bit 3", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x08)), "bad_flags"),
         ("flag bit 7 with set and fresh", to_switch(c.packet(1, 0, 8, 0, 0, flags=0x83)),
          "bad_flags"),

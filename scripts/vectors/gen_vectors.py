@@ -18,6 +18,7 @@ OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "vectors" / "wire"
 TYPES = wire_format.TYPES
 BAD_TYPE = max(TYPES.values()) + 1  # the first type the format does not define
 DTYPES = wire_format.DTYPES
+BAD_DTYPE = max(DTYPES.values()) + 1  # the first dtype the format does not define
 EXP_NONE = wire_format.EXP_NONE
 
 
@@ -36,8 +37,10 @@ def header(type="contribution", dtype="int32", set=0, fresh=0, recovery=0, job_i
 def payload(dtype, values):
     if dtype == "int32":
         return b"".join(struct.pack(">i", v) for v in values)
-    if dtype == "fp32":
+    if dtype in ("fp32", "fp32_exact"):
         return b"".join(struct.pack(">f", v) for v in values)
+    if dtype == "exact_lanes":  # values given as int64 lanes
+        return b"".join(struct.pack(">q", v) for v in values)
     if dtype == "bf16":  # values given as raw 16-bit patterns
         return b"".join(struct.pack(">H", v) for v in values)
     raise ValueError(dtype)
@@ -124,6 +127,18 @@ def main():
     packet_vector("contribution_bf16", "bf16 payload: 1.0 (0x3f80), -2.0 (0xc000), +Inf (0x7f80).",
                   values=[0x3F80, 0xC000, 0x7F80], dtype="bf16", job_id=2, rank=1, slot=64,
                   count=3, seq=1)
+    offset = wire_format.EXACT_CODE_OFFSET
+    packet_vector("contribution_fp32_exact", "Exact fp32: 1.0, -0.75, 0.0, 3.0 at scale 2 (code "
+                  f"{2 + offset}, the high byte), announcing exponent -5 for the chunk a window "
+                  f"ahead (code {-5 + offset}, the low byte).",
+                  values=[1.0, -0.75, 0.0, 3.0], dtype="fp32_exact", job_id=3, rank=1, slot=17,
+                  count=4, exponent=(2 + offset) << 8 | (-5 + offset), seq=40, epoch=9)
+    packet_vector("contribution_exact_lanes", "A child aggregator's unrounded partial sums: "
+                  "2^54 (1.0 at scale 0), -1, and the specials +Inf (INT64_MAX), -Inf "
+                  "(INT64_MIN + 1), NaN (INT64_MIN); scale code 98 (e = 0), low byte none.",
+                  values=[1 << 54, -1, (1 << 63) - 1, -(1 << 63) + 1, -(1 << 63)],
+                  dtype="exact_lanes", job_id=3, rank=0, slot=17, count=5, exponent=offset << 8,
+                  seq=40, epoch=9)
     packet_vector("exponent_only", "A preamble packet: no elements, only the block exponent -3.",
                   values=[], job_id=1, rank=0, slot=0, count=0, exponent=-3, seq=0)
     packet_vector("max_count", "The largest packet: 1024 int32 elements 0..1023.",
@@ -156,7 +171,7 @@ def main():
         ("bad_version", "Version 2.", header(version=2)),
         ("bad_type", f"Type {BAD_TYPE} is not a msg_type (contribution, result, notice).",
          header(raw_type=BAD_TYPE)),
-        ("bad_dtype", "Data type 3 is not defined.", header(raw_dtype=3)),
+        ("bad_dtype", f"Data type {BAD_DTYPE} is not defined.", header(raw_dtype=BAD_DTYPE)),
         ("bad_flags", "The lowest reserved flag bit (bit 3) is set.", header(flags=0x08)),
         ("bad_flags_bit7", "The highest reserved flag bit (bit 7) is set, with set and fresh.",
          header(flags=0x83)),
@@ -167,6 +182,8 @@ def main():
         ("length_mismatch_long", "count 4 but 20 payload bytes.", header(count=4) + bytes(20)),
         ("length_mismatch_bf16", "bf16 count 3 needs 6 bytes, has 8.",
          header(dtype="bf16", count=3) + bytes(8)),
+        ("length_mismatch_exact_lanes", "exact_lanes count 2 needs 16 bytes, has 8.",
+         header(dtype="exact_lanes", count=2) + bytes(8)),
     ]
     for name, desc, data in bad:
         expect = next((e for e in ("length_mismatch", "bad_flags") if name.startswith(e)), name)

@@ -17,6 +17,7 @@ UDP_PORT = _RAW["udp_port"]
 CONSTANTS = {c["name"]: c["value"] for c in _RAW["constants"]}
 EXP_NONE = CONSTANTS["exponent_none"]
 MAX_COUNT = CONSTANTS["max_count"]
+EXACT_CODE_OFFSET = CONSTANTS["exact_code_offset"]
 ENUMS = {e["name"]: {v["name"]: v["value"] for v in e["values"]} for e in _RAW["enums"]}
 TYPES = ENUMS["msg_type"]
 DTYPES = ENUMS["dtype"]

@@ -115,7 +115,19 @@ void check_options(const Options& o) {
   if (o.leaves > 0 && o.target != "switch-sim" && o.target != "fpga-sim")
     usage_error("--leaves: trees of daemons are built for --target switch-sim or fpga-sim");
   if (!o.root_target.empty() && o.leaves == 0) usage_error("--root-target: needs --leaves");
-  if (o.root_target == "switch-sim" && o.target == "fpga-sim" && o.float_wire == "fp32")
+  if (o.float_wire == "fp32-exact" && o.target == "fpga-sim" && o.fpga_model != "hls")
+    usage_error(fmt::format(
+        "--float-wire fp32-exact: the FPGA's {} model has no exact fp32 (FEATURES bit 5); the "
+        "HLS model has (--fpga-model hls), or use --float-wire fp32",
+        o.fpga_model));
+  if (o.float_wire == "fp32-exact" && o.leaves > 0 &&
+      o.elements_per_packet > kFpgaMaxElementsPerPacket / 2)
+    usage_error(fmt::format(
+        "--elements-per-packet: a tree's exact uploads hold 8 bytes an element, so at most {} "
+        "elements a packet with --float-wire fp32-exact and --leaves",
+        kFpgaMaxElementsPerPacket / 2));
+  if (o.root_target == "switch-sim" && o.target == "fpga-sim" &&
+      (o.float_wire == "fp32" || o.float_wire == "fp32-exact"))
     usage_error(
         "--root-target switch-sim: the switch adds int32 only; fp32 goes as int32-bfp through "
         "it (--float-wire int32-bfp)");
@@ -151,13 +163,18 @@ void check_options(const Options& o) {
     usage_error("--port-base: too high for that many workers");
 }
 
-// What the target takes when the command line does not say: fp32 as is for the FPGA aggregator
-// (it adds floats), packets and a window that fit its slots.
+// What the target takes when the command line does not say: for the FPGA aggregator fp32 summed
+// exactly where the model has it (hls), else fp32 as is (it adds floats); packets and a window
+// that fit its slots (a tree's exact uploads hold 8 bytes an element: half as many).
 void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
   if (o.target != "fpga-sim") return;
   // (an FPGA leaf under a switch root: block floating point, which both add as int32)
-  if (o.float_wire.empty() && o.root_target != "switch-sim") o.float_wire = "fp32";
-  if (!elements_given) o.elements_per_packet = kFpgaMaxElementsPerPacket;
+  if (o.float_wire.empty() && o.root_target != "switch-sim")
+    o.float_wire = o.fpga_model == "hls" ? "fp32-exact" : "fp32";
+  if (!elements_given)
+    o.elements_per_packet = o.float_wire == "fp32-exact" && o.leaves > 0
+                                ? kFpgaMaxElementsPerPacket / 2
+                                : kFpgaMaxElementsPerPacket;
   if (!window_given) o.window = kFpgaSimWindow;
 }
 
@@ -514,7 +531,8 @@ int run(const Options& o) {
     json entry{{"rank", r}, {"status", w.describe_exit()}};
     if (results[r].is_object()) {
       entry["verification"] = results[r].value("verification", "");
-      for (const char* key : {"fallback_chunks", "fallback_to_hosts", "fallback_to_network"})
+      for (const char* key :
+           {"fallback_chunks", "fallback_to_hosts", "fallback_to_network", "result_digest"})
         if (results[r].contains(key)) entry[key] = results[r][key];
       if (results[r].contains("error")) {
         entry["error"] = results[r]["error"];

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -197,7 +198,10 @@ TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
     EXPECT_EQ(s["verification"], "ok") << what;
     EXPECT_EQ(s["root_target"], c.root) << what;
     if (c.dtype == "fp32") {
-      EXPECT_EQ(s["float_wire"], c.root == "fpga-sim" ? "fp32" : "int32-bfp") << what;
+      EXPECT_EQ(s["float_wire"], c.root != "fpga-sim" ? "int32-bfp"
+                                 : c.model == "hls"   ? "fp32-exact"
+                                                      : "fp32")
+          << what;
     }
     EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u) << what;
     const json& tree = s["tree_counters"];
@@ -212,6 +216,56 @@ TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
       EXPECT_EQ(l["completions"].get<std::uint64_t>(), root) << what << " " << leaf;
     }
   }
+}
+
+// Exact fp32 through the FPGA's HLS model: runs that change the arrival order (no loss, loss
+// with other seeds, a two-level tree of aggregators instead of one) end with the same bits on
+// every rank, the exact reference's (each rank checks its result bit for bit), where fp32 adder
+// trees give other bits under loss.
+TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
+  if (!fpga_model_built("hls")) GTEST_SKIP() << "netagg-fpgad was built without the hls model";
+  struct Case {
+    std::string what;
+    std::vector<std::string> args;
+  };
+  const std::vector<std::string> base = {
+      "--workers",    "4",       "--target", "fpga-sim",
+      "--fpga-model", "hls",     "--json",   "--timeout",
+      "20",           "--dtype", "fp32",     "--count",
+      "20000",        "--seed",  "6",        "--elements-per-packet",
+      "128"};
+  const std::vector<Case> cases = {
+      {"no loss", {}},
+      {"5% loss, seed 1", {"--loss", "0.05", "--loss-seed", "1"}},
+      {"5% loss, seed 2", {"--loss", "0.05", "--loss-seed", "2"}},
+      {"a two-level tree, 3% loss", {"--leaves", "2", "--loss", "0.03", "--loss-seed", "3"}},
+  };
+  std::set<std::string> digests;
+  for (const Case& c : cases) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), c.args.begin(), c.args.end());
+    const ToolRun run = run_tool(a, std::chrono::seconds(120));
+    const json s = run.summary();
+    ASSERT_EQ(run.exit_code, 0) << c.what << "\n" << run.out << run.err;
+    EXPECT_EQ(s["verification"], "ok") << c.what;
+    EXPECT_EQ(s["float_wire"], "fp32-exact") << c.what;
+    for (const auto& r : s["ranks"]) {
+      ASSERT_TRUE(r.contains("result_digest")) << r.dump();
+      digests.insert(r["result_digest"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(digests.size(), 1u) << "the runs ended with different bits";
+  // The same runs through the fp32 adder trees: loss changes the order, and so the bits.
+  std::set<std::string> fp32;
+  for (const Case& c : {cases[0], cases[1], cases[2]}) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), c.args.begin(), c.args.end());
+    a.insert(a.end(), {"--float-wire", "fp32"});
+    const ToolRun run = run_tool(a, std::chrono::seconds(120));
+    ASSERT_EQ(run.exit_code, 0) << c.what << "\n" << run.out << run.err;
+    fp32.insert(run.summary()["ranks"][0]["result_digest"].get<std::string>());
+  }
+  EXPECT_GT(fp32.size(), 1u) << "the fp32 adder trees gave the same bits under every loss pattern";
 }
 
 TEST(EndToEnd, KilledWorkerMakesTheOthersTimeOut) {
@@ -365,7 +419,7 @@ std::vector<Target> targets() {
            {"--target", "fpga-sim", "--fpga-model", "hls", "--timeout", "10"},
            20011,
            12000,
-           "fp32",
+           "fp32-exact",
            "hls"}};
 }
 

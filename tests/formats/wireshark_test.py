@@ -109,7 +109,8 @@ def tshark_rows(tshark, tmp, name, frames, fields):
 
 def check_vectors(tshark, tmp, vectors):
     frames = [wrap(v["bytes"]) if v["layer"] == "packet" else v["bytes"] for v in vectors]
-    names = FIELDS + ["error", "int32", "fp32", "bf16"]
+    dtypes = list(wire_format.DTYPES)
+    names = FIELDS + ["error"] + dtypes
     rows = tshark_rows(tshark, tmp, "vectors", frames, [f"netagg.{n}" for n in names])
     failures = 0
     for v, row in zip(vectors, rows):
@@ -128,7 +129,7 @@ def check_vectors(tshark, tmp, vectors):
                     ok = have == want
                 if not ok:
                     problems.append(f"{name}: {have!r}, want {want!r}")
-            elements = [x for x in (got["int32"], got["fp32"], got["bf16"]) if x]
+            elements = [got[d] for d in dtypes if got[d]]
             n = len(elements[0].split(",")) if elements else 0
             if n != int(v["count"]):
                 problems.append(f"{n} elements, want {v['count']}")

@@ -66,7 +66,7 @@ std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
 TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
   Model fresh;
   EXPECT_EQ(fresh.csr_read(csr::kVersion), 0x00010001u);
-  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 0x10u | 8u << 8 | 6u << 16 | 16u << 24);
+  EXPECT_EQ(fresh.csr_read(csr::kFeatures), 4u | 0x10u | 0x20u | 8u << 8 | 6u << 16 | 16u << 24);
   EXPECT_EQ(fresh.csr_read(csr::kStatus), 0u);
   EXPECT_EQ(fresh.csr_read(csr::kAggUdpPort), csr::kAggUdpPortReset);
   for (const auto& r : csr::kRegisters) {
@@ -75,7 +75,9 @@ TEST_F(HlsAggregator, IdentityRegistersAndResetValues) {
     }
   }
   ReferenceModel<Params<8, 1024, 4, 3, 32>> other;
-  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 0x10u | 3u << 8 | 10u << 16 | 4u << 24);
+  EXPECT_EQ(other.csr_read(csr::kFeatures), 8u | 0x10u | 0x20u | 3u << 8 | 10u << 16 | 4u << 24);
+  ReferenceModel<Params<8, 1024, 4, 3, 32, false>> without_exact;  // FEATURES bit 5 clear
+  EXPECT_EQ(without_exact.csr_read(csr::kFeatures), 8u | 0x10u | 3u << 8 | 10u << 16 | 4u << 24);
 }
 
 TEST_F(HlsAggregator, ReadWriteRegistersReadBackAndReadOnlyIgnoreWrites) {

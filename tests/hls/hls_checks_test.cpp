@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "fpga_test_util.hpp"
+#include "netagg/exact.hpp"
 #include "vectors.hpp"
 
 namespace netagg::fpga {
@@ -136,8 +138,13 @@ TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
   const wire::DecodedFrame decoded = wire::decode_frame(frame);
   ASSERT_TRUE(decoded);
   const wire::Header& h = decoded.packet.header;
+  // Exact fp32: the others send fp32_exact zeros at the vector's scale, announcing none; the
+  // result is the vector's elements through a lane, rounded once, as fp32_exact.
+  const bool exact =
+      h.dtype == wire::DataType::kFp32Exact || h.dtype == wire::DataType::kExactLanes;
   const std::uint32_t zero = h.dtype == wire::DataType::kInt32  ? 0u
                              : h.dtype == wire::DataType::kFp32 ? 0x80000000u
+                             : exact                            ? 0u
                                                                 : 0x8000u;
   const std::vector<std::uint32_t> identity(h.count, zero);
   std::vector<TxFrame> results;
@@ -146,14 +153,34 @@ TEST_P(HlsOnVector, MalformedIsCountedValidIsAggregatedBitForBit) {
     wire::Header other = h;
     other.rank = r;
     other.exponent = wire::kExponentNone;
+    if (exact) {
+      other.dtype = wire::DataType::kFp32Exact;
+      other.exponent = static_cast<std::int16_t>(exact::scale_code(h.exponent) << 8);
+    }
     results = model.process_frame(0, frame_from(job.workers[r], encode_packet(other, identity)));
   }
   std::vector<std::uint32_t> values;
-  for (std::size_t i = 0; i < h.count; ++i)
-    values.push_back(h.dtype == wire::DataType::kBf16
-                         ? wire::load_be16(decoded.packet.payload.data() + 2 * i)
-                         : wire::load_be32(decoded.packet.payload.data() + 4 * i));
-  EXPECT_EQ(results, expected_multicast(job, h, values, decoded.address.ecn));
+  const std::byte* payload = decoded.packet.payload.data();
+  const auto scale = exact::from_code(exact::scale_code(h.exponent));
+  for (std::size_t i = 0; i < h.count; ++i) {
+    if (h.dtype == wire::DataType::kBf16) {
+      values.push_back(wire::load_be16(payload + 2 * i));
+    } else if (h.dtype == wire::DataType::kExactLanes) {
+      const auto v =
+          static_cast<std::int64_t>(std::uint64_t{wire::load_be32(payload + 8 * i)} << 32 |
+                                    wire::load_be32(payload + 8 * i + 4));
+      values.push_back(std::bit_cast<std::uint32_t>(exact::to_fp32(exact::from_wire(v), *scale)));
+    } else if (h.dtype == wire::DataType::kFp32Exact) {
+      const float x = std::bit_cast<float>(wire::load_be32(payload + 4 * i));
+      values.push_back(
+          std::bit_cast<std::uint32_t>(exact::to_fp32(exact::to_lane(x, *scale), *scale)));
+    } else {
+      values.push_back(wire::load_be32(payload + 4 * i));
+    }
+  }
+  wire::Header out_header = h;
+  if (exact) out_header.dtype = wire::DataType::kFp32Exact;  // results: rounded to fp32
+  EXPECT_EQ(results, expected_multicast(job, out_header, values, decoded.address.ecn));
 }
 
 std::string vector_name(const ::testing::TestParamInfo<Vector>& info) {
@@ -262,7 +289,9 @@ std::vector<DropCase> drop_cases() {
       {"bad_type", Counter::kMalformedBadType,
        [](const JobSpec& j) { return edited(base_frame(j), 43, 4); }},
       {"bad_dtype", Counter::kMalformedBadDtype,
-       [](const JobSpec& j) { return edited(base_frame(j), 44, 3); }},
+       [](const JobSpec& j) {
+         return edited(base_frame(j), 44, static_cast<std::uint8_t>(wire::kDataTypeCount));
+       }},
       {"bad_flags", Counter::kMalformedBadFlags,
        [](const JobSpec& j) { return edited(base_frame(j), 45, 0x09); }},
       {"count_too_large", Counter::kMalformedCountTooLarge,

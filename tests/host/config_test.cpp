@@ -436,7 +436,7 @@ TEST_F(ConfigTest, EnvironmentErrorsNameTheVariable) {
   EXPECT_THAT(err({{"NETAGG_AGGREGATOR", "10.0.0.1:99999"}}),
               AllOf(HasSubstr("NETAGG_AGGREGATOR"), HasSubstr("'99999'")));
   EXPECT_EQ(err({{"NETAGG_FLOAT_WIRE", "fp16"}}),
-            "NETAGG_FLOAT_WIRE: 'fp16' is not one of int32-bfp, fp32");
+            "NETAGG_FLOAT_WIRE: 'fp16' is not one of int32-bfp, fp32, fp32-exact");
   EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "soon"}}), "NETAGG_TIMEOUT_MS: 'soon' is not a number");
   EXPECT_EQ(err({{"NETAGG_TIMEOUT_MS", "-5"}}),
             "NETAGG_TIMEOUT_MS: -5 ms is outside (0, 86400000] ms");

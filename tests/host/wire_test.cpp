@@ -41,6 +41,8 @@ DataType dtype_from(const std::string& s) {
   if (s == "int32") return DataType::kInt32;
   if (s == "fp32") return DataType::kFp32;
   if (s == "bf16") return DataType::kBf16;
+  if (s == "fp32_exact") return DataType::kFp32Exact;
+  if (s == "exact_lanes") return DataType::kExactLanes;
   throw std::runtime_error("unknown dtype " + s);
 }
 
@@ -97,8 +99,13 @@ std::vector<std::byte> payload_from(const Vector& v, DataType dtype) {
   std::istringstream in(*values);
   std::string tok;
   while (in >> tok) {
-    std::byte b[4];
-    if (dtype == DataType::kFp32) {
+    std::byte b[8];
+    if (dtype == DataType::kExactLanes) {
+      const auto lane = static_cast<std::uint64_t>(std::stoll(tok));
+      store_be32(b, static_cast<std::uint32_t>(lane >> 32));
+      store_be32(b + 4, static_cast<std::uint32_t>(lane));
+      out.insert(out.end(), b, b + 8);
+    } else if (dtype == DataType::kFp32 || dtype == DataType::kFp32Exact) {
       const float f = std::stof(tok);
       std::uint32_t bits;
       std::memcpy(&bits, &f, 4);

@@ -28,7 +28,7 @@ using fpga::TxFrame;
 constexpr unsigned kPorts = 4;
 constexpr std::uint32_t kEpoch = 0x7ee0000b;
 
-class RtlTree : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultParams> {
+class RtlTree : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::RtlParams> {
  protected:
   RtlTree() : RtlAgainstModel(7) {}
   void SetUp() override {

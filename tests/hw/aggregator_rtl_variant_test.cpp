@@ -22,7 +22,7 @@ namespace {
 
 constexpr unsigned kUsedPorts = 3;
 constexpr unsigned kVariantElements = 16 * 4;
-using VariantParams = fpga::Params<3, 16, 4, 4, 32>;
+using VariantParams = fpga::Params<3, 16, 4, 4, 32, false>;  // no exact fp32, as the RTL
 
 class Variant : public RtlAgainstModel<Vnetagg_aggregator_v, kUsedPorts, VariantParams> {
  protected:

@@ -109,6 +109,23 @@ class JobTable {
   WorkerEntry workers_[P::kMaxJobs][P::kMaxWorkers];
 };
 
+// The exact dtypes (fp32_exact, exact_lanes): one class in a round, added as 64-bit lanes.
+inline bool is_exact(unsigned dtype) {
+  return dtype == layout::kDtypeFp32Exact || dtype == layout::kDtypeExactLanes;
+}
+// Whether this design adds `dtype` (the exact ones need P::kExact, FEATURES bit 5).
+template <class P>
+bool supported_dtype(unsigned dtype) {
+  return P::kExact || !is_exact(dtype);
+}
+// count elements of `dtype` fit the job's packets and a frame's stored payload beats (an
+// exact_lanes element takes two 32-bit lanes of a frame, one of the slot's 64-bit lanes).
+template <class P>
+bool fits_slot(unsigned dtype, unsigned count, const JobEntry& entry) {
+  return count <= entry.elements && count <= static_cast<unsigned>(P::kMaxElements) &&
+         count * element_size(dtype) <= static_cast<unsigned>(P::kMaxBeats * P::kBeatBytes);
+}
+
 inline void fill(const BeatData& h, int job, unsigned dtype, unsigned flags, unsigned rank,
                  uint32_t slot, unsigned count, Contribution& c) {
   using namespace layout;
@@ -144,8 +161,7 @@ int admit_parent_result(const BeatData& h, unsigned dtype, unsigned flags, unsig
   const uint32_t slot = entry.slot_base + offset;
   if (offset >= entry.slot_count || slot >= static_cast<uint32_t>(P::kSlots))
     return csr14::kDroppedSlotOutOfRange;
-  if (count > entry.elements || count > static_cast<unsigned>(P::kMaxElements))
-    return csr14::kDroppedCountTooLargeForJob;
+  if (!fits_slot<P>(dtype, count, entry)) return csr14::kDroppedCountTooLargeForJob;
   fill(h, job, dtype, flags, rank, slot, count, c);
   c.from_parent = 1;
   return -1;
@@ -178,7 +194,7 @@ int admit(const Frame<P>& f, uint32_t agg_udp_port, const JobTable<P>& table, Co
   if (type != kMsgContribution && type != kMsgResult && type != kMsgNotice)
     return csr14::kMalformedBadType;
   const unsigned dtype = get_byte(h, kNetaggDtype);
-  if (dtype > kDtypeBf16) return csr14::kMalformedBadDtype;
+  if (dtype > kDtypeExactLanes) return csr14::kMalformedBadDtype;
   const unsigned flags = get_byte(h, kNetaggFlags);
   if (flags & kFlagsReservedMask) return csr14::kMalformedBadFlags;
   const unsigned count = get_be16(h, kNetaggCount);
@@ -190,6 +206,7 @@ int admit(const Frame<P>& f, uint32_t agg_udp_port, const JobTable<P>& table, Co
     return csr14::kMalformedLengthMismatch;
 
   if (type == kMsgNotice) return csr14::kDroppedNotContribution;  // (a parent's, to a child)
+  if (!supported_dtype<P>(dtype)) return csr14::kDroppedUnsupportedDtype;
   if (type != kMsgContribution) return admit_parent_result(h, dtype, flags, count, table, c);
   const int job = table.find_job(static_cast<uint16_t>(get_be16(h, kNetaggJobId)));
   if (job < 0) return csr14::kDroppedUnknownJob;
@@ -202,8 +219,7 @@ int admit(const Frame<P>& f, uint32_t agg_udp_port, const JobTable<P>& table, Co
   const uint32_t slot = get_be16(h, kNetaggSlot);
   if (slot - entry.slot_base >= entry.slot_count || slot >= static_cast<uint32_t>(P::kSlots))
     return csr14::kDroppedSlotOutOfRange;
-  if (count > entry.elements || count > static_cast<unsigned>(P::kMaxElements))
-    return csr14::kDroppedCountTooLargeForJob;
+  if (!fits_slot<P>(dtype, count, entry)) return csr14::kDroppedCountTooLargeForJob;
 
   fill(h, job, dtype, flags, rank, slot, count, c);
   c.from_parent = 0;

@@ -267,8 +267,8 @@ class Aggregator {
         runs[r].open = false;
         runs[r].first = true;
         runs[r].member[p] = true;
-        acc_.apply(runs[r], round, frames);
-        pipeline::take_parent_result(round, k);
+        pipeline::take_parent_result(round, k);  // (an exact round: the words are rounded)
+        apply(runs[r], round, frames);
         ++counters_[csr14::kResultsFromParent];
         ++counters_[csr14::kCompletions];
         multicast(k.job, at, sink);
@@ -298,7 +298,7 @@ class Aggregator {
       pipeline::count_member(round, k);
       ++counters_[csr14::kAggregated];
       if (round.remaining == 0) {
-        acc_.apply(runs[r], round, frames);
+        apply(runs[r], round, frames);
         runs[r].open = false;
         if (table_.job(k.job).has_parent) {  // a child in a tree: the sum goes up, the result down
           round.upstream = true;
@@ -312,14 +312,18 @@ class Aggregator {
     }
   finish:
     for (int r = 0; r < kNumPorts; ++r)
-      if (runs[r].open) acc_.apply(runs[r], rounds_.at(runs[r].at), frames);
+      if (runs[r].open) apply(runs[r], rounds_.at(runs[r].at), frames);
   }
 
   // ---- State views for tests and the RTL comparison (not part of the hardware) ------------
   const RoundState& round_state(int slot, int set) const { return rounds_.at(2 * slot + set); }
-  // Accumulator lane `element` of (slot, set): int32 or fp32 bits.
+  // Accumulator lane `element` of (slot, set): int32 or fp32 bits (the low half of a lane).
   uint32_t accumulator(int slot, int set, int element) const {
     return acc_.word(2 * slot + set, element / kLanes, element % kLanes);
+  }
+  // An exact round's lane `element` of (slot, set).
+  ExactLane exact_lane(int slot, int set, int element) const {
+    return acc_.lane(2 * slot + set, element / kLanes, element % kLanes);
   }
 #ifndef __SYNTHESIS__
   void debug_set_counter(int index, uint64_t value) { counters_[index] = value; }
@@ -370,8 +374,8 @@ class Aggregator {
   static uint32_t version_register() { return kDesignVersion << 16 | layout::kVersion; }
   static uint32_t features_register() {
     return static_cast<uint32_t>(kNumPorts) | csr14::kFeaturesJobTableReadback |
-           static_cast<uint32_t>(kMaxJobs) << 8 | static_cast<uint32_t>(P::kLog2Slots) << 16 |
-           static_cast<uint32_t>(kMaxBeats) << 24;
+           (P::kExact ? csr14::kFeaturesExact : 0u) | static_cast<uint32_t>(kMaxJobs) << 8 |
+           static_cast<uint32_t>(P::kLog2Slots) << 16 | static_cast<uint32_t>(kMaxBeats) << 24;
   }
 
   uint32_t reg(uint32_t offset) const { return reg_[offset / 4]; }
@@ -495,6 +499,11 @@ class Aggregator {
     ++counters_[csr14::kFramesOut];
   }
 
+  // A run into its accumulators; elements an exact round cannot hold are counted.
+  void apply(const Run& run, const RoundState& round, const Frame frames[kNumPorts]) {
+    counters_[csr14::kExactOutOfRange] += acc_.apply(run, round, frames);
+  }
+
   // The round's result to every worker of the job, in rank order.
   template <class Sink>
   void multicast(int job, int at, Sink& sink) {
@@ -531,7 +540,7 @@ class Aggregator {
   uint64_t counters_[csr14::kCounterCount];
   pipeline::JobTable<P> table_;
   pipeline::RoundTable<P> rounds_;  // index 2 * slot + set
-  pipeline::Accumulators<P> acc_;   // int32 or fp32 bits
+  pipeline::Accumulators<P> acc_;   // int32 or fp32 bits, exact lanes
   pipeline::NoticeRate notices_;
 };
 

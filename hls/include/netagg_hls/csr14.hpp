@@ -63,6 +63,7 @@ constexpr unsigned kCommitStoreJob = 0x01u;  // COMMIT
 constexpr unsigned kCommitStoreWorker = 0x02u;  // COMMIT
 constexpr unsigned kCommitRemoveJob = 0x03u;  // COMMIT
 constexpr unsigned kFeaturesJobTableReadback = 0x10u;  // FEATURES
+constexpr unsigned kFeaturesExact = 0x20u;  // FEATURES
 constexpr unsigned kControlSoftReset = 0x01u;  // CONTROL
 constexpr unsigned kControlClearCounters = 0x02u;  // CONTROL
 constexpr unsigned kJobIdValid = 0x80000000u;  // JOB_ID
@@ -80,7 +81,8 @@ enum Counter {
   kDroppedNotContribution, kDroppedUnknownJob, kDroppedRankOutOfRange, kDroppedForeignSource,
   kDroppedSlotOutOfRange, kDroppedCountTooLargeForJob, kDroppedCountMismatch, kDroppedDtypeMismatch,
   kDroppedDuplicate, kDroppedStale, kDroppedStaleEpoch, kDroppedNoRound, kSentToParent,
-  kResentToParent, kResultsFromParent, kEpochTakeovers, kNotices, kCounterCount
+  kResentToParent, kResultsFromParent, kEpochTakeovers, kNotices, kDroppedUnsupportedDtype,
+  kDroppedScaleMismatch, kExactOutOfRange, kCounterCount
 };
 
 }  // namespace csr14

@@ -66,6 +66,9 @@ constexpr unsigned kMaxCount = 1024;  // elements per packet, any dtype
 constexpr unsigned kNoticeInterval = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer)
 constexpr int kExponentNone = -32768;  // block exponent of a chunk of zeros: the identity of max
 constexpr int kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
+constexpr unsigned kExactFractionBits = 54;  // fp32_exact: a lane at scale e holds x * 2^(exact_fraction_bits - e), rounded to nearest even (docs/numerics.md, "Exact fp32")
+constexpr unsigned kExactCodeOffset = 98;  // fp32_exact: the exponent code of e in [-97, 128] is e + exact_code_offset (1..226); code 0 is none (a chunk of zeros)
+constexpr unsigned kExactMaxContributions = 511;  // fp32_exact: workers of one job at most, over all its aggregators (no sum of that many lanes overflows 64 bits)
 constexpr unsigned kMsgContribution = 1;
 constexpr unsigned kMsgResult = 2;
 constexpr unsigned kMsgNotice = 3;
@@ -80,9 +83,12 @@ constexpr unsigned kNoticeDtypeMismatch = 8;
 constexpr unsigned kNoticeStale = 9;
 constexpr unsigned kNoticeStaleEpoch = 10;
 constexpr unsigned kNoticeDuplicate = 11;
+constexpr unsigned kNoticeScaleMismatch = 12;
 constexpr unsigned kDtypeInt32 = 0;
 constexpr unsigned kDtypeFp32 = 1;
 constexpr unsigned kDtypeBf16 = 2;
+constexpr unsigned kDtypeFp32Exact = 3;
+constexpr unsigned kDtypeExactLanes = 4;
 constexpr unsigned kFlagSet = 0x01;
 constexpr unsigned kFlagFresh = 0x02;
 constexpr unsigned kFlagRecovery = 0x04;
@@ -107,6 +113,8 @@ inline unsigned element_size(unsigned dtype) {
     case layout::kDtypeInt32: return 4u;
     case layout::kDtypeFp32: return 4u;
     case layout::kDtypeBf16: return 2u;
+    case layout::kDtypeFp32Exact: return 4u;
+    case layout::kDtypeExactLanes: return 8u;
   }
   return 0u;
 }

@@ -21,7 +21,7 @@ namespace fpga {
 namespace pipeline {
 
 constexpr int kNoticeRanks = 32;    // rate counters per reason: by the rank's low 5 bits
-constexpr int kNoticeReasons = 12;  // notice_reason codes 1..11 (0: none)
+constexpr int kNoticeReasons = 13;  // notice_reason codes 1..12 (0: none)
 
 // The notice_reason of a drop counter, or 0 if that drop gets no notice (malformed frames,
 // not_contribution, no_round and the counters that are no drops).
@@ -36,6 +36,8 @@ inline unsigned notice_code(int counter) {
       return kNoticeForeignSource;
     case csr14::kDroppedSlotOutOfRange:
       return kNoticeSlotOutOfRange;
+    case csr14::kDroppedUnsupportedDtype:
+      return kNoticeUnsupportedDtype;
     case csr14::kDroppedCountTooLargeForJob:
       return kNoticeCountTooLargeForJob;
     case csr14::kDroppedCountMismatch:
@@ -48,6 +50,8 @@ inline unsigned notice_code(int counter) {
       return kNoticeStaleEpoch;
     case csr14::kDroppedDuplicate:
       return kNoticeDuplicate;
+    case csr14::kDroppedScaleMismatch:
+      return kNoticeScaleMismatch;
     default:
       return 0;
   }

@@ -12,7 +12,7 @@ namespace fpga {
 constexpr int ceil_pow2(int n) { return n <= 1 ? 1 : 2 * ceil_pow2((n + 1) / 2); }
 constexpr int log2_exact(int n) { return n <= 1 ? 0 : 1 + log2_exact(n / 2); }
 
-template <int NumPorts, int Slots, int MaxBeats, int MaxJobs, int MaxWorkers>
+template <int NumPorts, int Slots, int MaxBeats, int MaxJobs, int MaxWorkers, bool Exact = true>
 struct Params {
   static constexpr int kNumPorts = NumPorts;      // AXI4-Stream ingress and egress ports
   static constexpr int kLanes = 16;               // 32-bit lanes per 512-bit beat (do not change)
@@ -20,6 +20,8 @@ struct Params {
   static constexpr int kMaxBeats = MaxBeats;      // payload beats a slot holds
   static constexpr int kMaxJobs = MaxJobs;        // job table entries
   static constexpr int kMaxWorkers = MaxWorkers;  // workers per job (bitmap bits)
+  // Dtypes fp32_exact and exact_lanes (FEATURES bit 5): 64-bit lanes beside the 32-bit ones.
+  static constexpr bool kExact = Exact;
 
   // Derived; do not change.
   static constexpr int kBeatBits = 512;
@@ -44,6 +46,10 @@ struct Params {
 // these.
 using DefaultParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
                              csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers>;
+// The RTL's design (hw/rtl) at the defaults: it has no exact fp32 datapath yet and drops those
+// dtypes as unsupported_dtype, as this model does without kExact.
+using RtlParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
+                         csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers, false>;
 
 constexpr int NUM_PORTS = DefaultParams::kNumPorts;
 constexpr int LANES = DefaultParams::kLanes;

@@ -82,13 +82,19 @@ inline Destination to_parent(const JobEntry& j, const RoundState& round, int at)
 
 // The frame of round `at` (state `round`, values in `acc`) to `dst`: Ethernet/IPv4/UDP from
 // `from`, ECN = the round's OR, the round's dtype, count, exponent, seq and epoch, and its
-// values as the payload (bf16: rounded to bf16).
+// values as the payload (bf16: rounded to bf16; an exact round's lanes: to the parent as
+// exact_lanes, to workers rounded once to fp32 at the round's scale).
 template <class P, class Sink>
 void emit_frame(const Destination& dst, const Origin& from, const RoundState& round,
                 const Accumulators<P>& acc, int at, Sink& sink) {
   using namespace layout;
   constexpr int kLanes = P::kLanes;
-  const unsigned payload = round.count * element_size(round.dtype);
+  // An exact round goes up unrounded (exact_lanes) and out rounded once (fp32_exact).
+  const bool exact = P::kExact && round.dtype == kDtypeFp32Exact;
+  const bool lanes_out = exact && dst.type == kMsgContribution;
+  const unsigned dtype = lanes_out ? kDtypeExactLanes : round.dtype;
+  const int16_t scale = exact_scale((static_cast<uint16_t>(round.exponent) >> 8) & 0xFFu);
+  const unsigned payload = round.count * element_size(dtype);
   const unsigned ip_length = kIpv4HeaderSize + kUdpHeaderSize + kNetaggHeaderSize + payload;
 
   BeatData h = 0;
@@ -111,7 +117,7 @@ void emit_frame(const Destination& dst, const Origin& from, const RoundState& ro
   set_be16(h, kUdpLength, ip_length - kIpv4HeaderSize);
   set_byte(h, kNetaggVersion, kVersion);
   set_byte(h, kNetaggType, dst.type);
-  set_byte(h, kNetaggDtype, round.dtype);
+  set_byte(h, kNetaggDtype, dtype);
   set_byte(h, kNetaggFlags, dst.flags);
   set_be16(h, kNetaggJobId, dst.job_id);
   set_be16(h, kNetaggRank, dst.rank);
@@ -135,7 +141,23 @@ payload_beats:
 #pragma HLS PIPELINE II = 1
 #pragma HLS LOOP_TRIPCOUNT max = 16
     BeatData d = 0;
-    if (bf16) {
+    if (lanes_out) {
+      for (int e = 0; e < kLanes / 2; ++e) {
+#pragma HLS UNROLL
+        const int index = (kLanes / 2) * k + e;
+        if (index < round.count) {
+          const uint64_t v = exact_to_wire(acc.lane(at, index / kLanes, index % kLanes));
+          set_lane32(d, 2 * e, static_cast<uint32_t>(v >> 32));
+          set_lane32(d, 2 * e + 1, static_cast<uint32_t>(v));
+        }
+      }
+    } else if (exact && !round.rounded) {
+      for (int l = 0; l < kLanes; ++l) {
+#pragma HLS UNROLL
+        if (kLanes * k + l < round.count)
+          set_lane32(d, l, exact_to_fp32(acc.lane(at, k, l), scale));
+      }
+    } else if (bf16) {
       for (int e = 0; e < 2 * kLanes; ++e) {
 #pragma HLS UNROLL
         const int index = 2 * kLanes * k + e;

@@ -29,9 +29,12 @@ struct RoundState {
   uint32_t bitmap;    // ranks that contributed to this round
   uint8_t remaining;  // workers still to contribute; 0 = complete
   uint16_t count;     // elements of the round
-  uint8_t dtype;      // layout::kDtype*
+  uint8_t dtype;      // layout::kDtype*; fp32_exact for a round of the exact class
   int16_t exponent;   // max of the contributions' exponents
   uint8_t ecn;        // OR of the contributions' ECN bits
+  // An exact round whose accumulators hold the parent's rounded fp32 result (their low 32 bits),
+  // not lanes: sent as it is.
+  bool rounded;
 };
 
 namespace pipeline {
@@ -48,6 +51,17 @@ enum Decision {
   kParentResult = -6
 };
 
+// The dtype a round records: the exact class (fp32_exact from workers, exact_lanes from a child
+// aggregator) is one, fp32_exact; the others their own.
+inline uint8_t round_dtype(unsigned dtype) {
+  return static_cast<uint8_t>(is_exact(dtype) ? layout::kDtypeFp32Exact : dtype);
+}
+// The exact class: the contribution's scale (the exponent's high byte) is not its round's.
+inline bool scale_differs(const RoundState& round, const Contribution& k) {
+  return round.dtype == layout::kDtypeFp32Exact &&
+         ((static_cast<uint16_t>(k.exponent) ^ static_cast<uint16_t>(round.exponent)) >> 8) != 0;
+}
+
 // A result from the job's parent: taken only by the round that waits for it (same epoch and
 // seq, complete here, its sum sent up), in the switch model's order of checks.
 inline int decide_parent_result(const RoundState& round, const Contribution& k) {
@@ -58,7 +72,8 @@ inline int decide_parent_result(const RoundState& round, const Contribution& k) 
   if (age > 0 || round.remaining != 0) return csr14::kDroppedNoRound;
   if (!round.upstream) return csr14::kDroppedDuplicate;  // answered already
   if (k.count != round.count) return csr14::kDroppedCountMismatch;
-  if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
+  if (round_dtype(k.dtype) != round.dtype) return csr14::kDroppedDtypeMismatch;
+  if (scale_differs(round, k)) return csr14::kDroppedScaleMismatch;
   return kParentResult;
 }
 
@@ -76,7 +91,8 @@ inline int decide(const RoundState& round, const Contribution& k) {
   if (age > 0 && k.recovery) return csr14::kDroppedNoRound;
   if (age > 0) return kNewRound;  // the round is over for every worker, complete or not
   if (k.count != round.count) return csr14::kDroppedCountMismatch;
-  if (k.dtype != round.dtype) return csr14::kDroppedDtypeMismatch;
+  if (round_dtype(k.dtype) != round.dtype) return csr14::kDroppedDtypeMismatch;
+  if (scale_differs(round, k)) return csr14::kDroppedScaleMismatch;
   if (complete)
     return round.upstream ? static_cast<int>(kResendToParent) : static_cast<int>(kResend);
   if (round.bitmap & (1u << k.rank)) return csr14::kDroppedDuplicate;
@@ -92,14 +108,16 @@ inline void start_round(RoundState& round, const Contribution& k, uint8_t worker
   round.seq = k.seq;
   round.remaining = workers;
   round.count = k.count;
-  round.dtype = k.dtype;
+  round.dtype = round_dtype(k.dtype);
   round.exponent = k.exponent;
   round.ecn = k.ecn;
   round.upstream = false;
   round.fresh = k.fresh != 0;
+  round.rounded = false;
 }
 
-// A join: the max exponent, the ECN OR.
+// A join: the max exponent (exact class: the scale bytes are equal, so the signed max is the
+// max of the low bytes' codes), the ECN OR.
 inline void join_round(RoundState& round, const Contribution& k) {
   if (k.exponent > round.exponent) round.exponent = k.exponent;
   round.ecn |= k.ecn;
@@ -113,11 +131,13 @@ inline void count_member(RoundState& round, const Contribution& k) {
 }
 
 // The parent's result completes the round waiting for it: its exponent replaces the round's,
-// its ECN bits are ORed in (its values replace the sum, accumulate.hpp).
+// its ECN bits are ORed in (its values replace the sum, accumulate.hpp; an exact round's are
+// rounded already).
 inline void take_parent_result(RoundState& round, const Contribution& k) {
   round.exponent = k.exponent;
   round.ecn |= k.ecn;
   round.upstream = false;
+  round.rounded = round.dtype == layout::kDtypeFp32Exact;
 }
 
 // The round state of every (slot, set), index 2 * slot + set.

@@ -17,8 +17,12 @@ namespace netagg {
 struct EngineParams;  // netagg/engine.hpp: what engine_params() gives the library's engines
 
 // How fp32 tensors travel: block floating point int32 (for integer aggregators: the switch),
-// or fp32 as is (the FPGA aggregator).
-enum class FloatWire { kBlockInt32, kFp32 };
+// fp32 as is and added in fp32 (the FPGA aggregator's adder trees), or fp32 summed exactly as
+// 64-bit fixed point and rounded once (dtype fp32_exact: an FPGA aggregator with FEATURES bit 5;
+// the same bits whatever the arrival order, docs/exact-fp32.md).
+enum class FloatWire { kBlockInt32, kFp32, kFp32Exact };
+// Whether the aggregator adds floats (fp32 or fp32-exact: an FPGA aggregator), so bf16 can go.
+constexpr bool adds_floats(FloatWire w) { return w != FloatWire::kBlockInt32; }
 
 // What a worker does when its aggregator stops answering (docs/fallback.md): finish the
 // all-reduce with the other workers over Gloo, or fail with a timeout error.
@@ -140,7 +144,7 @@ std::string_view to_string(Fallback f);
 // or a rendezvous that shares rank 0's draw.
 std::uint32_t random_epoch();
 
-FloatWire parse_float_wire(std::string_view text);  // "int32-bfp" | "fp32"
+FloatWire parse_float_wire(std::string_view text);  // "int32-bfp" | "fp32" | "fp32-exact"
 std::string_view to_string(FloatWire w);
 
 // Whether this libnetagg was built with the DPDK transport.

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace netagg::exact {
@@ -65,6 +66,31 @@ Lane add(const Lane& a, const Lane& b);
 // e == kExponentNone a finite lane gives +0.0. Throws netagg::Error(kInvalidArgument) for an
 // invalid e.
 float to_fp32(const Lane& lane, std::int16_t e);
+
+// ---- On the wire (dtype fp32_exact, docs/exact-fp32.md) -------------------------------------
+// An exponent as an 8-bit code: 0 for kExponentNone, e + kCodeOffset for e in [kMinExponent,
+// kMaxExponent] (1..226); codes order as exponents do.
+inline constexpr int kCodeOffset = 98;
+inline constexpr int kMaxCode = kMaxExponent + kCodeOffset;
+// Throws netagg::Error(kInvalidArgument) for an invalid e.
+std::uint8_t to_code(std::int16_t e);
+// nullopt for a code above kMaxCode.
+std::optional<std::int16_t> from_code(std::uint8_t code);
+// The header's exponent field: the scale of this packet's data in the high byte, the sender's
+// exponent of the chunk it announces in the low byte. The signed 16-bit maximum of fields with
+// one scale is the field of the maximum announced exponent.
+std::int16_t pack_exponents(std::int16_t scale, std::int16_t ahead);
+inline std::uint8_t scale_code(std::int16_t field) {
+  return static_cast<std::uint8_t>(static_cast<std::uint16_t>(field) >> 8);
+}
+inline std::uint8_t ahead_code(std::int16_t field) {
+  return static_cast<std::uint8_t>(static_cast<std::uint16_t>(field) & 0xFFu);
+}
+
+// A lane as dtype exact_lanes carries it: the integer, or for a special one of the values no
+// sum reaches (INT64_MAX +Inf, INT64_MIN + 1 -Inf, INT64_MIN NaN).
+std::int64_t to_wire(const Lane& lane);
+Lane from_wire(std::int64_t v);
 
 // The whole path for n contributions of one chunk: out[i] = to_fp32(sum over w of
 // to_lane(x[w][i], e)), with e the maximum of the contributions' block exponents. Throws

@@ -8,6 +8,9 @@
 //           what the FPGA aggregator gives when it takes the contributions in rank order;
 //   bf16    widened to fp32 exactly, added in rank order as fp32, rounded once to bf16 (round to
 //           nearest even, NaN kept quiet): the FPGA's bf16 path in rank order.
+//   fp32_exact  each element a 64-bit lane at the scale in the exponent's high byte (equal in
+//           every contribution), lanes added, the sum rounded once to fp32 (netagg/exact.hpp);
+//           the exponent field's signed max: the FPGA's exact path, in any order.
 #pragma once
 
 #include <cstddef>

@@ -21,6 +21,9 @@ inline constexpr std::uint16_t kMaxCount = 1024;  // elements per packet, any dt
 inline constexpr std::uint32_t kNoticeInterval = 16;  // an aggregator sends a notice for the first drop of each notice_reason from each rank (its low 5 bits) and then for one in every notice_interval of them (a power of two); for every duplicate (each answers a retransmission, paced by its sender's timer)
 inline constexpr std::int16_t kExponentNone = std::int16_t(-32768);  // block exponent of a chunk of zeros: the identity of max
 inline constexpr std::int16_t kExponentNonFinite = 32767;  // block exponent of a chunk that held NaN or Inf
+inline constexpr std::uint32_t kExactFractionBits = 54;  // fp32_exact: a lane at scale e holds x * 2^(exact_fraction_bits - e), rounded to nearest even (docs/numerics.md, "Exact fp32")
+inline constexpr std::uint32_t kExactCodeOffset = 98;  // fp32_exact: the exponent code of e in [-97, 128] is e + exact_code_offset (1..226); code 0 is none (a chunk of zeros)
+inline constexpr std::uint32_t kExactMaxContributions = 511;  // fp32_exact: workers of one job at most, over all its aggregators (no sum of that many lanes overflows 64 bits)
 
 // ---- enumerations ---------------------------------------------------------------------
 template <typename E>
@@ -65,8 +68,9 @@ enum class NoticeReason : std::uint32_t {
   kStale = 9,  // the set holds a newer round of the same epoch: to a worker still waiting for that seq, another run used the same token
   kStaleEpoch = 10,  // the set holds a round of another epoch: another run of the job uses the aggregator
   kDuplicate = 11,  // the round already has this rank's contribution and waits for the ranks in words 1..
+  kScaleMismatch = 12,  // an fp32_exact contribution's scale (the exponent's high byte) differs from its round's
 };
-inline constexpr std::size_t kNoticeReasonCount = 11;
+inline constexpr std::size_t kNoticeReasonCount = 12;
 inline constexpr std::array<EnumName<NoticeReason>, kNoticeReasonCount> kNoticeReasonNames = {{
     {NoticeReason::kUnknownJob, "unknown_job"},
     {NoticeReason::kRankOutOfRange, "rank_out_of_range"},
@@ -79,6 +83,7 @@ inline constexpr std::array<EnumName<NoticeReason>, kNoticeReasonCount> kNoticeR
     {NoticeReason::kStale, "stale"},
     {NoticeReason::kStaleEpoch, "stale_epoch"},
     {NoticeReason::kDuplicate, "duplicate"},
+    {NoticeReason::kScaleMismatch, "scale_mismatch"},
 }};
 constexpr std::string_view to_string(NoticeReason v) { return name_in(kNoticeReasonNames, v); }
 constexpr bool is_valid(NoticeReason v) { return to_string(v) != "unknown"; }
@@ -88,12 +93,16 @@ enum class DataType : std::uint8_t {
   kInt32 = 0,  // two's complement, added with wrap-around
   kFp32 = 1,  // IEEE binary32
   kBf16 = 2,  // bfloat16, accumulated in fp32
+  kFp32Exact = 3,  // IEEE binary32 summed exactly: each element converted to a 64-bit fixed-point lane at the scale in the exponent's high byte, lanes added as integers, the sum rounded once to fp32 (docs/numerics.md, "Exact fp32"); results are fp32
+  kExactLanes = 4,  // unrounded fp32_exact partial sums (a child aggregator to its parent): 64-bit two's-complement lanes; INT64_MAX is +Inf, INT64_MIN + 1 is -Inf, INT64_MIN is NaN
 };
-inline constexpr std::size_t kDataTypeCount = 3;
+inline constexpr std::size_t kDataTypeCount = 5;
 inline constexpr std::array<EnumName<DataType>, kDataTypeCount> kDataTypeNames = {{
     {DataType::kInt32, "int32"},
     {DataType::kFp32, "fp32"},
     {DataType::kBf16, "bf16"},
+    {DataType::kFp32Exact, "fp32_exact"},
+    {DataType::kExactLanes, "exact_lanes"},
 }};
 constexpr std::string_view to_string(DataType v) { return name_in(kDataTypeNames, v); }
 constexpr bool is_valid(DataType v) { return to_string(v) != "unknown"; }
@@ -104,10 +113,12 @@ constexpr std::size_t element_size(DataType t) {
     case DataType::kInt32: return 4;
     case DataType::kFp32: return 4;
     case DataType::kBf16: return 2;
+    case DataType::kFp32Exact: return 4;
+    case DataType::kExactLanes: return 8;
   }
   return 0;
 }
-inline constexpr std::size_t kMaxElementSize = 4;
+inline constexpr std::size_t kMaxElementSize = 8;
 
 // Bits of the flags field.
 inline constexpr std::uint8_t kFlagSet = 0x01;  // which of the slot's two copies (the shadow copy)

@@ -577,7 +577,9 @@ TEST_F(SwitchModelTest, MalformedPackets) {
   cases.push_back({"version 2", patched(wire::offset::kVersion, 2), wire::Error::kBadVersion});
   cases.push_back({"type 0", patched(wire::offset::kType, 0), wire::Error::kBadType});
   cases.push_back({"type 4", patched(wire::offset::kType, 4), wire::Error::kBadType});
-  cases.push_back({"dtype 3", patched(wire::offset::kDtype, 3), wire::Error::kBadDtype});
+  cases.push_back({"the first undefined dtype",
+                   patched(wire::offset::kDtype, static_cast<std::uint8_t>(wire::kDataTypeCount)),
+                   wire::Error::kBadDtype});
   cases.push_back({"flags 8", patched(wire::offset::kFlags, 8), wire::Error::kBadFlags});
   cases.push_back({"flags 0x81", patched(wire::offset::kFlags, 0x81), wire::Error::kBadFlags});
   {

@@ -18,8 +18,8 @@ inline constexpr unsigned kAddrBits = 12;  // AXI4-Lite byte address width
 // Register byte offsets.
 // ro: bits 31:16 design version (1), bits 7:0 wire format version
 inline constexpr std::uint32_t kVersion = 0x000;
-// ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), 15:8 MAX_JOBS, 23:16
-// log2(SLOTS), 31:24 MAX_BEATS
+// ro: bits 3:0 NUM_PORTS, bit 4 the job table reads back (JOB_ENTRY_*), bit 5 exact fp32 (dtypes
+// fp32_exact and exact_lanes), 15:8 MAX_JOBS, 23:16 log2(SLOTS), 31:24 MAX_BEATS
 inline constexpr std::uint32_t kFeatures = 0x004;
 // rw: bit 0 soft reset, bit 1 clear counters; bits 31:16 sequence: acts once each time the sequence
 // changes (soft reset clears all slots, the job table and the counters)
@@ -105,6 +105,7 @@ inline constexpr std::uint32_t kCommitStoreJob = 0x01;  // COMMIT: command: stor
 inline constexpr std::uint32_t kCommitStoreWorker = 0x02;  // COMMIT: command: store WORKER_* as rank WORKER_INDEX of entry JOB_INDEX
 inline constexpr std::uint32_t kCommitRemoveJob = 0x03;  // COMMIT: command: remove entry JOB_INDEX and clear its slots
 inline constexpr std::uint32_t kFeaturesJobTableReadback = 0x10;  // FEATURES: bit 4: JOB_ENTRY_* read the job table back (a design without them reads 0 there)
+inline constexpr std::uint32_t kFeaturesExact = 0x20;  // FEATURES: bit 5: the design adds dtypes fp32_exact and exact_lanes (without it they are dropped as unsupported_dtype)
 inline constexpr std::uint32_t kControlSoftReset = 0x01;  // CONTROL: bit 0: soft reset
 inline constexpr std::uint32_t kControlClearCounters = 0x02;  // CONTROL: bit 1: clear the counters
 inline constexpr std::uint32_t kJobIdValid = 0x80000000;  // JOB_ID: bit 31: the entry is valid
@@ -197,8 +198,11 @@ enum class Counter : std::uint32_t {
   kResultsFromParent = 32,
   kEpochTakeovers = 33,
   kNotices = 34,
+  kDroppedUnsupportedDtype = 35,
+  kDroppedScaleMismatch = 36,
+  kExactOutOfRange = 37,
 };
-inline constexpr std::size_t kCounterCount = 35;
+inline constexpr std::size_t kCounterCount = 38;
 inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_in",
     "frames_out",
@@ -235,6 +239,9 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "results_from_parent",
     "epoch_takeovers",
     "notices",
+    "dropped_unsupported_dtype",
+    "dropped_scale_mismatch",
+    "exact_out_of_range",
 };
 
 constexpr std::uint32_t index(Counter c) { return static_cast<std::uint32_t>(c); }
