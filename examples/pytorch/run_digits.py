@@ -9,10 +9,10 @@ draws the loss curves of all in one PNG.
 Each run is `torchrun --standalone --nproc_per_node N train_digits.py ...` with the same seed,
 so every run starts from the same weights and takes the same batches. The check at the end:
 netagg's test accuracy (switch model, HLS model, no loss) within --tolerance percentage points
-of Gloo's, and the switch model's run with loss ending with the weights of the run without, bit
-for bit (a sha256 of the trained weights); it also reports whether the HLS model's runs with and
-without loss end with the same weights, and how many of the RTL's step losses equal the HLS
-model's bit for bit.
+of Gloo's, and the runs with loss ending with the weights of the run without and drawing its loss
+curve, bit for bit (a sha256 of the trained weights, every step's loss): the switch model's (it
+adds integers) and the HLS model's with three loss seeds (it sums float32 exactly, fp32-exact);
+it also reports how many of the RTL's step losses (fp32 adder trees) equal the HLS model's.
 Exit status 1 if a check failed, 2 if a run failed.
 """
 
@@ -52,8 +52,12 @@ def runs(args):
          ("netagg-fpga-hls", ["--backend", "netagg", "--aggregator", "fpga-hls"], {})]
     if not args.no_loss_runs:
         lossy = {"NETAGG_LOSS": str(args.loss)}
-        r += [("netagg-switch-loss", ["--backend", "netagg", "--aggregator", "switch"], lossy),
-              ("netagg-fpga-hls-loss", ["--backend", "netagg", "--aggregator", "fpga-hls"], lossy)]
+        r += [("netagg-switch-loss", ["--backend", "netagg", "--aggregator", "switch"], lossy)]
+        # The HLS model sums float32 exactly (fp32-exact, its default): three loss patterns.
+        for seed in (1, 2, 3):
+            r.append((f"netagg-fpga-hls-loss{'' if seed == 1 else seed}",
+                      ["--backend", "netagg", "--aggregator", "fpga-hls"],
+                      dict(lossy, NETAGG_LOSS_SEED=str(seed))))
     if args.rtl_steps:
         r.append(("netagg-fpga-rtl", ["--backend", "netagg", "--aggregator", "fpga-rtl",
                                       "--max-steps", str(args.rtl_steps)], {}))
@@ -66,7 +70,8 @@ def run(name, train_args, extra_env, args, out):
     env = dict(os.environ)
     python_path = os.path.join(os.path.abspath(args.build), "torch", "python")
     env["PYTHONPATH"] = python_path + os.pathsep + env.get("PYTHONPATH", "")
-    for key in ("NETAGG_LOCAL_AGGREGATOR", "NETAGG_LOSS", "NETAGG_FLOAT_WIRE", "NETAGG_JOB_FILE"):
+    for key in ("NETAGG_LOCAL_AGGREGATOR", "NETAGG_LOSS", "NETAGG_LOSS_SEED", "NETAGG_FLOAT_WIRE",
+                "NETAGG_JOB_FILE"):
         env.pop(key, None)
     env.update(extra_env)
     # --redirects 2 --tee 2: stderr through log files and on the console, stdout as it is.
@@ -105,6 +110,8 @@ def plot(results, path):
     styles = {"gloo": ("black", "-"), "netagg-switch": ("tab:blue", "--"),
               "netagg-fpga-hls": ("tab:red", ":"), "netagg-switch-loss": ("tab:cyan", "-."),
               "netagg-fpga-hls-loss": ("tab:orange", (0, (1, 3))),
+              "netagg-fpga-hls-loss2": ("tab:pink", (0, (1, 5))),
+              "netagg-fpga-hls-loss3": ("tab:brown", (0, (1, 7))),
               "netagg-fpga-rtl": ("tab:green", "-")}
     for name, r in results.items():
         color, style = styles.get(name, (None, "-"))
@@ -178,31 +185,31 @@ def main():
         checks.append(("netagg-switch-killed: the workers finished on the hosts, and said so",
                        "finishing the all-reduce with the other workers" in log
                        and "all-reduce finished by the workers" in log))
-    # The switch path adds integers (block floating point): loss changes the order in which
-    # contributions arrive, not the sums, so the weights end the same bit for bit.
-    for plain, lossy in (("netagg-switch", "netagg-switch-loss"),):
+    # The switch path adds integers (block floating point), the HLS model 64-bit lanes (exact
+    # fp32): loss changes the order in which contributions arrive, not the sums, so the weights
+    # and every step's loss end the same bit for bit.
+    for plain, lossy in (("netagg-switch", "netagg-switch-loss"),
+                         ("netagg-fpga-hls", "netagg-fpga-hls-loss"),
+                         ("netagg-fpga-hls", "netagg-fpga-hls-loss2"),
+                         ("netagg-fpga-hls", "netagg-fpga-hls-loss3")):
         if plain in results and lossy in results:
             checks.append((f"{lossy}: the weights of {plain} bit for bit (sha256 "
                            f"{results[lossy]['weights_sha256'][:16]}...)",
                            results[lossy]["weights_sha256"] == results[plain]["weights_sha256"]))
+            checks.append((f"{lossy}: the loss curve of {plain}, every step bit for bit",
+                           results[lossy]["step_losses"] == results[plain]["step_losses"]))
     print()
     for text, ok in checks:
         print(f"{'ok    ' if ok else 'FAILED'} {text}")
     if "netagg-fpga-rtl" in results and "netagg-fpga-hls" in results:
-        # Reported, not checked: the FPGA adds a round's contributions in the order it takes
-        # them, which the arrival of the datagrams decides, so fp32 sums of two runs may differ
-        # in their last bits whatever the model (docs/fpga-aggregator.md, "Summation order").
+        # Reported, not checked: the RTL adds fp32 in its adder trees (it has no exact datapath
+        # yet), in the order it takes a round's contributions, which the arrival of the datagrams
+        # decides, so its sums may differ from the exact ones in their last bits.
         rtl = results["netagg-fpga-rtl"]["step_losses"]
         hls = results["netagg-fpga-hls"]["step_losses"][:len(rtl)]
         same = sum(a == b for a, b in zip(rtl, hls))
         print(f"note   netagg-fpga-rtl: {same} of its {len(rtl)} step losses equal the HLS "
               f"model's bit for bit")
-    if "netagg-fpga-hls" in results and "netagg-fpga-hls-loss" in results:
-        # Reported, not checked: fp32 adder trees add in arrival order, which loss changes.
-        same = (results["netagg-fpga-hls"]["weights_sha256"] ==
-                results["netagg-fpga-hls-loss"]["weights_sha256"])
-        print(f"note   netagg-fpga-hls-loss: weights {'equal' if same else 'differ from'} "
-              f"netagg-fpga-hls's bit for bit")
     if results:
         png = os.path.join(out, "digits_loss.png")
         plot(results, png)

@@ -141,6 +141,8 @@ def main():
         label += f" ({os.environ.get('NETAGG_LOCAL_AGGREGATOR', 'NETAGG_* job')}"
         if float(os.environ.get("NETAGG_LOSS", "0")) > 0:
             label += f", {float(os.environ['NETAGG_LOSS']) * 100:g} % loss"
+            if os.environ.get("NETAGG_LOSS_SEED"):
+                label += f" (seed {os.environ['NETAGG_LOSS_SEED']})"
         label += ")"
     if rank == 0:
         print(f"train_digits: {label}, {world} ranks, {len(train)} training and {len(y_test)} "

@@ -27,7 +27,9 @@
 #include "netagg/codec.hpp"
 #include "netagg/engine.hpp"
 #include "netagg/error.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/inproc.hpp"
+#include "netagg/reduce.hpp"
 #include "netagg/split.hpp"
 #include "switch_model.hpp"
 
@@ -869,6 +871,141 @@ TEST(CommunicatorTest, Fp32OnTheWireToAnFp32Aggregator) {
       },
       [&](int r, Communicator& comm) { comm.allreduce(std::span<float>(data[r])); }));
   for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], want);
+}
+
+// An aggregator that makes of each round what reduce_round (the host fallback's model of the
+// aggregators) makes of it, once every rank's contribution is in; a retransmission of a complete
+// round gets the stored result, of an incomplete one nothing. `scale_offset` is added to the
+// results' scale byte (a broken aggregator); `order` names the rank order it adds in.
+class RoundAdder {
+ public:
+  RoundAdder(const JobSpec& job, std::vector<int> order, int scale_offset = 0)
+      : job_(job), order_(std::move(order)), scale_offset_(scale_offset) {}
+  void operator()(const Endpoint&, std::span<const std::byte> packet,
+                  const InprocNetwork::SendFn& send) {
+    const auto d = wire::decode(packet);
+    ASSERT_TRUE(d) << wire::to_string(d.error);
+    const std::size_t n = job_.world_size();
+    Round& round = rounds_[{d.header.slot, d.header.set}];
+    if (round.parts.empty() || round.seq != d.header.seq)
+      round = Round{d.header.seq, std::vector<std::vector<std::byte>>(n), {}};
+    const auto reply = [&](const WorkerSpec& w) {
+      wire::Header h = round.header;
+      h.rank = w.rank;
+      ASSERT_TRUE(wire::encode_header(h, round.result));
+      send(w.address, round.result);
+    };
+    auto& mine = round.parts[d.header.rank];
+    if (!mine.empty()) {
+      if (!round.result.empty()) reply(job_.workers[d.header.rank]);
+      return;
+    }
+    mine.assign(packet.begin(), packet.end());
+    for (const auto& part : round.parts)
+      if (part.empty()) return;
+    std::vector<wire::Decoded> in;
+    for (int r : order_) in.push_back(wire::decode(round.parts[r]));
+    round.header = d.header;
+    round.header.type = wire::MsgType::kResult;
+    round.result.resize(d.header.packet_size());
+    reduce_round(in, round.header, std::span<std::byte>(round.result).subspan(wire::kHeaderSize));
+    round.header.exponent = static_cast<std::int16_t>(round.header.exponent + (scale_offset_ << 8));
+    for (const auto& w : job_.workers) reply(w);
+  }
+
+ private:
+  struct Round {
+    std::uint32_t seq = 0;
+    std::vector<std::vector<std::byte>> parts;
+    std::vector<std::byte> result;
+    wire::Header header{};
+  };
+  JobSpec job_;
+  std::vector<int> order_;
+  int scale_offset_;
+  std::map<std::pair<int, int>, Round> rounds_;
+};
+
+// The exact reference's bits for `inputs` cut into chunks of `per_packet`: per chunk, the sum at
+// the max of the ranks' block exponents (netagg/exact.hpp).
+std::vector<float> exact_reference(const std::vector<std::vector<float>>& inputs,
+                                   std::size_t per_packet) {
+  std::vector<float> out(inputs[0].size());
+  for (std::size_t base = 0; base < out.size(); base += per_packet) {
+    const std::size_t n = std::min(per_packet, out.size() - base);
+    std::vector<std::span<const float>> views;
+    for (const auto& in : inputs) views.emplace_back(in.data() + base, n);
+    exact::sum(views, std::span<float>(out).subspan(base, n));
+  }
+  return out;
+}
+
+// fp32-exact: the schedule of block floating point with fp32 on the wire; whatever order the
+// aggregator adds in, every rank gets the reference's bits, for a tensor smaller than a window
+// (two phases), exactly a window and many windows with a partial last chunk.
+TEST(CommunicatorTest, Fp32ExactGivesTheReferenceBitsInEveryOrder) {
+  const JobSpec job = test_job(3);
+  const std::vector<std::size_t> sizes = {10, 3 * kPerPacket + 5, 64 * kWindow, 20011};
+  std::vector<std::vector<std::vector<float>>> inputs(sizes.size());
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    for (int r = 0; r < 3; ++r) {
+      inputs[s].push_back(random_floats(sizes[s], 11 * s + r));
+      if (sizes[s] > 100) inputs[s][r][77] = r == 1 ? -INFINITY : 0.0f;  // a special travels
+    }
+  for (const std::vector<int>& order : {std::vector<int>{0, 1, 2}, std::vector<int>{2, 0, 1}}) {
+    InprocNetwork net{RoundAdder(job, order)};
+    std::vector<std::vector<std::vector<float>>> results(3);
+    expect_no_errors(run_ranks(
+        net, job,
+        [&](int r) {
+          Config c = test_config(job, r);
+          c.float_wire = FloatWire::kFp32Exact;
+          return c;
+        },
+        [&](int r, Communicator& comm) {
+          for (std::size_t s = 0; s < sizes.size(); ++s) {
+            auto data = inputs[s][r];
+            comm.allreduce(std::span<float>(data));
+            results[r].push_back(std::move(data));
+          }
+        }));
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      const auto want = exact_reference(inputs[s], kPerPacket);
+      for (int r = 0; r < 3; ++r) {
+        SCOPED_TRACE(::testing::Message() << "size " << sizes[s] << " rank " << r);
+        ASSERT_EQ(results[r].size(), sizes.size());
+        for (std::size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(results[r][s][i]),
+                    std::bit_cast<std::uint32_t>(want[i]))
+              << "element " << i;
+      }
+    }
+  }
+}
+
+// A result whose scale is not the one the workers converted at comes from a broken aggregator:
+// the call fails loudly, naming the field, and the caller's buffer keeps its values.
+TEST(CommunicatorTest, AnExactResultAtAnotherScaleFailsTheCallLoudly) {
+  const JobSpec job = test_job(1);
+  InprocNetwork net{RoundAdder(job, {0}, 1)};
+  expect_no_errors(run_ranks(
+      net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.float_wire = FloatWire::kFp32Exact;
+        return c;
+      },
+      [&](int, Communicator& comm) {
+        std::vector<float> data(3 * kPerPacket, 0.5f);
+        try {
+          comm.allreduce(std::span<float>(data));
+          ADD_FAILURE() << "completed at another scale";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTransport);
+          EXPECT_THAT(e.what(), HasSubstr("scale code"));
+        }
+        EXPECT_EQ(data, std::vector<float>(3 * kPerPacket, 0.5f));
+      }));
 }
 
 // An aggregator that adds bf16 as the FPGA aggregator does: each element widened to fp32, the

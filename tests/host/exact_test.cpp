@@ -308,5 +308,54 @@ TEST(ExactOrder, EveryOrderAndGroupingGivesTheSameBits) {
   }
 }
 
+// ---- On the wire -----------------------------------------------------------------------------
+
+TEST(ExactWire, ExponentCodesOrderAsExponentsAndRoundTrip) {
+  EXPECT_EQ(to_code(kExponentNone), 0);
+  EXPECT_EQ(to_code(kMinExponent), 1);
+  EXPECT_EQ(to_code(kMaxExponent), kMaxCode);
+  EXPECT_EQ(kMaxCode, 226);
+  for (int e = kMinExponent; e <= kMaxExponent; ++e) {
+    const auto e16 = static_cast<std::int16_t>(e);
+    EXPECT_EQ(from_code(to_code(e16)), e16);
+    if (e > kMinExponent) {
+      EXPECT_GT(to_code(e16), to_code(static_cast<std::int16_t>(e - 1)));
+    }
+  }
+  EXPECT_EQ(from_code(0), kExponentNone);
+  EXPECT_EQ(from_code(227), std::nullopt);
+  EXPECT_EQ(from_code(255), std::nullopt);
+  EXPECT_THROW(to_code(129), Error);
+}
+
+// With one scale in the high byte, the signed 16-bit maximum of two fields (what every
+// aggregator takes) is the field of the larger announced exponent, for every scale.
+TEST(ExactWire, TheSignedMaxOfFieldsWithOneScaleIsTheMaxOfTheAnnouncedExponents) {
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int> e(kMinExponent - 1, kMaxExponent);  // min - 1: none
+  const auto pick = [&] {
+    const int v = e(rng);
+    return static_cast<std::int16_t>(v < kMinExponent ? kExponentNone : v);
+  };
+  for (int i = 0; i < 100000; ++i) {
+    const std::int16_t scale = pick(), a = pick(), b = pick();
+    const std::int16_t fa = pack_exponents(scale, a), fb = pack_exponents(scale, b);
+    EXPECT_EQ(scale_code(fa), to_code(scale));
+    EXPECT_EQ(ahead_code(fa), to_code(a));
+    EXPECT_EQ(std::max(fa, fb), pack_exponents(scale, std::max(a, b)));
+  }
+}
+
+TEST(ExactWire, SpecialsTravelAsValuesNoSumReaches) {
+  EXPECT_EQ(to_wire({0, Special::kPosInf}), INT64_MAX);
+  EXPECT_EQ(to_wire({0, Special::kNegInf}), INT64_MIN + 1);
+  EXPECT_EQ(to_wire({0, Special::kNaN}), INT64_MIN);
+  const std::int64_t largest = std::int64_t{kMaxContributions} << kFractionBits;
+  for (const Lane& l : {Lane{0}, Lane{-1}, Lane{largest}, Lane{-largest}, Lane{0, Special::kPosInf},
+                        Lane{0, Special::kNegInf}, Lane{0, Special::kNaN}})
+    EXPECT_EQ(from_wire(to_wire(l)), l);
+  EXPECT_LT(largest, INT64_MAX - 1);  // every finite sum is below the reserved values
+}
+
 }  // namespace
 }  // namespace netagg::exact

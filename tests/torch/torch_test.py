@@ -193,7 +193,7 @@ def scenario_switch(rank, world):
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int64)), "int64")
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16)), "float16")
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.bfloat16)), "bfloat16",
-                 "NETAGG_FLOAT_WIRE=fp32")
+                 "NETAGG_FLOAT_WIRE=fp32 or fp32-exact")
     expect_error(lambda: dist.all_reduce(torch.ones(4).to_sparse()), "strided")
     dist.all_reduce(f)
     check(torch.all(f == world).item(), "all_reduce after refused calls")
@@ -208,7 +208,8 @@ def scenario_fpga(rank, world):
     import netagg_torch  # noqa: F401
     dist.init_process_group("netagg")
     pg = dist.distributed_c10d._get_default_group()
-    check(pg.float_wire == "fp32", f"float_wire {pg.float_wire}: the FPGA adds floats")
+    check(pg.float_wire == "fp32-exact",
+          f"float_wire {pg.float_wire}: the FPGA's HLS model sums float32 exactly")
     # NETAGG_LOCAL_PORT_BASE (set by the launcher for this scenario): the job's addresses are
     # the fixed ports.
     with open(os.environ["NETAGG_JOB_FILE"]) as f:
@@ -236,7 +237,7 @@ def scenario_fpga(rank, world):
     check(torch.all(error <= bound).item(),
           f"bfloat16: error above the bound (max {error.max().item()})")
 
-    # float32 on the wire: fp32 adds, within a few ulps of the exact sum.
+    # float32 summed exactly (fp32-exact): well within a few ulps of the exact sum.
     parts = inputs(5, world, 10000, torch.float64)
     t = parts[rank].float()
     dist.all_reduce(t)
