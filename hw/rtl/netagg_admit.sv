@@ -34,17 +34,21 @@ module netagg_admit #(
 );
   localparam int unsigned RW = netagg_agg_pkg::REASON_W;
   localparam logic [31:0] CAPACITY = 32'(netagg_agg_pkg::LANES * MAX_BEATS);
+  // exact_lanes elements take 8 bytes, two 32-bit lanes of a stored frame's beats
+  localparam logic [31:0] LANES_CAPACITY = 32'(netagg_agg_pkg::LANES * MAX_BEATS / 2);
 
   netagg_agg_pkg::desc_t d;
   logic bad;
   logic [RW-1:0] reason;
   logic [15:0] slot_offset, parent_offset;
   logic [16:0] own_slot;
+  logic [31:0] capacity;
 
   assign d = desc_i;
   assign slot_offset = d.slot - slot_base_i;
   assign parent_offset = d.slot - parent_base_i;
   assign own_slot = {1'b0, slot_base_i} + {1'b0, parent_offset};
+  assign capacity = (d.dtype == 3'(netagg_pkg::DTYPE_EXACT_LANES)) ? LANES_CAPACITY : CAPACITY;
 
   always_comb begin
     bad = 1'b1;
@@ -59,7 +63,7 @@ module netagg_admit #(
         reason = RW'(netagg_csr_pkg::CNT_DROPPED_RANK_OUT_OF_RANGE);
       else if (d.slot < parent_base_i || parent_offset >= slot_count_i || 32'(own_slot) >= SLOTS)
         reason = RW'(netagg_csr_pkg::CNT_DROPPED_SLOT_OUT_OF_RANGE);
-      else if (d.count > elements_i || 32'(d.count) > CAPACITY)
+      else if (d.count > elements_i || 32'(d.count) > capacity)
         reason = RW'(netagg_csr_pkg::CNT_DROPPED_COUNT_TOO_LARGE_FOR_JOB);
       else bad = 1'b0;
     end
@@ -70,7 +74,7 @@ module netagg_admit #(
       reason = RW'(netagg_csr_pkg::CNT_DROPPED_FOREIGN_SOURCE);
     else if (d.slot < slot_base_i || slot_offset >= slot_count_i || 32'(d.slot) >= SLOTS)
       reason = RW'(netagg_csr_pkg::CNT_DROPPED_SLOT_OUT_OF_RANGE);
-    else if (d.count > elements_i || 32'(d.count) > CAPACITY)
+    else if (d.count > elements_i || 32'(d.count) > capacity)
       reason = RW'(netagg_csr_pkg::CNT_DROPPED_COUNT_TOO_LARGE_FOR_JOB);
     else bad = 1'b0;
   end

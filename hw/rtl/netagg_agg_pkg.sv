@@ -60,7 +60,7 @@ package netagg_agg_pkg;
     logic [15:0]         src_port;
     logic [1:0]          ecn;          // IPv4 TOS bits 1:0
     logic                contribution; // type == contribution
-    logic [1:0]          dtype;
+    logic [2:0]          dtype;
     logic                set_bit;      // flags bit 0: which of the slot's two sets
     logic                fresh;        // flags bit 1: may take the set over from another epoch
     logic                recovery;     // flags bit 2: a copy that never starts a round
@@ -73,7 +73,7 @@ package netagg_agg_pkg;
     logic [31:0]         epoch;
   } desc_t;
   // $bits(desc_t), spelled out for yosys; Verilator's WIDTH lint catches a mismatch.
-  localparam int unsigned DESC_W = 2 * REASON_W + 218;
+  localparam int unsigned DESC_W = 2 * REASON_W + 219;
   // The addresses of a stored frame that desc_t leaves out: what a notice needs to go back to
   // the frame's source (netagg_notice swaps them with the source IPv4 address and UDP ports).
   typedef struct packed {
@@ -91,7 +91,7 @@ package netagg_agg_pkg;
     logic        set_bit;
     logic [7:0]  entry;      // job table entry
     logic [15:0] job_id;
-    logic [1:0]  dtype;
+    logic [2:0]  dtype;
     logic [15:0] count;
     logic [15:0] exponent;
     logic [31:0] seq;
@@ -99,9 +99,20 @@ package netagg_agg_pkg;
     logic [1:0]  ecn;
     logic        up;     // trees: the round's sum to the job's parent (one frame), not results
     logic        fresh;  // up: the round's packets were fresh (the frame carries the flag)
+    logic        rounded;  // an exact round holding the parent's fp32 result: sent as it is
     logic [MAX_WORKERS-1:0] dest;  // ranks that get a copy
   } result_t;
-  localparam int unsigned RESULT_W = 175;  // $bits(result_t), spelled out for yosys
+  localparam int unsigned RESULT_W = 177;  // $bits(result_t), spelled out for yosys
+
+  // Exact fp32 (dtypes fp32_exact, exact_lanes): a lane is 64 bits and a 2-bit special.
+  localparam int unsigned EXACT_W = 64;
+  // The exponent of an 8-bit exponent code (0 none, e + EXACT_CODE_OFFSET for e in -97..128),
+  // as the int16 netagg_exact_to_lane takes; a code beyond 226 is taken as none (every nonzero
+  // finite element becomes NaN and is counted out of range).
+  function automatic logic [15:0] exact_exponent(input logic [7:0] code);
+    if (code == 8'd0 || code > 8'd226) exact_exponent = 16'h8000;
+    else exact_exponent = 16'({8'd0, code} - 16'd98);
+  endfunction
 
   // One's complement sum of 16-bit words, folded, as the IPv4 header checksum uses it.
   function automatic logic [15:0] fold16(input logic [19:0] sum);

@@ -16,6 +16,7 @@ module netagg_aggregator #(
     parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
+    parameter bit EXACT = 1'b1,             // exact fp32 (FEATURES bit 5; NUM_PORTS >= 2)
     // derived, do not change
     parameter int unsigned AW = netagg_csr_pkg::CSR_ADDR_BITS
 ) (
@@ -137,7 +138,8 @@ module netagg_aggregator #(
       .STAGES   (STAGES),
       .IN_FRAMES(IN_FRAMES),
       .RQ_DEPTH (RQ_DEPTH),
-      .OUT_DEPTH(OUT_DEPTH)
+      .OUT_DEPTH(OUT_DEPTH),
+      .EXACT    (EXACT)
   ) u_core (
       .clk_i          (ap_clk),
       .rst_ni         (ap_rst_n),

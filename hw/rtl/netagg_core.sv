@@ -16,7 +16,8 @@ module netagg_core #(
     parameter int unsigned IN_FRAMES = 3,   // frames each ingress buffer holds (full rate: 3)
     parameter int unsigned RQ_DEPTH = 16,   // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,   // egress FIFO beats per port
-    parameter int unsigned NQ_DEPTH = 8     // notices queued per port
+    parameter int unsigned NQ_DEPTH = 8,    // notices queued per port
+    parameter bit EXACT = 1'b1              // exact fp32 (FEATURES bit 5; NUM_PORTS >= 2)
 ) (
     input  logic                                        clk_i,
     input  logic                                        rst_ni,
@@ -55,6 +56,7 @@ module netagg_core #(
   localparam int unsigned HZ_N = STAGES + 1;
   localparam int unsigned LOCK_N = RQ_DEPTH + 1;
   localparam int unsigned INC_W = $clog2(NUM_PORTS + 1);
+  localparam int unsigned MEM_W = EXACT ? 2 * W + 2 * netagg_agg_pkg::LANES : W;
 
   // netagg_agg_pkg repeats a few widths of the other packages (yosys reads no package's
   // parameters inside another package): they must agree.
@@ -96,7 +98,8 @@ module netagg_core #(
       .NUM_PORTS(NUM_PORTS),
       .SLOTS    (SLOTS),
       .MAX_BEATS(MAX_BEATS),
-      .MAX_JOBS (MAX_JOBS)
+      .MAX_JOBS (MAX_JOBS),
+      .EXACT    (EXACT)
   ) u_csr (
       .clk_i           (clk_i),
       .rst_ni          (rst_ni),
@@ -178,7 +181,8 @@ module netagg_core #(
   for (genvar p = 0; p < NP; p++) begin : gen_ingress
     netagg_ingress #(
         .MAX_BEATS(MAX_BEATS),
-        .IN_FRAMES(IN_FRAMES)
+        .IN_FRAMES(IN_FRAMES),
+        .EXACT    (EXACT)
     ) u_ingress (
         .clk_i       (clk_i),
         .rst_ni      (rst_ni),
@@ -358,7 +362,9 @@ module netagg_core #(
   logic [HZ_N-1:0] hz_valid;
   logic [HZ_N*KEY_W-1:0] hz_key;
   logic [KEY_W-1:0] tok_key;
-  logic [1:0] tok_dtype;
+  logic [2:0] tok_dtype;
+  logic [7:0] tok_scale;
+  logic [15:0] tok_count;
   logic [BEATS_W-1:0] tok_beats;
   logic [NP-1:0] tok_members;
   logic [NP*FI_W-1:0] tok_frames;
@@ -403,6 +409,8 @@ module netagg_core #(
       .tok_valid_o  (tok_valid),
       .tok_key_o    (tok_key),
       .tok_dtype_o  (tok_dtype),
+      .tok_scale_o  (tok_scale),
+      .tok_count_o  (tok_count),
       .tok_beats_o  (tok_beats),
       .tok_new_o    (tok_new),
       .tok_members_o(tok_members),
@@ -426,22 +434,27 @@ module netagg_core #(
   );
 
   // ---- accumulate ---------------------------------------------------------------------------
-  logic mem_re_a, mem_re_b, mem_we;
-  logic [MA_W-1:0] mem_raddr_a, mem_raddr_b, mem_waddr;
-  logic [W-1:0] mem_rdata_a, mem_rdata_b, mem_wdata;
+  logic mem_re_a, mem_re_b, mem_we, rnd_we;
+  logic [MA_W-1:0] mem_raddr_a, mem_raddr_b, mem_waddr, rnd_waddr;
+  logic [MEM_W-1:0] mem_rdata_a, mem_rdata_b, mem_wdata;
+  logic [W-1:0] rnd_wdata, rnd_rdata;
+  logic [6:0] oor_inc;
 
   netagg_accum #(
       .NUM_PORTS(NUM_PORTS),
       .SLOTS    (SLOTS),
       .MAX_BEATS(MAX_BEATS),
       .FI_W     (FI_W),
-      .STAGES   (STAGES)
+      .STAGES   (STAGES),
+      .EXACT    (EXACT)
   ) u_accum (
       .clk_i        (clk_i),
       .rst_ni       (rst_ni),
       .tok_valid_i  (tok_valid),
       .tok_key_i    (tok_key),
       .tok_dtype_i  (tok_dtype),
+      .tok_scale_i  (tok_scale),
+      .tok_count_i  (tok_count),
       .tok_beats_i  (tok_beats),
       .tok_new_i    (tok_new),
       .tok_members_i(tok_members),
@@ -463,13 +476,17 @@ module netagg_core #(
       .mem_we_o     (mem_we),
       .mem_waddr_o  (mem_waddr),
       .mem_wdata_o  (mem_wdata),
+      .rnd_we_o     (rnd_we),
+      .rnd_waddr_o  (rnd_waddr),
+      .rnd_wdata_o  (rnd_wdata),
+      .oor_inc_o    (oor_inc),
       .release_o    (release_result),
       .empty_o      (accum_empty)
   );
 
   netagg_slot_mem #(
       .DEPTH(MEM_DEPTH),
-      .W    (W)
+      .W    (MEM_W)
   ) u_slot_mem (
       .clk_i    (clk_i),
       .we_i     (mem_we),
@@ -483,6 +500,32 @@ module netagg_core #(
       .rdata_b_o(mem_rdata_b)
   );
 
+  // Exact fp32: the rounded bank, written by the adder pipeline, read by the results.
+  if (EXACT) begin : gen_rnd_mem
+    logic [W-1:0] rnd_rdata_a;  // (no second reader)
+    netagg_slot_mem #(
+        .DEPTH(MEM_DEPTH),
+        .W    (W)
+    ) u_rnd_mem (
+        .clk_i    (clk_i),
+        .we_i     (rnd_we),
+        .waddr_i  (rnd_waddr),
+        .wdata_i  (rnd_wdata),
+        .re_a_i   (1'b0),
+        .raddr_a_i('0),
+        .rdata_a_o(rnd_rdata_a),
+        .re_b_i   (mem_re_b),
+        .raddr_b_i(mem_raddr_b),
+        .rdata_b_o(rnd_rdata)
+    );
+    logic unused_rnd;
+    assign unused_rnd = ^rnd_rdata_a;
+  end else begin : gen_no_rnd_mem
+    assign rnd_rdata = '0;
+    logic unused_rnd;
+    assign unused_rnd = ^{rnd_we, rnd_waddr, rnd_wdata};
+  end
+
   // ---- replicate ----------------------------------------------------------------------------
   logic [NP-1:0] frame_out;
   logic [NP*W-1:0] rep_tdata;
@@ -495,7 +538,8 @@ module netagg_core #(
       .MAX_BEATS(MAX_BEATS),
       .JOB_W    (JOB_W),
       .RQ_DEPTH (RQ_DEPTH),
-      .OUT_DEPTH(OUT_DEPTH)
+      .OUT_DEPTH(OUT_DEPTH),
+      .EXACT    (EXACT)
   ) u_replicate (
       .clk_i          (clk_i),
       .rst_ni         (rst_ni),
@@ -528,6 +572,7 @@ module netagg_core #(
       .mem_re_o       (mem_re_b),
       .mem_raddr_o    (mem_raddr_b),
       .mem_rdata_i    (mem_rdata_b),
+      .rnd_rdata_i    (rnd_rdata),
       .m_tdata_o      (rep_tdata),
       .m_tkeep_o      (rep_tkeep),
       .m_tlast_o      (rep_tlast),
@@ -589,6 +634,7 @@ module netagg_core #(
       .rst_ni (rst_ni),
       .clear_i(csr_clear_counters || ctl_clear_counters),
       .inc_i  (inc),
+      .wide_inc_i(oor_inc),
       .index_i(counter_index),
       .value_o(counter_value)
   );

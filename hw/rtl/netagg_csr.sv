@@ -15,6 +15,7 @@ module netagg_csr #(
     parameter int unsigned SLOTS = 64,
     parameter int unsigned MAX_BEATS = 16,
     parameter int unsigned MAX_JOBS = 8,
+    parameter bit EXACT = 1'b1,  // FEATURES bit 5
     // derived, do not change
     parameter int unsigned AW = netagg_csr_pkg::CSR_ADDR_BITS,
     parameter int unsigned IDX_W = netagg_csr_pkg::COUNTER_INDEX_BITS
@@ -215,7 +216,8 @@ module netagg_csr #(
       netagg_csr_pkg::CSR_VERSION: rvalue = {DESIGN_VERSION, 8'd0, WIRE_VERSION};
       netagg_csr_pkg::CSR_FEATURES:
         rvalue = {8'(MAX_BEATS), 8'($clog2(SLOTS)), 8'(MAX_JOBS), 4'd0, 4'(NUM_PORTS)} |
-                 netagg_csr_pkg::FEATURES_JOB_TABLE_READBACK;
+                 netagg_csr_pkg::FEATURES_JOB_TABLE_READBACK |
+                 (EXACT ? netagg_csr_pkg::FEATURES_EXACT : 32'd0);
       netagg_csr_pkg::CSR_CONTROL: rvalue = control_q;
       netagg_csr_pkg::CSR_STATUS: rvalue = {31'd0, busy};
       netagg_csr_pkg::CSR_AGG_MAC_LO: rvalue = agg_mac_lo_q;

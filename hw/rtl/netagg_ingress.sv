@@ -17,6 +17,7 @@
 module netagg_ingress #(
     parameter int unsigned MAX_BEATS = 16,  // payload beats a frame may carry
     parameter int unsigned IN_FRAMES = 3,   // frames the buffer holds (>= 2)
+    parameter bit EXACT = 1'b1,             // dtypes fp32_exact and exact_lanes are added
     // derived, do not change
     parameter int unsigned FI_W = (IN_FRAMES > 1) ? $clog2(IN_FRAMES) : 1,
     parameter int unsigned BI_W = (MAX_BEATS > 1) ? $clog2(MAX_BEATS) : 1
@@ -207,8 +208,9 @@ module netagg_ingress #(
     // a notice (a parent's, to a child in a tree) is well formed but no contribution: the first
     // job table check drops it
     else if (msg_type == netagg_pkg::MSG_NOTICE) desc_now.post_reason = R_NOTICE;
-    // this design adds no exact fp32 (FEATURES bit 5 clear)
-    else if (dtype == netagg_pkg::DTYPE_FP32_EXACT || dtype == netagg_pkg::DTYPE_EXACT_LANES)
+    // a design without exact fp32 (FEATURES bit 5 clear)
+    else if (!EXACT &&
+             (dtype == netagg_pkg::DTYPE_FP32_EXACT || dtype == netagg_pkg::DTYPE_EXACT_LANES))
       desc_now.post_reason = R_UNSUPPORTED;
     else desc_now.post_bad = 1'b0;
 
@@ -217,7 +219,7 @@ module netagg_ingress #(
     desc_now.src_port = netagg_pkg::beat_be16(hdr_now, netagg_pkg::FRM_UDP_SRC_PORT);
     desc_now.ecn = hdr_now[8*netagg_pkg::FRM_IPV4_ECN+:2];  // IPV4_ECN_SHIFT 0: TOS bits 1:0
     desc_now.contribution = (msg_type == netagg_pkg::MSG_CONTRIBUTION);
-    desc_now.dtype = dtype[1:0];
+    desc_now.dtype = dtype[2:0];
     desc_now.set_bit = (flags & netagg_pkg::FLAG_SET) != 0;
     desc_now.fresh = (flags & netagg_pkg::FLAG_FRESH) != 0;
     desc_now.recovery = (flags & netagg_pkg::FLAG_RECOVERY) != 0;

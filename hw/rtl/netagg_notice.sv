@@ -63,7 +63,7 @@ module netagg_notice #(
   localparam int unsigned RW = netagg_agg_pkg::REASON_W;
   localparam int unsigned DESC_W = netagg_agg_pkg::DESC_W;
   localparam int unsigned ADDR_W = netagg_agg_pkg::ADDR_W;
-  localparam int unsigned NR = 10;  // reasons with a rate count (duplicate has none)
+  localparam int unsigned NR = 11;  // reasons with a rate count (duplicate has none)
   localparam int unsigned RK = 32;  // rate counts per reason: by the rank's low 5 bits
   localparam int unsigned IDX_W = 9;  // {reason index (4 bits), rank (5 bits)}
   localparam int unsigned OC_W = $clog2(DEPTH) + 1;
@@ -122,6 +122,10 @@ module netagg_notice #(
       netagg_csr_pkg::CNT_DROPPED_UNSUPPORTED_DTYPE: begin
         code = 4'(netagg_pkg::NOTICE_UNSUPPORTED_DTYPE);
         index = 4'd9;
+      end
+      netagg_csr_pkg::CNT_DROPPED_SCALE_MISMATCH: begin
+        code = 4'(netagg_pkg::NOTICE_SCALE_MISMATCH);
+        index = 4'd10;
       end
       netagg_csr_pkg::CNT_DROPPED_DUPLICATE: code = 4'(netagg_pkg::NOTICE_DUPLICATE);
       default: ;

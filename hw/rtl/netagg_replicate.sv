@@ -25,6 +25,11 @@
 // id and this aggregator's rank at the parent, the parent's slot, fresh if the round was) and
 // the accumulators as the payload, as a result's.
 // flush_i (soft reset) finishes the wave in progress, then drops the rest.
+//
+// Exact fp32 (EXACT): a result of an exact round is the rounded bank's beat (netagg_accum
+// rounded every written beat); a round holding the parent's result (`rounded`) is the low
+// halves as they are; a sum to the parent goes up unrounded as exact_lanes, each accumulator
+// beat as two wire beats of 8 lanes (8 bytes big-endian, specials as reserved values).
 `default_nettype none
 
 module netagg_replicate #(
@@ -34,12 +39,15 @@ module netagg_replicate #(
     parameter int unsigned JOB_W = 3,      // job table entry bits
     parameter int unsigned RQ_DEPTH = 16,  // results queued (full rate: >= adder pipeline)
     parameter int unsigned OUT_DEPTH = 4,  // egress FIFO beats per port (power of two)
+    parameter bit EXACT = 1'b1,            // exact fp32 rounds (netagg_accum's banks)
     // derived, do not change
     parameter int unsigned SLOT_W = $clog2(SLOTS),
     parameter int unsigned KEY_W = SLOT_W + 1,
     parameter int unsigned MA_W = $clog2(2 * SLOTS * MAX_BEATS),
     parameter int unsigned LOCK_N = RQ_DEPTH + 1,
-    parameter int unsigned PORT_W = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 1
+    parameter int unsigned PORT_W = (NUM_PORTS > 1) ? $clog2(NUM_PORTS) : 1,
+    parameter int unsigned MEM_W = EXACT ? 2 * netagg_agg_pkg::BEAT_W + 2 * netagg_agg_pkg::LANES
+                                         : netagg_agg_pkg::BEAT_W
 ) (
     input  logic                                         clk_i,
     input  logic                                         rst_ni,
@@ -76,7 +84,8 @@ module netagg_replicate #(
     // accumulators
     output logic                                         mem_re_o,
     output logic [MA_W-1:0]                              mem_raddr_o,
-    input  logic [netagg_agg_pkg::BEAT_W-1:0]            mem_rdata_i,
+    input  logic [MEM_W-1:0]                             mem_rdata_i,
+    input  logic [netagg_agg_pkg::BEAT_W-1:0]            rnd_rdata_i,  // the rounded bank
     // egress AXI4-Stream, port p at [p*W +: W]
     output logic [NUM_PORTS*netagg_agg_pkg::BEAT_W-1:0]  m_tdata_o,
     output logic [NUM_PORTS*netagg_agg_pkg::KEEP_W-1:0]  m_tkeep_o,
@@ -95,7 +104,10 @@ module netagg_replicate #(
   localparam int unsigned FW = W + KW + 1;  // FIFO entry: TLAST, TKEEP, TDATA
   localparam int unsigned OC_W = $clog2(OUT_DEPTH) + 1;
   localparam int unsigned ST_W = $clog2(2 * MAX_BEATS + 2);
-  localparam logic [1:0] DT_BF16 = 2'(netagg_pkg::DTYPE_BF16);
+  localparam logic [2:0] DT_BF16 = 3'(netagg_pkg::DTYPE_BF16);
+  localparam logic [2:0] DT_EXACT = 3'(netagg_pkg::DTYPE_FP32_EXACT);
+  localparam logic [2:0] DT_LANES = 3'(netagg_pkg::DTYPE_EXACT_LANES);
+  localparam int unsigned LANES = netagg_agg_pkg::LANES;
 
   if (OUT_DEPTH < 2) begin : gen_bad_out
     $error("netagg_replicate: OUT_DEPTH must be at least 2");
@@ -124,7 +136,7 @@ module netagg_replicate #(
   logic [NP-1:0] act_q;        // ports of the wave in progress
   logic [NP*RW-1:0] rank_q;    // their ranks
   netagg_agg_pkg::result_t cur, head;
-  logic is_bf16;
+  logic is_bf16, is_up_lanes;
   logic [15:0] wire_beats, steps;
   logic [NP-1:0] act_now, has_room;
   logic [NP*RW-1:0] rank_now;
@@ -136,7 +148,10 @@ module netagg_replicate #(
   assign cur = cur_q;
   assign head = q_data[q_head];
   assign is_bf16 = (cur.dtype == DT_BF16);
-  assign wire_beats = is_bf16 ? ((cur.count + 16'd31) >> 5) : ((cur.count + 16'd15) >> 4);
+  assign is_up_lanes = EXACT && cur.dtype == DT_EXACT && cur.up;
+  assign wire_beats = is_bf16     ? ((cur.count + 16'd31) >> 5)
+                    : is_up_lanes ? ((cur.count + 16'd7) >> 3)
+                                  : ((cur.count + 16'd15) >> 4);
   assign steps = 16'd1 + (is_bf16 ? {wire_beats[14:0], 1'b0} : wire_beats);
   assign wave_start = (st_q == '0);
 
@@ -232,15 +247,18 @@ module netagg_replicate #(
     lock_key_o[RQ_DEPTH*KEY_W+:KEY_W] = {cur.slot[SLOT_W-1:0], cur.set_bit};
   end
 
-  // Accumulator read of a payload step: beat st_q - 1 of the slot and set.
-  logic [15:0] acc_beat;
-  assign acc_beat = (16'(st_q) - 16'd1 >= 16'(MAX_BEATS)) ? 16'(MAX_BEATS - 1) : 16'(st_q) - 16'd1;
+  // Accumulator read of a payload step: beat st_q - 1 of the slot and set (exact_lanes up:
+  // (st_q - 1) / 2, half a beat a step).
+  logic [15:0] acc_beat, step_beat;
+  assign step_beat = is_up_lanes ? ((16'(st_q) - 16'd1) >> 1) : 16'(st_q) - 16'd1;
+  assign acc_beat = (step_beat >= 16'(MAX_BEATS)) ? 16'(MAX_BEATS - 1) : step_beat;
   assign mem_re_o = step && !wave_start;
   assign mem_raddr_o = MA_W'((32'(cur.slot[SLOT_W-1:0]) * 2 + 32'(cur.set_bit)) * MAX_BEATS +
                              32'(acc_beat));
 
   // ---- output stage (the cycle after a step: accumulator data is there) -----------------------
-  logic o_valid_q, o_header_q, o_push_q, o_last_q;
+  logic o_valid_q, o_header_q, o_push_q, o_last_q, o_half_q;
+  logic o_bf16_q, o_up_lanes_q, o_rounding_q;  // the payload's kind, decided in the step
   logic [NP-1:0] o_act_q;
   logic [NP*RW-1:0] o_rank_q;
   logic [RES_W-1:0] o_cur_q;
@@ -256,11 +274,15 @@ module netagg_replicate #(
       o_header_q <= wave_start;
       o_push_q <= wave_start || !is_bf16 || !st_q[0];  // bf16: odd steps hold half a beat
       o_last_q <= last_step;
+      o_half_q <= !st_q[0];  // exact_lanes up: steps 2, 4, ... send lanes 8..15
+      o_bf16_q <= is_bf16;
+      o_up_lanes_q <= is_up_lanes;
+      o_rounding_q <= EXACT && cur.dtype == DT_EXACT && !cur.up && !cur.rounded;
       o_act_q <= act_now;
       o_rank_q <= rank_now;
       o_cur_q <= cur_q;
     end
-    if (o_valid_q && !o_header_q && !o_push_q) half_q <= mem_rdata_i;
+    if (o_valid_q && !o_header_q && !o_push_q) half_q <= mem_rdata_i[0+:W];
   end
 
   assign oc = o_cur_q;
@@ -280,7 +302,9 @@ module netagg_replicate #(
   assign rp_entry_o = JOB_W'(cur.entry);
   assign rp_rank_o = rank_now;
   assign s_wire_beat = is_bf16 ? (16'(st_q) >> 1) : 16'(st_q);
-  assign s_payload_bytes = is_bf16 ? {cur.count[14:0], 1'b0} : {cur.count[13:0], 2'b00};
+  assign s_payload_bytes = is_bf16     ? {cur.count[14:0], 1'b0}
+                         : is_up_lanes ? {cur.count[12:0], 3'b000}
+                                       : {cur.count[13:0], 2'b00};
   assign s_bytes_before = (s_wire_beat - 16'd1) << 6;
   assign s_rest = s_payload_bytes - s_bytes_before;
   assign s_beat_bytes = (s_rest >= 16'd64) ? 7'd64 : s_rest[6:0];
@@ -301,14 +325,38 @@ module netagg_replicate #(
 
   // The payload beat: 32-bit lanes big-endian, or 32 bf16 elements from two accumulator beats;
   // bytes past the payload's end are zero and not in TKEEP.
-  logic o_bf16;
+  logic o_bf16, o_up_lanes, o_rounding;
   logic [15:0] payload_bytes;
   logic [KW-1:0] payload_keep;
   logic [W-1:0] payload, keep_mask, bf16_values;
   logic [15:0] bf16_lane[2*netagg_agg_pkg::LANES];
 
-  assign o_bf16 = (oc.dtype == DT_BF16);
-  assign payload_bytes = o_bf16 ? {oc.count[14:0], 1'b0} : {oc.count[13:0], 2'b00};
+  assign o_bf16 = o_bf16_q;
+  assign o_up_lanes = o_up_lanes_q;
+  assign o_rounding = o_rounding_q;
+  assign payload_bytes = o_bf16     ? {oc.count[14:0], 1'b0}
+                       : o_up_lanes ? {oc.count[12:0], 3'b000}
+                                    : {oc.count[13:0], 2'b00};
+
+  // exact_lanes up: lanes 8 * half .. + 7 as 64-bit big-endian words, specials as the values
+  // no sum reaches; as 32-bit lanes: the high half first.
+  logic [W-1:0] up_lanes;
+  always_comb begin
+    logic [63:0] v;
+    logic [1:0] sp;
+    up_lanes = '0;
+    if (EXACT) begin
+      for (int j = 0; j < LANES / 2; j++) begin
+        v = {mem_rdata_i[(MEM_W > W ? W : 0)+32*(8*32'(o_half_q)+j)+:32],
+             mem_rdata_i[32*(8*32'(o_half_q)+j)+:32]};
+        sp = mem_rdata_i[(MEM_W > W ? 2 * W : 0)+2*(8*32'(o_half_q)+j)+:2];
+        if (sp == 2'd1) v = 64'h7FFF_FFFF_FFFF_FFFF;
+        else if (sp == 2'd2) v = 64'h8000_0000_0000_0001;
+        else if (sp == 2'd3) v = 64'h8000_0000_0000_0000;
+        up_lanes[64*j+:64] = {v[31:0], v[63:32]};
+      end
+    end
+  end
 
   for (genvar i = 0; i < netagg_agg_pkg::LANES; i++) begin : gen_bf16
     netagg_fp32_to_bf16 u_even (
@@ -316,7 +364,7 @@ module netagg_replicate #(
         .bf16_o(bf16_lane[i])
     );
     netagg_fp32_to_bf16 u_odd (
-        .fp32_i(mem_rdata_i[32*i+:32]),
+        .fp32_i(mem_rdata_i[32*i+:32]),  // (the low bank: bf16 rounds are 32-bit)
         .bf16_o(bf16_lane[netagg_agg_pkg::LANES+i])
     );
   end
@@ -325,8 +373,10 @@ module netagg_replicate #(
     for (int k = 0; k < KW; k++) payload_keep[k] = (7'(k) < o_beat_bytes_q);
     for (int k = 0; k < KW; k++) keep_mask[8*k+:8] = {8{payload_keep[k]}};
     for (int k = 0; k < 2 * netagg_agg_pkg::LANES; k++) bf16_values[16*k+:16] = bf16_lane[k];
-    payload = o_bf16 ? netagg_pkg::swap_lanes16(bf16_values)
-                     : netagg_pkg::swap_lanes32(mem_rdata_i);
+    payload = o_bf16       ? netagg_pkg::swap_lanes16(bf16_values)
+            : o_up_lanes ? netagg_pkg::swap_lanes32(up_lanes)
+            : o_rounding ? netagg_pkg::swap_lanes32(rnd_rdata_i)
+                         : netagg_pkg::swap_lanes32(mem_rdata_i[0+:W]);
     payload = payload & keep_mask;
   end
 
@@ -399,7 +449,7 @@ module netagg_replicate #(
       `NETAGG_PUT16(h, netagg_pkg::FRM_UDP_LENGTH, udp_total)
       `NETAGG_PUT8(h, H + netagg_pkg::OFF_VERSION, netagg_pkg::WIRE_VERSION)
       `NETAGG_PUT8(h, H + netagg_pkg::OFF_TYPE, msg_type)
-      `NETAGG_PUT8(h, H + netagg_pkg::OFF_DTYPE, {6'd0, oc.dtype})
+      `NETAGG_PUT8(h, H + netagg_pkg::OFF_DTYPE, {5'd0, o_up_lanes ? DT_LANES : oc.dtype})
       `NETAGG_PUT8(h, H + netagg_pkg::OFF_FLAGS, flags)
       `NETAGG_PUT16(h, H + netagg_pkg::OFF_JOB_ID, job_id)
       `NETAGG_PUT16(h, H + netagg_pkg::OFF_RANK, rank)

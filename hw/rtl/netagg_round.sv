@@ -82,7 +82,9 @@ module netagg_round #(
     input  logic [HZ_N*KEY_W-1:0]                       hz_key_i,
     output logic                                        tok_valid_o,
     output logic [KEY_W-1:0]                            tok_key_o,
-    output logic [1:0]                                  tok_dtype_o,
+    output logic [2:0]                                  tok_dtype_o,  // the members' (see D3)
+    output logic [7:0]                                  tok_scale_o,  // exact: the scale code
+    output logic [15:0]                                 tok_count_o,  // elements
     output logic [BEATS_W-1:0]                          tok_beats_o,  // 0: nothing to add
     output logic                                        tok_new_o,    // store, do not add
     output logic [NUM_PORTS-1:0]                        tok_members_o,
@@ -138,11 +140,12 @@ module netagg_round #(
   logic [NK*32-1:0] bitmap_q;  // key k at [32k +: 32]; packed: a loop clears it
   logic [NW-1:0] remaining_q[NK];
   logic [CNT_W-1:0] count_q[NK];
-  logic [1:0] dtype_q[NK];
+  logic [2:0] dtype_q[NK];  // fp32_exact for a round of the exact class
   logic [15:0] exponent_q[NK];
   logic [1:0] ecn_q[NK];
   logic [NK-1:0] upstream_q;  // trees: complete here, its sum sent to the parent, no result yet
   logic [NK-1:0] fresh_q;     // the round's first contribution was fresh (its sum goes up so)
+  logic [NK-1:0] rounded_q;   // exact: the accumulators hold the parent's rounded result
 
   // ---- C: the heads' checks, registered ------------------------------------------------------
   logic [NP-1:0] c_valid_q, c_drop_q, c_elig_q;
@@ -176,7 +179,7 @@ module netagg_round #(
   logic [31:0] c_seq[NP], c_epoch[NP];
   logic [NP-1:0] c_fresh, c_recovery, c_result;
   logic [15:0] c_count[NP];
-  logic [1:0] c_dtype[NP];
+  logic [2:0] c_dtype[NP];
   logic [15:0] c_exponent[NP];
   logic [1:0] c_ecn[NP];
   logic [15:0] c_job_id[NP];
@@ -218,7 +221,24 @@ module netagg_round #(
   localparam int unsigned CL_SAME = 5;   // same round: resend, duplicate or join
   localparam int unsigned CL_EPOCH = 6;  // another epoch's round, not fresh: stale_epoch
   localparam int unsigned CL_NOROUND = 7;  // a recovery copy that would start a round: no_round
-  localparam int unsigned CL_W = 8;
+  localparam int unsigned CL_SCALE = 8;  // exact: another scale than the round's: scale_mismatch
+  localparam int unsigned CL_W = 9;
+
+  localparam logic [2:0] DT_FP32 = 3'(netagg_pkg::DTYPE_FP32);
+  localparam logic [2:0] DT_EXACT = 3'(netagg_pkg::DTYPE_FP32_EXACT);
+  localparam logic [2:0] DT_LANES = 3'(netagg_pkg::DTYPE_EXACT_LANES);
+  // The dtype a round records: fp32_exact for the exact class (fp32_exact from workers,
+  // exact_lanes from a child aggregator), the others their own.
+  function automatic logic [2:0] dclass(input logic [2:0] dt);
+    dclass = (dt == DT_LANES) ? DT_EXACT : dt;
+  endfunction
+  // Accumulator beats of count elements of dtype dt in the token: wire beats (exact_lanes: 8
+  // lanes a beat, two a beat of accumulators), else accumulator beats.
+  function automatic logic [BEATS_W:0] wire_beats(input logic [15:0] count,
+                                                  input logic lanes);
+    wire_beats = lanes ? (BEATS_W + 1)'((32'(count) + 32'd7) >> 3)
+                       : (BEATS_W + 1)'((32'(count) + 32'd15) >> 4);
+  endfunction
 
   // The group D1 took: the leader's job and epoch, and every head's fields (cand: the members).
   typedef struct packed {
@@ -230,13 +250,14 @@ module netagg_round #(
     logic [BEATS_W-1:0] est;  // beats the group's token will likely take
     logic [31:0] epoch;       // the group's epoch (every member's)
     logic res;                // the group is a result from the job's parent
+    logic lanes;              // the group is of exact_lanes (a child's partial sums)
     logic parent;             // the job has a parent
     logic [NP-1:0] fresh;
     logic [NP-1:0] recovery;
     logic [NP*RW-1:0] rank;
     logic [NP*32-1:0] seq;
     logic [NP*16-1:0] count;
-    logic [NP*2-1:0] dtype;
+    logic [NP*3-1:0] dtype;
     logic [NP*16-1:0] exp;
     logic [NP*2-1:0] ecn;
     logic [NP*FI_W-1:0] frame;
@@ -249,11 +270,12 @@ module netagg_round #(
     logic [31:0] bitmap;
     logic [NW-1:0] rem;
     logic [CNT_W-1:0] count;
-    logic [1:0] dtype;
+    logic [2:0] dtype;
     logic [15:0] exp;
     logic [1:0] ecn;
     logic up;
     logic fresh;
+    logic rounded;
   } state_t;
   // D2's comparisons and classes (see D2).
   typedef struct packed {
@@ -338,7 +360,8 @@ module netagg_round #(
   logic [31:0] hd_seq[NP], hd_bitmap[NP];
   logic [NW-1:0] hd_rem[NP];
   logic [CNT_W-1:0] hd_count[NP];
-  logic [1:0] hd_dtype[NP], hd_ecn[NP];
+  logic [2:0] hd_dtype[NP];
+  logic [1:0] hd_ecn[NP];
   logic [15:0] hd_exp[NP];
   always_comb begin
     for (int p = 0; p < NP; p++) begin
@@ -353,12 +376,14 @@ module netagg_round #(
     end
   end
   assign lentry = c_entry_q[lead];
-  // A result from the parent is a group of its own.
+  // A result from the parent is a group of its own; exact_lanes members (which stream two
+  // wire beats an accumulator beat) form groups without the others.
   always_comb begin
     for (int p = 0; p < NP; p++)
       cand[p] = elig[p] && c_key[p] == lkey && c_entry_q[p] == lentry &&
                 c_epoch[p] == c_epoch[lead] &&
-                (c_result[lead] ? 32'(p) == 32'(lead) : !c_result[p]);
+                (c_result[lead] ? 32'(p) == 32'(lead) : !c_result[p]) &&
+                ((c_dtype[p] == DT_LANES) == (c_dtype[lead] == DT_LANES));
   end
   // A group in D2 or D3 on the same slot writes the state D1 would read.
   assign conflict = (r1_valid_q && r1_g_q.key[KEY_W-1:1] == lkey[KEY_W-1:1]) ||
@@ -391,9 +416,10 @@ module netagg_round #(
     g1.entry = lentry;
     g1.job_id = c_job_id[lead];
     g1.workers = c_workers_q[lead];
-    g1.est = BEATS_W'((32'(c_count[lead]) + 32'd15) >> 4);
+    g1.est = BEATS_W'(wire_beats(c_count[lead], c_dtype[lead] == DT_LANES));
     g1.epoch = c_epoch[lead];
     g1.res = c_result[lead];
+    g1.lanes = c_dtype[lead] == DT_LANES;
     g1.parent = c_parent_q[lead];
     g1.fresh = c_fresh;
     g1.recovery = c_recovery;
@@ -401,7 +427,7 @@ module netagg_round #(
       g1.rank[p*RW+:RW] = c_rank[p];
       g1.seq[p*32+:32] = c_seq[p];
       g1.count[p*16+:16] = c_count[p];
-      g1.dtype[p*2+:2] = c_dtype[p];
+      g1.dtype[p*3+:3] = c_dtype[p];
       g1.exp[p*16+:16] = c_exponent[p];
       g1.ecn[p*2+:2] = c_ecn[p];
       g1.frame[p*FI_W+:FI_W] = c_frame_q[p];
@@ -417,6 +443,7 @@ module netagg_round #(
     s1.ecn = hd_ecn[lead];
     s1.up = upstream_q[lkey];
     s1.fresh = fresh_q[lkey];
+    s1.rounded = rounded_q[lkey];
   end
   always_ff @(posedge clk_i) begin
     if (r1_load) begin
@@ -442,13 +469,13 @@ module netagg_round #(
   /* verilator lint_off UNUSEDSIGNAL */
   logic [31:0] diff;  // (its sign)
   /* verilator lint_on UNUSEDSIGNAL */
-  logic locked, zero, cnt_eq, dt_eq, blocked, epoch_eq, s_has;
+  logic locked, zero, cnt_eq, dt_eq, sc_eq, blocked, epoch_eq, s_has;
   logic [NP-1:0] want_start, starter_d2, res_ok;
   logic [REASON_W-1:0] res_reason[NP];
 
   function automatic logic [CL_W-1:0] classify(input logic has, input logic older,
                                                input logic same_seq, input logic same_count,
-                                               input logic same_dtype);
+                                               input logic same_dtype, input logic same_scale);
     logic [CL_W-1:0] c;
     c = '0;
     if (!has) c[CL_START] = 1'b1;
@@ -456,6 +483,7 @@ module netagg_round #(
     else if (!same_seq) c[CL_NEWER] = 1'b1;
     else if (!same_count) c[CL_COUNT] = 1'b1;
     else if (!same_dtype) c[CL_DTYPE] = 1'b1;
+    else if (!same_scale) c[CL_SCALE] = 1'b1;
     else c[CL_SAME] = 1'b1;
     classify = c;
   endfunction
@@ -471,8 +499,10 @@ module netagg_round #(
       diff = r1_g_q.seq[p*32+:32] - r1_s_q.seq;  // serial-number arithmetic: diff[31] = older
       zero = r1_g_q.seq[p*32+:32] == r1_s_q.seq;
       cnt_eq = r1_g_q.count[p*16+:16] == 16'(r1_s_q.count);
-      dt_eq = r1_g_q.dtype[p*2+:2] == r1_s_q.dtype;
-      st_cls[p] = classify(s_has, diff[31], zero, cnt_eq, dt_eq);
+      dt_eq = dclass(r1_g_q.dtype[p*3+:3]) == r1_s_q.dtype;
+      // (exact class: the scale byte; the stored round's dtype is its class)
+      sc_eq = r1_s_q.dtype != DT_EXACT || r1_g_q.exp[p*16+8+:8] == r1_s_q.exp[15:8];
+      st_cls[p] = classify(s_has, diff[31], zero, cnt_eq, dt_eq, sc_eq);
       if (r1_g_q.recovery[p] && (st_cls[p][CL_START] || st_cls[p][CL_NEWER]))
         st_cls[p] = CL_W'(1) << CL_NOROUND;
       if (r1_s_q.has && !epoch_eq && (!r1_g_q.fresh[p] || r1_g_q.recovery[p]))
@@ -489,23 +519,26 @@ module netagg_round #(
       else if (!r1_s_q.up) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
       else if (!cnt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_COUNT_MISMATCH);
       else if (!dt_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
+      else if (!sc_eq) res_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_SCALE_MISMATCH);
       else res_ok[p] = 1'b1;
       st_gt[p] = $signed(r1_g_q.exp[p*16+:16]) > $signed(r1_s_q.exp);
       st_lt[p] = $signed(r1_g_q.exp[p*16+:16]) < $signed(r1_s_q.exp);
-      p_beats[p] = BEATS_W'((32'(r1_g_q.count[p*16+:16]) + 32'd15) >> 4);
+      p_beats[p] = BEATS_W'(wire_beats(r1_g_q.count[p*16+:16], r1_g_q.lanes));
       beats_nz[p] = r1_g_q.count[p*16+:16] != '0;
       for (int q = 0; q < NP; q++) begin
         diff = r1_g_q.seq[p*32+:32] - r1_g_q.seq[q*32+:32];
         zero = r1_g_q.seq[p*32+:32] == r1_g_q.seq[q*32+:32];
         cnt_eq = r1_g_q.count[p*16+:16] == r1_g_q.count[q*16+:16];
-        dt_eq = r1_g_q.dtype[p*2+:2] == r1_g_q.dtype[q*2+:2];
-        pq_cls[p*NP+q] = classify(1'b1, diff[31], zero, cnt_eq, dt_eq);
+        dt_eq = dclass(r1_g_q.dtype[p*3+:3]) == dclass(r1_g_q.dtype[q*3+:3]);
+        sc_eq = dclass(r1_g_q.dtype[q*3+:3]) != DT_EXACT ||
+                r1_g_q.exp[p*16+8+:8] == r1_g_q.exp[q*16+8+:8];
+        pq_cls[p*NP+q] = classify(1'b1, diff[31], zero, cnt_eq, dt_eq, sc_eq);
         if (r1_g_q.recovery[p] && pq_cls[p*NP+q][CL_NEWER]) pq_cls[p*NP+q] = CL_W'(1) << CL_NOROUND;
         pq_rank_eq[p*NP+q] = r1_g_q.rank[p*RW+:RW] == r1_g_q.rank[q*RW+:RW];
         pq_gt[p*NP+q] = $signed(r1_g_q.exp[p*16+:16]) > $signed(r1_g_q.exp[q*16+:16]);
       end
     end
-    s_beats = BEATS_W'((32'(r1_s_q.count) + 32'd15) >> 4);
+    s_beats = BEATS_W'(wire_beats(16'(r1_s_q.count), r1_g_q.lanes));
     for (int k = 0; k <= NP; k++) begin
       rem_eq[k] = r1_s_q.rem == NW'(k);
       nw_eq[k] = r1_g_q.workers == NW'(k);
@@ -655,6 +688,10 @@ module netagg_round #(
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DTYPE_MISMATCH);
         end
+        if (cls[p][CL_SCALE]) begin
+          round_drop[p] = 1'b1;
+          round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_SCALE_MISMATCH);
+        end
         if (cls[p][CL_SAME] && !rem_zero[p] && !joiner[p]) begin
           round_drop[p] = 1'b1;
           round_reason[p] = REASON_W'(netagg_csr_pkg::CNT_DROPPED_DUPLICATE);
@@ -678,18 +715,28 @@ module netagg_round #(
   end
 
   // What the adder pipeline needs now: members, beats (of the starter's count or the stored
-  // one), dtype.
+  // one), the members' dtype (the round's; an exact round's: exact_lanes for a group of them,
+  // fp32_exact for the others, fp32 for the parent's rounded result, which is stored as it is),
+  // an exact round's scale code and its count.
   logic [BEATS_W-1:0] t_beats;
-  logic [1:0] t_dtype;
+  logic [2:0] t_dtype;
+  logic [7:0] t_scale;
+  logic [15:0] t_count;
   logic t_nonempty;
   always_comb begin
     t_beats = r2_c_q.s_beats;
     t_dtype = r2_s_q.dtype;
+    if (r2_s_q.dtype == DT_EXACT)
+      t_dtype = r2_g_q.res ? DT_FP32 : (r2_g_q.lanes ? DT_LANES : DT_EXACT);
+    t_scale = r2_s_q.exp[15:8];
+    t_count = 16'(r2_s_q.count);
     t_nonempty = r2_s_q.count != '0;
     for (int p = 0; p < NP; p++) begin
       if (starter[p]) begin
         t_beats = r2_c_q.beats[p*BEATS_W+:BEATS_W];
-        t_dtype = r2_g_q.dtype[p*2+:2];
+        t_dtype = r2_g_q.dtype[p*3+:3];
+        t_scale = r2_g_q.exp[p*16+8+:8];
+        t_count = r2_g_q.count[p*16+:16];
         t_nonempty = r2_c_q.beats_nz[p];
       end
     end
@@ -703,6 +750,8 @@ module netagg_round #(
   assign tok_valid_o = go && (acc_any || resend_any);
   assign tok_key_o = r2_g_q.key;
   assign tok_dtype_o = t_dtype;
+  assign tok_scale_o = t_scale;
+  assign tok_count_o = t_count;
   assign tok_beats_o = acc_any ? t_beats : '0;
   assign tok_new_o = new_round;
   assign tok_members_o = added;
@@ -748,11 +797,12 @@ module netagg_round #(
   end
 
   // ---- D4: the (slot, set)'s new state, the result, the counters -----------------------------
-  logic f_has, state_win, f_up, f_fresh, up_send, up_resend;
+  logic f_has, state_win, f_up, f_fresh, f_rounded, up_send, up_resend;
   logic [31:0] f_seq, f_bitmap, added_ranks, resend_mask;
   logic [NW-1:0] f_rem;
   logic [CNT_W-1:0] f_count;
-  logic [1:0] f_dtype, f_ecn;
+  logic [2:0] f_dtype;
+  logic [1:0] f_ecn;
   logic [15:0] f_exp;
   logic [J_W-1:0] r3_next;
   /* verilator lint_off UNUSEDSIGNAL */
@@ -779,7 +829,7 @@ module netagg_round #(
       if (r3_d_q.starter[p]) begin
         f_seq = r3_g_q.seq[p*32+:32];
         f_count = CNT_W'(r3_g_q.count[p*16+:16]);
-        f_dtype = r3_g_q.dtype[p*2+:2];
+        f_dtype = dclass(r3_g_q.dtype[p*3+:3]);
         f_fresh = r3_g_q.fresh[p];
       end
       if (r3_d_q.added[p]) begin
@@ -815,6 +865,9 @@ module netagg_round #(
     f_up = r3_d_q.started ? 1'b0 : r3_s_q.up;
     if (up_send) f_up = 1'b1;
     if (r3_d_q.res_take) f_up = 1'b0;
+    // An exact round's accumulators hold the parent's result rounded once it is taken.
+    f_rounded = r3_d_q.started ? 1'b0 : r3_s_q.rounded;
+    if (r3_d_q.res_take) f_rounded = f_dtype == DT_EXACT;
   end
 
   netagg_agg_pkg::result_t result;
@@ -833,6 +886,7 @@ module netagg_round #(
     result.dest = complete_now ? r3_c_q.all_mask : resend_mask;
     result.up = up_send || up_resend;
     result.fresh = f_fresh;
+    result.rounded = f_rounded;
   end
   assign rq_push_o = r3_valid_q && (complete_now || r3_d_q.resend_any);
   assign rq_data_o = result;
@@ -952,6 +1006,7 @@ module netagg_round #(
       exponent_q[wkey] <= f_exp;
       ecn_q[wkey] <= f_ecn;
       fresh_q[wkey] <= f_fresh;
+      rounded_q[wkey] <= f_rounded;
     end
   end
 

@@ -186,10 +186,10 @@ TEST_F(HlsExact, AnElementBeyondTheScalePoisonsItsLaneAndIsCounted) {
   EXPECT_EQ(count(Counter::kExactOutOfRange), 1u);
 }
 
-// A design without exact fp32 (the RTL's today) drops both dtypes as unsupported, with a notice.
+// A design without exact fp32 drops both dtypes as unsupported, with a notice.
 TEST(HlsExactUnsupported, WithoutTheFeatureBothDtypesAreDroppedWithANotice) {
-  ReferenceModel<RtlParams> model;
-  ModelBus<ReferenceModel<RtlParams>> bus(model);
+  ReferenceModel<WithoutExactParams> model;
+  ModelBus<ReferenceModel<WithoutExactParams>> bus(model);
   const JobSpec job = make_job(1, 2, 0, 8, kCount);
   program_job(bus, job, 0, kAggregator);
   EXPECT_EQ(model.csr_read(csr::kFeatures) & csr::kFeaturesExact, 0u);

@@ -43,7 +43,7 @@ std::vector<std::uint32_t> ints(std::initializer_list<std::int32_t> v) {
 // ---- fixture -------------------------------------------------------------------------------
 
 // A fresh RTL and reference model, both programmed the same way.
-class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::RtlParams> {
+class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultParams> {
  protected:
   Rtl() : RtlAgainstModel(1) {}
 
@@ -98,7 +98,7 @@ class Rtl : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::RtlParams> 
 
 TEST_F(Rtl, CsrIdentityAndReadback) {
   EXPECT_EQ(tb.read32(csr::kVersion), (1u << 16) | wire::kVersion);
-  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | 0x10u | (8u << 8) | (6u << 16) | (16u << 24));
+  EXPECT_EQ(tb.read32(csr::kFeatures), 4u | 0x10u | 0x20u | (8u << 8) | (6u << 16) | (16u << 24));
   EXPECT_EQ(tb.read32(csr::kFeatures), model.csr_read(csr::kFeatures));
   EXPECT_EQ(tb.read32(csr::kVersion), model.csr_read(csr::kVersion));
   EXPECT_EQ(tb.read32(csr::kAggUdpPort), wire::kUdpPort);
@@ -259,8 +259,6 @@ TEST_F(Rtl, GoldenVectors) {
       ++malformed;
     } else if (v.at("type") == "result") {
       reason = "dropped_not_contribution";
-    } else if (v.at("dtype") == "fp32_exact" || v.at("dtype") == "exact_lanes") {
-      reason = "dropped_unsupported_dtype";  // the RTL has no exact fp32 (FEATURES bit 5 clear)
     } else if (v.integer("slot") >= kSlots) {
       reason = "dropped_slot_out_of_range";
     } else if (v.integer("count") > kSlotElements) {
@@ -275,8 +273,7 @@ TEST_F(Rtl, GoldenVectors) {
     // A contribution dropped for a reason its sender can act on gets a notice (no recovery
     // copy does).
     const bool noticed =
-        (reason == "dropped_slot_out_of_range" || reason == "dropped_count_too_large_for_job" ||
-         reason == "dropped_unsupported_dtype") &&
+        (reason == "dropped_slot_out_of_range" || reason == "dropped_count_too_large_for_job") &&
         v.integer("recovery") == 0;
     if (noticed) want["notices"] = want["frames_out"] = 1;
     EXPECT_EQ(delta, want);
@@ -1365,6 +1362,24 @@ TEST_F(RtlTraffic, Fp32LossAndDuplicates) {
                         .duplicate = 0.05,
                         .timeout = 2000,
                         .seed = 4});
+}
+
+// Exact fp32 (fp32_exact): converted, added as 64-bit lanes and rounded once by the RTL, bit
+// for bit the HLS model and the exact reference, with loss, duplicates and any port; whatever
+// the grouping the RTL made, every worker gets the reference's bits.
+TEST_F(RtlTraffic, Fp32ExactLossDuplicatesAnyPort) {
+  const JobSpec job = make_job(1, 5, 0, 8);
+  install(0, job);
+  run_and_compare(job, {.window = 8,
+                        .packets = 48,
+                        .dtype = DataType::kFp32Exact,
+                        .max_count = 256,
+                        .loss = 0.04,
+                        .duplicate = 0.05,
+                        .random_ports = true,
+                        .timeout = 2000,
+                        .seed = 14});
+  EXPECT_EQ(count(C::kExactOutOfRange), 0u);
 }
 
 TEST_F(RtlTraffic, Bf16LossAndDuplicates) {

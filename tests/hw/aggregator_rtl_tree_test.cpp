@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -17,6 +18,7 @@
 #include "Vnetagg_aggregator.h"
 #include "aggregator_rtl_fixture.hpp"
 #include "aggregator_traffic.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/fpga_csr.hpp"
 #include "netagg/wire.hpp"
 
@@ -28,7 +30,7 @@ using fpga::TxFrame;
 constexpr unsigned kPorts = 4;
 constexpr std::uint32_t kEpoch = 0x7ee0000b;
 
-class RtlTree : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::RtlParams> {
+class RtlTree : public RtlAgainstModel<Vnetagg_aggregator, kPorts, fpga::DefaultParams> {
  protected:
   RtlTree() : RtlAgainstModel(7) {}
   void SetUp() override {
@@ -426,6 +428,123 @@ TEST_F(RtlTree, ProtocolTrafficThroughAParentWithLoss) {
     EXPECT_GT(count(C::kResentToParent), 0u);
     EXPECT_EQ(count(C::kCompletions), count(C::kResultsFromParent));
   }
+}
+
+// ---- exact fp32 ------------------------------------------------------------------------------
+
+// fp32 elements below 2^scale over 40 binades, a special now and then: rank r's of packet p.
+std::vector<std::uint32_t> exact_values(std::uint16_t rank, std::uint32_t packet,
+                                        std::uint16_t count, int scale) {
+  std::vector<std::uint32_t> v(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint32_t h = (0x01000193u * (rank + 3) * (packet + 1) + i * 0x9E3779B9u) ^ (i << 7);
+    v[i] = bits(std::ldexp(float(std::int32_t(h % 2000001) - 1000000) / 1048576.0f,
+                           scale - 1 - int(h >> 26) % 40));
+  }
+  if (count > 5 && rank == 1) v[5] = 0x7F800000u;  // +Inf
+  return v;
+}
+
+// A child in a tree sums its workers' fp32_exact contributions as 64-bit lanes and sends them up
+// unrounded (exact_lanes, two wire beats an accumulator beat); the parent's result, rounded once
+// at the root, is stored and sent down as it is. Bit for bit the HLS model, frame by frame.
+TEST_F(RtlTree, ExactSumsGoUpUnroundedAndTheParentsResultComesDown) {
+  for (const std::uint16_t count : {std::uint16_t{64}, std::uint16_t{20}}) {
+    SCOPED_TRACE(count);
+    const std::uint32_t packet = count == 64 ? 0 : 1;
+    const int scale = 3;
+    wire::Header h[3];
+    for (std::uint16_t r = 0; r < 3; ++r) {
+      h[r] = header(r, packet, count, wire::DataType::kFp32Exact);
+      h[r].exponent = exact::pack_exponents(scale, static_cast<std::int16_t>(-4 - r));
+      tb.push_frame(r, frame_from(child_.workers[r],
+                                  encode_packet(h[r], exact_values(r, packet, count, scale))));
+    }
+    const auto up = settle();
+    ASSERT_EQ(up.size(), 1u);
+    const wire::DecodedFrame d = wire::decode_frame(up[0].bytes, 0);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d.packet.header.dtype, wire::DataType::kExactLanes);
+    EXPECT_EQ(d.packet.header.count, count);
+    EXPECT_EQ(d.packet.header.exponent, exact::pack_exponents(scale, -4));
+    for (std::size_t i = 0; i < count; ++i) {  // the reference's lanes, specials reserved
+      exact::Lane want;
+      for (std::uint16_t r = 0; r < 3; ++r)
+        want = exact::add(want, exact::to_lane(from_bits(exact_values(r, packet, count, scale)[i]),
+                                               static_cast<std::int16_t>(scale)));
+      const std::byte* p = d.packet.payload.data() + 8 * i;
+      EXPECT_EQ(static_cast<std::int64_t>(std::uint64_t{wire::load_be32(p)} << 32 |
+                                          wire::load_be32(p + 4)),
+                exact::to_wire(want))
+          << "lane " << i;
+    }
+    // The parent's result: fp32 words as they are, one of them a NaN with a payload.
+    wire::Header round = h[0];
+    round.exponent = exact::pack_exponents(scale, -1);
+    std::vector<std::uint32_t> words(count);
+    for (std::uint32_t i = 0; i < count; ++i) words[i] = bits(float(i) * 0.25f - 3.0f);
+    words[count - 1] = 0x7FC01234u;
+    tb.push_frame(kParentPort, parent_result_frame(child_, round, words, round.exponent));
+    const auto down = settle();
+    ASSERT_EQ(down.size(), 3u);
+    for (const auto& f : down) {
+      const Result r = decode_result(f);
+      EXPECT_EQ(r.header.dtype, wire::DataType::kFp32Exact);
+      EXPECT_EQ(r.values, words);
+    }
+  }
+  expect_balanced();
+}
+
+// As a parent: a child's exact_lanes (its unrounded sums) and a worker's fp32_exact join one
+// round; an odd number of wire beats ends with a half beat. A contribution at another scale is
+// dropped with a notice, and an element at or above the scale's power of two poisons its lane
+// and is counted, as in the HLS model.
+TEST_F(RtlTree, ExactLanesAndFp32ExactJoinOneRound) {
+  const int scale = -2;
+  for (const std::uint16_t count : {std::uint16_t{64}, std::uint16_t{20}}) {
+    SCOPED_TRACE(count);
+    const std::uint32_t packet = count == 64 ? 0 : 1;
+    wire::Header lanes = contribution_header(plain_, 0, packet, count, wire::DataType::kExactLanes);
+    lanes.exponent = exact::pack_exponents(scale, 3);
+    Bytes payload(wire::kHeaderSize + 8 * count);
+    ASSERT_TRUE(wire::encode_header(lanes, payload));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      std::int64_t v = (std::int64_t{1} << 50) - std::int64_t{i} * 123456789;
+      if (i == 3) v = INT64_MIN + 1;  // -Inf
+      wire::store_be32(payload.data() + wire::kHeaderSize + 8 * i,
+                       static_cast<std::uint32_t>(static_cast<std::uint64_t>(v) >> 32));
+      wire::store_be32(payload.data() + wire::kHeaderSize + 8 * i + 4,
+                       static_cast<std::uint32_t>(v));
+    }
+    tb.push_frame(0, frame_from(plain_.workers[0], payload));
+    EXPECT_TRUE(settle().empty());  // the child's lanes start the round
+    wire::Header worker = contribution_header(plain_, 1, packet, count, wire::DataType::kFp32Exact);
+    worker.exponent = exact::pack_exponents(scale, 5);
+    auto values = exact_values(1, packet, count, scale);
+    values[7] = bits(0.25f);  // = 2^scale: beyond the range
+    // first at another scale: dropped, noticed
+    wire::Header wrong = worker;
+    wrong.exponent = exact::pack_exponents(scale + 1, 5);
+    tb.push_frame(1, frame_from(plain_.workers[1], encode_packet(wrong, values)));
+    const auto noticed = settle();  // the first drop of the reason from the rank: a notice
+    ASSERT_EQ(noticed.size(), count == 64 ? 1u : 0u);
+    for (const auto& f : noticed) {
+      EXPECT_EQ(decode_result(f).header.type, wire::MsgType::kNotice);
+      EXPECT_EQ(decode_result(f).header.rank, 1);
+    }
+    tb.push_frame(1, frame_from(plain_.workers[1], encode_packet(worker, values)));
+    const auto results = settle();
+    ASSERT_EQ(results.size(), 2u);
+    const Result r = decode_result(results[0]);
+    EXPECT_EQ(r.header.dtype, wire::DataType::kFp32Exact);
+    EXPECT_EQ(r.header.exponent, exact::pack_exponents(scale, 5));
+    EXPECT_EQ(r.values[3], 0xFF800000u);  // -Inf
+    EXPECT_EQ(r.values[7], 0x7FC00000u);  // poisoned
+  }
+  EXPECT_EQ(count(C::kDroppedScaleMismatch), 2u);
+  EXPECT_EQ(count(C::kExactOutOfRange), 2u);
+  EXPECT_EQ(count(C::kNotices), 1u);
 }
 
 }  // namespace

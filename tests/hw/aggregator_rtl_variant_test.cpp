@@ -22,7 +22,7 @@ namespace {
 
 constexpr unsigned kUsedPorts = 3;
 constexpr unsigned kVariantElements = 16 * 4;
-using VariantParams = fpga::Params<3, 16, 4, 4, 32, false>;  // no exact fp32, as the RTL
+using VariantParams = fpga::Params<3, 16, 4, 4, 32>;
 
 class Variant : public RtlAgainstModel<Vnetagg_aggregator_v, kUsedPorts, VariantParams> {
  protected:
@@ -39,7 +39,7 @@ class Variant : public RtlAgainstModel<Vnetagg_aggregator_v, kUsedPorts, Variant
 };
 
 TEST_F(Variant, FeaturesDescribeTheParameters) {
-  EXPECT_EQ(tb.read32(csr::kFeatures), 3u | 0x10u | (4u << 8) | (4u << 16) | (4u << 24));
+  EXPECT_EQ(tb.read32(csr::kFeatures), 3u | 0x10u | 0x20u | (4u << 8) | (4u << 16) | (4u << 24));
   EXPECT_EQ(tb.read32(csr::kFeatures), model.csr_read(csr::kFeatures));
   // the fourth port of the top is not used: it takes nothing
   EXPECT_FALSE(tb.ingress_ready(3));

@@ -14,6 +14,7 @@
 
 #include "fpga_test_util.hpp"
 #include "harness.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg::rtltest {
@@ -103,6 +104,12 @@ class Traffic {
     c.seq = static_cast<std::uint32_t>(p);
     c.dtype = cfg_.dtype;
     c.exponent = static_cast<std::int16_t>(hash(r, k, 1000) % 200) - 100;
+    // Exact fp32: every rank converts at the packet's scale (high byte) and announces its own
+    // exponent of another chunk (low byte).
+    const int scale = exact_scale(k);
+    if (cfg_.dtype == DataType::kFp32Exact)
+      c.exponent = exact::pack_exponents(static_cast<std::int16_t>(scale),
+                                         static_cast<std::int16_t>(hash(r, k, 1000) % 60 - 30));
     c.ecn = hash(r, k, 2000) % 7 == 0 ? static_cast<std::uint8_t>(hash(r, k, 3000) % 4) : 0;
     const unsigned count = static_cast<unsigned>(hash(0, k, 4000) % (cfg_.max_count + 1));
     for (unsigned i = 0; i < count; ++i) {
@@ -111,9 +118,33 @@ class Traffic {
       if (cfg_.dtype == DataType::kFp32)
         v = bits(std::ldexp(float(std::int32_t(h % 2000001) - 1000000), int(h >> 40) % 30 - 15));
       if (cfg_.dtype == DataType::kBf16) v = (h >> 20) & 0xFFFF;
+      if (cfg_.dtype == DataType::kFp32Exact) {
+        // below 2^scale, spread over 40 binades below it; now and then a special
+        v = bits(std::ldexp(float(std::int32_t(h % 2000001) - 1000000) / 1048576.0f,
+                            scale - 1 - int(h >> 40) % 40));
+        if ((h >> 8) % 97 == 0) v = (h >> 20) % 2 ? 0x7F800000u : 0xFF800000u;
+        if ((h >> 8) % 89 == 0) v = 0x7FC00001u;
+      }
       c.values.push_back(v);
     }
     return c;
+  }
+  // The scale of packet k's data in exact fp32: the same for every rank.
+  int exact_scale(std::uint32_t k) const { return static_cast<int>(hash(0, k, 5000) % 41) - 20; }
+  // Exact fp32: the reference's sum (netagg/exact.hpp) every worker must receive, whatever the
+  // order the aggregator took the contributions in.
+  std::vector<std::uint32_t> exact_sum(std::uint32_t k) const {
+    const auto e = static_cast<std::int16_t>(exact_scale(k));
+    std::vector<exact::Lane> lanes;
+    for (std::size_t r = 0; r < job_.workers.size(); ++r) {
+      const Contribution c = contribution(r, k);
+      lanes.resize(c.values.size());
+      for (std::size_t i = 0; i < c.values.size(); ++i)
+        lanes[i] = exact::add(lanes[i], exact::to_lane(from_bits(c.values[i]), e));
+    }
+    std::vector<std::uint32_t> sum;
+    for (const auto& l : lanes) sum.push_back(bits(exact::to_fp32(l, e)));
+    return sum;
   }
   // int32: the exact wrapped sum every worker must receive.
   std::vector<std::uint32_t> int32_sum(std::uint32_t k) const {
@@ -197,8 +228,8 @@ inline void expect_results_exact(const Traffic& t, const JobSpec& job, const Tra
   for (std::uint32_t k = 0; k < cfg.packets; ++k) {
     for (std::size_t r = 1; r < job.workers.size(); ++r)
       EXPECT_EQ(t.payload(r, k), t.payload(0, k)) << "packet " << k << " rank " << r;
-    if (cfg.dtype == DataType::kInt32) {
-      const auto sum = t.int32_sum(k);
+    if (cfg.dtype == DataType::kInt32 || cfg.dtype == DataType::kFp32Exact) {
+      const auto sum = cfg.dtype == DataType::kInt32 ? t.int32_sum(k) : t.exact_sum(k);
       Bytes want(4 * sum.size());
       for (std::size_t i = 0; i < sum.size(); ++i) wire::store_be32(want.data() + 4 * i, sum[i]);
       EXPECT_EQ(t.payload(0, k), want) << "packet " << k;

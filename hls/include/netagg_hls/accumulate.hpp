@@ -61,23 +61,20 @@ static_assert(kExactFractionBits == static_cast<int>(layout::kExactFractionBits)
 // high byte: 0 none, else e + exact_code_offset), an exact_lanes element decoded (specials as
 // reserved int64 values).
 inline int16_t exact_scale(unsigned code) {
-  if (code == 0) return kExactExponentNone;
+  if (code == 0 || code > layout::kExactCodeOffset + kExactMaxExponent) return kExactExponentNone;
   return static_cast<int16_t>(static_cast<int>(code) - static_cast<int>(layout::kExactCodeOffset));
 }
-// An element of fp32_exact that the scale cannot hold (a finite nonzero |x| >= 2^e, any nonzero
-// x with scale none, or a scale code above 226): its lane is poisoned (NaN) and it is counted.
+// An element of fp32_exact that the scale cannot hold (a finite nonzero |x| >= 2^e, any finite
+// nonzero x with scale none or a scale code above 226): its lane is poisoned (NaN) and counted.
 inline bool exact_out_of_range(uint32_t x, unsigned code) {
   const unsigned biased = (x >> 23) & 0xFFu;
   if (biased == 0xFFu || (x & 0x7FFFFFFFu) == 0) return false;
   if (code == 0 || code > layout::kExactCodeOffset + kExactMaxExponent) return true;
   return biased != 0 && static_cast<int>(biased) - 127 >= exact_scale(code);
 }
+// (A scale code beyond 226 is taken as none: every nonzero finite element becomes NaN.)
 inline ExactLane exact_from_fp32(uint32_t x, unsigned code) {
 #pragma HLS INLINE
-  if (code > layout::kExactCodeOffset + kExactMaxExponent) {
-    ExactLane poisoned = {0, kExactNan};
-    return (x & 0x7FFFFFFFu) == 0 ? ExactLane{0, kExactFinite} : poisoned;
-  }
   return exact_to_lane(x, exact_scale(code));
 }
 inline ExactLane exact_from_wire(uint64_t v) {

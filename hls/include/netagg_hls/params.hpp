@@ -46,10 +46,11 @@ struct Params {
 // these.
 using DefaultParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
                              csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers>;
-// The RTL's design (hw/rtl) at the defaults: it has no exact fp32 datapath yet and drops those
-// dtypes as unsupported_dtype, as this model does without kExact.
-using RtlParams = Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
-                         csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers, false>;
+// The defaults without exact fp32 (FEATURES bit 5 clear: a design that drops those dtypes as
+// unsupported_dtype, as the RTL built with EXACT = 0 does).
+using WithoutExactParams =
+    Params<csr14::kDefaultNumPorts, csr14::kDefaultSlots, csr14::kDefaultMaxBeats,
+           csr14::kDefaultMaxJobs, csr14::kDefaultMaxWorkers, false>;
 
 constexpr int NUM_PORTS = DefaultParams::kNumPorts;
 constexpr int LANES = DefaultParams::kLanes;
