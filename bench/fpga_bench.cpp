@@ -22,6 +22,7 @@
 #include "harness.hpp"
 #include "netagg/codec.hpp"
 #include "netagg/error.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/fpga/control.hpp"
 #include "netagg/wire.hpp"
 
@@ -40,11 +41,13 @@ std::vector<std::byte> contribution(const JobSpec& job, unsigned rank, std::uint
   h.set = static_cast<std::uint8_t>((p / job.slot_count) % 2);
   h.seq = static_cast<std::uint32_t>(p);
   h.count = count;
+  // fp32_exact: every element below 2^11 ((rank + 1) * (i + 6) <= 4 * 261), the scale 11
+  if (dtype == wire::DataType::kFp32Exact) h.exponent = exact::pack_exponents(11, 10);
   std::vector<std::byte> packet(h.packet_size());
   wire::encode_header(h, packet);
   std::vector<float> values(count);
   for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<float>((rank + 1) * (i + p % 7));
-  if (dtype == wire::DataType::kFp32)
+  if (dtype == wire::DataType::kFp32 || dtype == wire::DataType::kFp32Exact)
     codec::store_be(std::span<const float>(values), packet.data() + wire::kHeaderSize);
   else
     for (std::size_t i = 0; i < count; ++i)
@@ -215,8 +218,8 @@ int main(int argc, char** argv) {
   std::uint16_t elements = 0;
   bool baseline = false;
   app.add_option("--model", model_kind, "rtl or hls")->capture_default_str();
-  app.add_option("--dtype", dtype_name, "fp32 or int32")
-      ->check(CLI::IsMember({"fp32", "int32"}))
+  app.add_option("--dtype", dtype_name, "fp32, fp32_exact or int32")
+      ->check(CLI::IsMember({"fp32", "fp32_exact", "int32"}))
       ->capture_default_str();
   app.add_option("--packets", packets, "packets per port")
       ->check(CLI::Range(1u, 1u << 20))
@@ -232,7 +235,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const auto dtype = dtype_name == "fp32" ? wire::DataType::kFp32 : wire::DataType::kInt32;
+  const auto dtype = dtype_name == "fp32"         ? wire::DataType::kFp32
+                     : dtype_name == "fp32_exact" ? wire::DataType::kFp32Exact
+                                                  : wire::DataType::kInt32;
   if (baseline && model_kind != "rtl") {
     std::fprintf(stderr, "fpga_bench: --baseline: only with --model rtl\n");
     return 2;

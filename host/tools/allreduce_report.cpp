@@ -14,8 +14,8 @@ void add_tensor_options(CLI::App& app, TensorOptions& o) {
       ->check(CLI::IsMember({"fp32", "int32"}))
       ->capture_default_str();
   app.add_option("--float-wire", o.float_wire,
-                 "how fp32 travels; default: what the target needs (fpga-sim: fp32-exact on "
-                 "the HLS model, fp32 on the others; else int32-bfp)")
+                 "how fp32 travels; default: what the target needs (fpga-sim: fp32-exact, else "
+                 "int32-bfp)")
       ->check(CLI::IsMember({"int32-bfp", "fp32", "fp32-exact"}));
   app.add_option("--count", o.count, "elements in the tensor")
       ->check(CLI::Range(1ull, 1ull << 31))

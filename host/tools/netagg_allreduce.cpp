@@ -194,11 +194,11 @@ void check_target(const Options& o) {
   usage_error(fmt::format("--target: '{}' is not switch-sim, fpga-sim or IP:PORT", o.target));
 }
 
-// What fp32 travels as when the command line does not say: as is to the FPGA aggregator (it adds
-// floats), else as int32 with a block exponent (the switch adds integers only).
+// What fp32 travels as when the command line does not say: summed exactly by the FPGA aggregator,
+// else as int32 with a block exponent (the switch adds integers only).
 netagg::FloatWire float_wire_of(const Options& o) {
   if (!o.float_wire.empty()) return netagg::parse_float_wire(o.float_wire);
-  return o.target == "fpga-sim" ? netagg::FloatWire::kFp32 : netagg::FloatWire::kBlockInt32;
+  return o.target == "fpga-sim" ? netagg::FloatWire::kFp32Exact : netagg::FloatWire::kBlockInt32;
 }
 
 netagg::Config worker_config(const Options& o) {

@@ -170,6 +170,7 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
     # fp32 also measures the simulator's speed against the traced Verilator build (--baseline).
     run fpga_rtl_fp32 "$fpga_bin" --model rtl --dtype fp32 --packets "$fpga_packets" --baseline
     run fpga_rtl_int32 "$fpga_bin" --model rtl --dtype int32 --packets "$fpga_packets"
+    run fpga_rtl_fp32_exact "$fpga_bin" --model rtl --dtype fp32_exact --packets "$fpga_packets"
   else
     echo "bench: $fpga_bin not built (Verilator missing or -DNETAGG_VERILATOR=OFF): no FPGA figures" >&2
     missing+=(fpga_bench)

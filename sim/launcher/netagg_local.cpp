@@ -115,11 +115,6 @@ void check_options(const Options& o) {
   if (o.leaves > 0 && o.target != "switch-sim" && o.target != "fpga-sim")
     usage_error("--leaves: trees of daemons are built for --target switch-sim or fpga-sim");
   if (!o.root_target.empty() && o.leaves == 0) usage_error("--root-target: needs --leaves");
-  if (o.float_wire == "fp32-exact" && o.target == "fpga-sim" && o.fpga_model != "hls")
-    usage_error(fmt::format(
-        "--float-wire fp32-exact: the FPGA's {} model has no exact fp32 (FEATURES bit 5); the "
-        "HLS model has (--fpga-model hls), or use --float-wire fp32",
-        o.fpga_model));
   if (o.float_wire == "fp32-exact" && o.leaves > 0 &&
       o.elements_per_packet > kFpgaMaxElementsPerPacket / 2)
     usage_error(fmt::format(
@@ -164,13 +159,12 @@ void check_options(const Options& o) {
 }
 
 // What the target takes when the command line does not say: for the FPGA aggregator fp32 summed
-// exactly where the model has it (hls), else fp32 as is (it adds floats); packets and a window
-// that fit its slots (a tree's exact uploads hold 8 bytes an element: half as many).
+// exactly (the same bits whatever the order); packets and a window that fit its slots (a tree's
+// exact uploads hold 8 bytes an element: half as many).
 void apply_target_defaults(Options& o, bool elements_given, bool window_given) {
   if (o.target != "fpga-sim") return;
   // (an FPGA leaf under a switch root: block floating point, which both add as int32)
-  if (o.float_wire.empty() && o.root_target != "switch-sim")
-    o.float_wire = o.fpga_model == "hls" ? "fp32-exact" : "fp32";
+  if (o.float_wire.empty() && o.root_target != "switch-sim") o.float_wire = "fp32-exact";
   if (!elements_given)
     o.elements_per_packet = o.float_wire == "fp32-exact" && o.leaves > 0
                                 ? kFpgaMaxElementsPerPacket / 2

@@ -198,10 +198,7 @@ TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
     EXPECT_EQ(s["verification"], "ok") << what;
     EXPECT_EQ(s["root_target"], c.root) << what;
     if (c.dtype == "fp32") {
-      EXPECT_EQ(s["float_wire"], c.root != "fpga-sim" ? "int32-bfp"
-                                 : c.model == "hls"   ? "fp32-exact"
-                                                      : "fp32")
-          << what;
+      EXPECT_EQ(s["float_wire"], c.root != "fpga-sim" ? "int32-bfp" : "fp32-exact") << what;
     }
     EXPECT_GT(s["retransmissions"].get<std::uint64_t>(), 0u) << what;
     const json& tree = s["tree_counters"];
@@ -218,10 +215,10 @@ TEST(EndToEnd, ATwoLevelTreeOfFpgaDaemonsGetsTheSums) {
   }
 }
 
-// Exact fp32 through the FPGA's HLS model: runs that change the arrival order (no loss, loss
-// with other seeds, a two-level tree of aggregators instead of one) end with the same bits on
-// every rank, the exact reference's (each rank checks its result bit for bit), where fp32 adder
-// trees give other bits under loss.
+// Exact fp32 through the FPGA's models: runs that change the arrival order (no loss, loss with
+// other seeds, a two-level tree of aggregators instead of one, the RTL instead of the HLS model)
+// end with the same bits on every rank, the exact reference's (each rank checks its result bit
+// for bit), where fp32 adder trees give other bits under loss.
 TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
   if (!fpga_model_built("hls")) GTEST_SKIP() << "netagg-fpgad was built without the hls model";
   struct Case {
@@ -229,17 +226,19 @@ TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
     std::vector<std::string> args;
   };
   const std::vector<std::string> base = {
-      "--workers",    "4",       "--target", "fpga-sim",
-      "--fpga-model", "hls",     "--json",   "--timeout",
-      "20",           "--dtype", "fp32",     "--count",
-      "20000",        "--seed",  "6",        "--elements-per-packet",
+      "--workers", "4",    "--target", "fpga-sim", "--json", "--timeout", "20",
+      "--dtype",   "fp32", "--count",  "20000",    "--seed", "6",         "--elements-per-packet",
       "128"};
-  const std::vector<Case> cases = {
-      {"no loss", {}},
-      {"5% loss, seed 1", {"--loss", "0.05", "--loss-seed", "1"}},
-      {"5% loss, seed 2", {"--loss", "0.05", "--loss-seed", "2"}},
-      {"a two-level tree, 3% loss", {"--leaves", "2", "--loss", "0.03", "--loss-seed", "3"}},
+  std::vector<Case> cases = {
+      {"no loss", {"--fpga-model", "hls"}},
+      {"5% loss, seed 1", {"--fpga-model", "hls", "--loss", "0.05", "--loss-seed", "1"}},
+      {"5% loss, seed 2", {"--fpga-model", "hls", "--loss", "0.05", "--loss-seed", "2"}},
+      {"a two-level tree, 3% loss",
+       {"--fpga-model", "hls", "--leaves", "2", "--loss", "0.03", "--loss-seed", "3"}},
   };
+  if (fpga_model_built("rtl"))  // the RTL, with loss
+    cases.push_back(
+        {"the RTL, 5% loss", {"--fpga-model", "rtl", "--loss", "0.05", "--loss-seed", "4"}});
   std::set<std::string> digests;
   for (const Case& c : cases) {
     std::vector<std::string> a = base;
@@ -258,7 +257,7 @@ TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
   // The same runs through the fp32 adder trees: loss changes the order, and so the bits.
   std::set<std::string> fp32;
   for (const Case& c : {cases[0], cases[1], cases[2]}) {
-    std::vector<std::string> a = base;
+    std::vector<std::string> a = base;  // (the HLS model)
     a.insert(a.end(), c.args.begin(), c.args.end());
     a.insert(a.end(), {"--float-wire", "fp32"});
     const ToolRun run = run_tool(a, std::chrono::seconds(120));
@@ -413,7 +412,7 @@ std::vector<Target> targets() {
            {"--target", "fpga-sim", "--fpga-model", "rtl", "--timeout", "10"},
            20011,
            12000,
-           "fp32",
+           "fp32-exact",
            "rtl"},
           {"hls",
            {"--target", "fpga-sim", "--fpga-model", "hls", "--timeout", "10"},

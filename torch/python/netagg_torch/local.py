@@ -27,8 +27,8 @@ killed.
                               its N-th datagram arrives; the workers finish on the hosts
                               (docs/fallback.md)
 
-For the FPGA's models it sets NETAGG_FLOAT_WIRE unless set: fp32-exact for fpga-hls (exact fp32
-sums, the same bits whatever the order), fp32 for fpga-rtl (the RTL adds fp32). Every rank
+For the FPGA's models it sets NETAGG_FLOAT_WIRE=fp32-exact unless set (exact fp32 sums, the same
+bits whatever the order). Every rank
 must run on this machine (LOCAL_WORLD_SIZE, where torchrun sets it, must be WORLD_SIZE).
 """
 
@@ -223,8 +223,8 @@ def prepare(store, rank, world_size, timeout):
             f"netagg: NETAGG_LOCAL_AGGREGATOR runs the aggregator on loopback, so every rank "
             f"must run on this machine: LOCAL_WORLD_SIZE={local_world}, WORLD_SIZE={world}")
     if kind.startswith("fpga"):
-        # fp32 summed exactly where the model has it (the same bits in every run), else as is
-        os.environ.setdefault("NETAGG_FLOAT_WIRE", "fp32-exact" if kind == "fpga-hls" else "fp32")
+        # fp32 summed exactly: the same bits in every run
+        os.environ.setdefault("NETAGG_FLOAT_WIRE", "fp32-exact")
 
     # Keys of this process group (see ProcessGroupNetagg's generation).
     generation = (store.add("netagg-local/arrivals", 1) - 1) // world_size
