@@ -28,6 +28,10 @@ void add_tensor_options(CLI::App& app, TensorOptions& o) {
   app.add_option("--loss-seed", o.loss_seed,
                  "seed of the injected loss alone (default: --seed): the same tensor, other "
                  "packets lost");
+  app.add_option("--stagger-ms", o.stagger_ms,
+                 "rank r starts each all-reduce r times this many milliseconds late (staggered "
+                 "workers: another arrival order)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress before an all-reduce fails (0.001 to 86400)")
       ->check(CLI::Range(0.001, 86400.0))
@@ -74,6 +78,7 @@ std::vector<std::string> tensor_args(const TensorOptions& o) {
                                 fmt::format("{}", o.retransmit_timeout_ms)};
   if (!o.float_wire.empty()) a.insert(a.end(), {"--float-wire", o.float_wire});
   if (o.loss_seed) a.insert(a.end(), {"--loss-seed", std::to_string(*o.loss_seed)});
+  if (o.stagger_ms > 0) a.insert(a.end(), {"--stagger-ms", fmt::format("{}", o.stagger_ms)});
   return a;
 }
 

@@ -24,6 +24,7 @@ struct TensorOptions {
   double loss = 0.0;
   std::uint64_t seed = 1;
   std::optional<std::uint64_t> loss_seed;  // unset: seed
+  double stagger_ms = 0;  // rank r starts each all-reduce r * stagger_ms late (after the barrier)
   double timeout_s = 10.0;
   int iterations = 1;
   std::string retransmit = "adaptive";  // or "fixed"
@@ -36,8 +37,8 @@ constexpr int kExitUsage = 2;
 // after an error CLI11 printed; CLI11's own codes are not the tools'), or nullopt to go on.
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
-// --dtype, --float-wire, --count, --loss, --seed, --loss-seed, --timeout, --iterations,
-// --retransmit, --retransmit-timeout-ms.
+// --dtype, --float-wire, --count, --loss, --seed, --loss-seed, --stagger-ms, --timeout,
+// --iterations, --retransmit, --retransmit-timeout-ms.
 void add_tensor_options(CLI::App& app, TensorOptions& o);
 // The same options as arguments for a worker.
 std::vector<std::string> tensor_args(const TensorOptions& o);

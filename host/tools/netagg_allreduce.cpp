@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -329,6 +330,9 @@ int run_worker(const Options& o) {
       else
         for (std::uint64_t i = 0; i < o.count; ++i) ints[i] = int32_input(input_seed, rank, i);
       barrier();
+      // --stagger-ms: rank r starts its all-reduce r times that late (other arrival orders)
+      if (o.stagger_ms > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.stagger_ms * rank));
       const auto t0 = std::chrono::steady_clock::now();
       if (is_float)
         comm->allreduce(std::span<float>(floats));

@@ -235,10 +235,15 @@ TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
       {"5% loss, seed 2", {"--fpga-model", "hls", "--loss", "0.05", "--loss-seed", "2"}},
       {"a two-level tree, 3% loss",
        {"--fpga-model", "hls", "--leaves", "2", "--loss", "0.03", "--loss-seed", "3"}},
+      {"staggered workers (rank r 30 r ms late)", {"--fpga-model", "hls", "--stagger-ms", "30"}},
   };
-  if (fpga_model_built("rtl"))  // the RTL, with loss
+  if (fpga_model_built("rtl")) {  // the RTL, with loss, and a tree of RTL aggregators
     cases.push_back(
         {"the RTL, 5% loss", {"--fpga-model", "rtl", "--loss", "0.05", "--loss-seed", "4"}});
+    cases.push_back(
+        {"a two-level tree of RTL aggregators, 3% loss",
+         {"--fpga-model", "rtl", "--leaves", "2", "--loss", "0.03", "--loss-seed", "5"}});
+  }
   std::set<std::string> digests;
   for (const Case& c : cases) {
     std::vector<std::string> a = base;
