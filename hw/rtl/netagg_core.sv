@@ -505,7 +505,8 @@ module netagg_core #(
     logic [W-1:0] rnd_rdata_a;  // (no second reader)
     netagg_slot_mem #(
         .DEPTH(MEM_DEPTH),
-        .W    (W)
+        .W    (W),
+        .READS(1)
     ) u_rnd_mem (
         .clk_i    (clk_i),
         .we_i     (rnd_we),

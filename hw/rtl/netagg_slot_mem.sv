@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The accumulators: MAX_BEATS beats of 16 x 32 bits per slot and set, at
-// ((slot * 2 + set) * MAX_BEATS + beat). One write port and two registered read ports (the adder
-// pipeline's read-modify-write and the replication stage). A read in the cycle of a write to
-// the same address returns the old value; netagg_accum's hazard window accounts for that.
+// The accumulators: MAX_BEATS beats of 16 x 32 bits per slot and set (exact fp32: 16 x 66 bits),
+// at ((slot * 2 + set) * MAX_BEATS + beat). One write port and two registered read ports (the
+// adder pipeline's read-modify-write and the replication stage), or one (the rounded bank). A
+// read in the cycle of a write to the same address returns the old value; netagg_accum's hazard
+// window accounts for that.
 `default_nettype none
 
 module netagg_slot_mem #(
     parameter int unsigned DEPTH = 2048,  // beats (2 * SLOTS * MAX_BEATS)
     parameter int unsigned W = 512,       // bits a beat
+    parameter int unsigned READS = 2,     // read ports: 2 (a and b) or 1 (b only)
     // derived, do not change
     parameter int unsigned A_W = $clog2(DEPTH)
 ) (
@@ -26,8 +28,16 @@ module netagg_slot_mem #(
 
   always_ff @(posedge clk_i) begin
     if (we_i) mem_q[waddr_i] <= wdata_i;
-    if (re_a_i) rdata_a_o <= mem_q[raddr_a_i];
     if (re_b_i) rdata_b_o <= mem_q[raddr_b_i];
+  end
+  // (a read port the memory does not have is not built: a synthesis tool keeps a copy of the
+  // memory for every read port)
+  if (READS == 2) begin : gen_port_a
+    always_ff @(posedge clk_i) if (re_a_i) rdata_a_o <= mem_q[raddr_a_i];
+  end else begin : gen_no_port_a
+    assign rdata_a_o = '0;
+    logic unused;
+    assign unused = ^{re_a_i, raddr_a_i};
   end
 
 endmodule
