@@ -237,9 +237,10 @@ TEST(EndToEnd, ExactFp32IsTheSameBitsWhateverTheArrivalOrder) {
        {"--fpga-model", "hls", "--leaves", "2", "--loss", "0.03", "--loss-seed", "3"}},
       {"staggered workers (rank r 30 r ms late)", {"--fpga-model", "hls", "--stagger-ms", "30"}},
   };
-  if (fpga_model_built("rtl")) {  // the RTL, with loss, and a tree of RTL aggregators
+  if (fpga_model_built("rtl")) {  // the RTL: loss, staggered workers, a tree of RTL aggregators
     cases.push_back(
         {"the RTL, 5% loss", {"--fpga-model", "rtl", "--loss", "0.05", "--loss-seed", "4"}});
+    cases.push_back({"the RTL, staggered workers", {"--fpga-model", "rtl", "--stagger-ms", "30"}});
     cases.push_back(
         {"a two-level tree of RTL aggregators, 3% loss",
          {"--fpga-model", "rtl", "--leaves", "2", "--loss", "0.03", "--loss-seed", "5"}});
