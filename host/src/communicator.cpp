@@ -306,10 +306,25 @@ struct Communicator::Impl {
                               "aggregator's part of a tree (it has a parent): give the workers the "
                               "whole job, with its trees (docs/job-format.md, \"Trees\")",
                               cfg.job.job_id));
-    // Block floating point, on each tree: pipelined with the exponents a window ahead, or for a
-    // share of fewer chunks than the tree's window in two operations (exponents, then values).
     const int world = static_cast<int>(cfg.job.covered());
-    std::vector<std::unique_ptr<BlockFloatSource>> sources;
+    execute_ahead(data, [&](const Chunking& c, std::size_t lead) {
+      return std::make_unique<BlockFloatSource>(data, c, lead, world);
+    });
+  }
+
+  // fp32 summed exactly by the aggregator: the schedule of block floating point.
+  void execute_exact(std::span<float> data) {
+    execute_ahead(data, [&](const Chunking& c, std::size_t lead) {
+      return std::make_unique<ExactSource>(data, c, lead);
+    });
+  }
+
+  // A source whose exponents travel ahead of the data (block floating point, exact fp32), on each
+  // tree: pipelined with the exponents a window ahead, or for a share of fewer chunks than the
+  // tree's window in two operations (exponents, then values). make(chunking, lead) makes it.
+  template <typename Make>
+  void execute_ahead(std::span<float> data, Make make) {
+    std::vector<std::unique_ptr<PacketSource>> sources;
     std::vector<std::unique_ptr<PacketSource>> first(engines.size()), second(engines.size());
     bool two_phases = false;
     for (std::size_t k = 0; k < engines.size(); ++k) {
@@ -318,35 +333,11 @@ struct Communicator::Impl {
       const std::size_t window = engines[k].params().window;  // the exponents' lead
       if (chunks == 0) continue;
       if (chunks >= window) {
-        sources.push_back(std::make_unique<BlockFloatSource>(data, c, window, world));
+        sources.push_back(make(c, window));
         first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0, chunks + window);
       } else {
-        sources.push_back(std::make_unique<BlockFloatSource>(data, c, chunks, world));
+        sources.push_back(make(c, chunks));
         first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0, chunks);
-        second[k] = std::make_unique<SubrangeSource>(*sources.back(), chunks, 2 * chunks);
-        two_phases = true;
-      }
-    }
-    drive(first);
-    if (two_phases) drive(second);
-  }
-
-  // fp32 summed exactly by the aggregator: the schedule of block floating point (exponents a
-  // window ahead, or two operations for a share of fewer chunks than the window).
-  void execute_exact(std::span<float> data) {
-    std::vector<std::unique_ptr<ExactSource>> sources;
-    std::vector<std::unique_ptr<PacketSource>> first(engines.size()), second(engines.size());
-    bool two_phases = false;
-    for (std::size_t k = 0; k < engines.size(); ++k) {
-      const Chunking c = chunking(data.size(), k);
-      const std::uint64_t chunks = c.chunks();
-      const std::size_t window = engines[k].params().window;
-      if (chunks == 0) continue;
-      const std::size_t lead = chunks >= window ? window : chunks;
-      sources.push_back(std::make_unique<ExactSource>(data, c, lead));
-      first[k] = std::make_unique<SubrangeSource>(*sources.back(), 0,
-                                                  chunks >= window ? chunks + window : chunks);
-      if (chunks < window) {
         second[k] = std::make_unique<SubrangeSource>(*sources.back(), chunks, 2 * chunks);
         two_phases = true;
       }

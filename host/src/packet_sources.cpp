@@ -21,7 +21,7 @@ void BlockFloatSource::fill(std::uint64_t p, wire::Header& h, std::span<std::byt
   const std::uint64_t c = p - lead_;
   const auto x = chunk(c);
   h.count = static_cast<std::uint16_t>(x.size());
-  const std::int16_t e = global_exponent_[c];
+  const std::int16_t e = agreed_[c];
   if (e == wire::kExponentNone || e == wire::kExponentNonFinite) {
     // All-zero chunk everywhere, or somebody's chunk is not finite (the result becomes NaN
     // by its exponent): the values do not matter, send zeros to keep the slot's count.
@@ -40,14 +40,11 @@ void BlockFloatSource::deliver(std::uint64_t p, const wire::Header& h,
                 fmt::format("aggregator returned block exponent {} (outside [{}, {}]) in the "
                             "result of slot {} seq {}",
                             h.exponent, codec::kMinExponent, codec::kMaxExponent, h.slot, h.seq));
-  if (p < chunks_.chunks()) global_exponent_[p] = h.exponent;
+  if (p < chunks_.chunks()) agreed_[p] = h.exponent;
   if (p < lead_) return;  // a preamble packet: exponent only
   const std::uint64_t c = p - lead_;
-  codec::dequantize(payload.data(), global_exponent_[c], world_, chunk(c));
+  codec::dequantize(payload.data(), agreed_[c], world_, chunk(c));
 }
-
-ExactSource::ExactSource(std::span<float> data, Chunking chunks, std::size_t lead)
-    : data_(data), chunks_(chunks), lead_(lead), agreed_(chunks_.chunks(), exact::kExponentNone) {}
 
 std::int16_t ExactSource::scale(std::uint64_t p) const {
   return p < lead_ ? exact::kExponentNone : agreed_[p - lead_];

@@ -15,6 +15,7 @@
 #include "netagg/codec.hpp"
 #include "netagg/communicator.hpp"  // Bf16
 #include "netagg/engine.hpp"
+#include "netagg/exact.hpp"
 #include "netagg/split.hpp"
 #include "netagg/wire.hpp"
 
@@ -105,6 +106,25 @@ class SubrangeSource final : public PacketSource {
   std::uint64_t begin_, end_;
 };
 
+// fp32 whose chunks' exponents travel `lead` packets ahead of their data (block floating point,
+// exact fp32): packets = chunks + lead; what the results brought back per chunk is `agreed_`.
+class AheadSource : public PacketSource {
+ public:
+  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
+
+ protected:
+  AheadSource(std::span<float> data, Chunking chunks, std::size_t lead, std::int16_t none)
+      : data_(data), chunks_(chunks), lead_(lead), agreed_(chunks_.chunks(), none) {}
+  std::span<float> chunk(std::uint64_t c) const {
+    return data_.subspan(chunks_.offset(c), chunks_.size(c));
+  }
+
+  std::span<float> data_;
+  Chunking chunks_;
+  std::size_t lead_;
+  std::vector<std::int16_t> agreed_;  // per chunk, the exponent the results brought back
+};
+
 // fp32 through an integer aggregator, SwitchML's block floating point. Exponents travel `lead`
 // packets ahead of the data: packet p carries in its exponent field the local block exponent of
 // chunk p and as payload chunk p - lead, quantized with chunk p - lead's global exponent, which
@@ -113,29 +133,16 @@ class SubrangeSource final : public PacketSource {
 // Pipelined in one engine operation, lead = W: the engine sends packet p only after the result
 // of p - W. A tensor of fewer chunks than W runs as two operations with lead = chunks (all
 // exponents, then all data; see SubrangeSource), which sends 2 * chunks packets, not chunks + W.
-class BlockFloatSource final : public PacketSource {
+class BlockFloatSource final : public AheadSource {
  public:
   BlockFloatSource(std::span<float> data, Chunking chunks, std::size_t lead, int world)
-      : data_(data),
-        chunks_(chunks),
-        lead_(lead),
-        world_(world),
-        global_exponent_(chunks_.chunks(), wire::kExponentNone) {}
+      : AheadSource(data, chunks, lead, wire::kExponentNone), world_(world) {}
 
-  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
   void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override;
   void deliver(std::uint64_t p, const wire::Header& h, std::span<const std::byte> payload) override;
 
  private:
-  std::span<float> chunk(std::uint64_t c) const {
-    return data_.subspan(chunks_.offset(c), chunks_.size(c));
-  }
-
-  std::span<float> data_;
-  Chunking chunks_;
-  std::size_t lead_;
   int world_;
-  std::vector<std::int16_t> global_exponent_;  // per chunk, from the results of the preamble
 };
 
 // fp32 summed exactly by the aggregator (dtype fp32_exact, docs/exact-fp32.md): the schedule of
@@ -144,24 +151,16 @@ class BlockFloatSource final : public PacketSource {
 // result of packet p - lead) is the scale in the high byte; the aggregator converts the
 // elements at that scale, adds 64-bit integers and rounds the sum once. The result's scale byte
 // must be the one sent.
-class ExactSource final : public PacketSource {
+class ExactSource final : public AheadSource {
  public:
-  ExactSource(std::span<float> data, Chunking chunks, std::size_t lead);
+  ExactSource(std::span<float> data, Chunking chunks, std::size_t lead)
+      : AheadSource(data, chunks, lead, exact::kExponentNone) {}
 
-  std::uint64_t packet_count() const override { return chunks_.chunks() + lead_; }
   void fill(std::uint64_t p, wire::Header& h, std::span<std::byte> payload) override;
   void deliver(std::uint64_t p, const wire::Header& h, std::span<const std::byte> payload) override;
 
  private:
-  std::span<float> chunk(std::uint64_t c) const {
-    return data_.subspan(chunks_.offset(c), chunks_.size(c));
-  }
   std::int16_t scale(std::uint64_t p) const;  // of packet p's data
-
-  std::span<float> data_;
-  Chunking chunks_;
-  std::size_t lead_;
-  std::vector<std::int16_t> agreed_;  // per chunk, from the results
 };
 
 }  // namespace netagg

@@ -873,6 +873,31 @@ TEST(CommunicatorTest, Fp32OnTheWireToAnFp32Aggregator) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], want);
 }
 
+// An fp32 all-reduce of 3 packets, float_wire `wire`, through an aggregator whose results no
+// worker can accept: it fails with a transport error naming `what`, and the buffer keeps its
+// values.
+void expect_fails_loudly(InprocNetwork& net, const JobSpec& job, FloatWire wire,
+                         const std::string& what) {
+  expect_no_errors(run_ranks(
+      net, job,
+      [&](int r) {
+        Config c = test_config(job, r);
+        c.float_wire = wire;
+        return c;
+      },
+      [&](int, Communicator& comm) {
+        std::vector<float> data(3 * kPerPacket, 0.5f);
+        try {
+          comm.allreduce(std::span<float>(data));
+          ADD_FAILURE() << "completed although its results were wrong: " << what;
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), Errc::kTransport);
+          EXPECT_THAT(e.what(), HasSubstr(what));
+        }
+        EXPECT_EQ(data, std::vector<float>(3 * kPerPacket, 0.5f));
+      }));
+}
+
 // An aggregator that makes of each round what reduce_round (the host fallback's model of the
 // aggregators) makes of it, once every rank's contribution is in; a retransmission of a complete
 // round gets the stored result, of an incomplete one nothing. `scale_offset` is added to the
@@ -988,24 +1013,7 @@ TEST(CommunicatorTest, Fp32ExactGivesTheReferenceBitsInEveryOrder) {
 TEST(CommunicatorTest, AnExactResultAtAnotherScaleFailsTheCallLoudly) {
   const JobSpec job = test_job(1);
   InprocNetwork net{RoundAdder(job, {0}, 1)};
-  expect_no_errors(run_ranks(
-      net, job,
-      [&](int r) {
-        Config c = test_config(job, r);
-        c.float_wire = FloatWire::kFp32Exact;
-        return c;
-      },
-      [&](int, Communicator& comm) {
-        std::vector<float> data(3 * kPerPacket, 0.5f);
-        try {
-          comm.allreduce(std::span<float>(data));
-          ADD_FAILURE() << "completed at another scale";
-        } catch (const Error& e) {
-          EXPECT_EQ(e.code(), Errc::kTransport);
-          EXPECT_THAT(e.what(), HasSubstr("scale code"));
-        }
-        EXPECT_EQ(data, std::vector<float>(3 * kPerPacket, 0.5f));
-      }));
+  expect_fails_loudly(net, job, FloatWire::kFp32Exact, "scale code");
 }
 
 // An aggregator that adds bf16 as the FPGA aggregator does: each element widened to fp32, the
@@ -1251,19 +1259,7 @@ TEST(CommunicatorTest, AnExponentNoWorkerCanSendFailsTheCallLoudly) {
         ASSERT_TRUE(wire::encode_header(h, out));
         send(job.workers[0].address, out);
       });
-  expect_no_errors(run_ranks(
-      net, job, [&](int r) { return test_config(job, r); },
-      [&](int, Communicator& comm) {
-        std::vector<float> data(3 * kPerPacket, 0.5f);
-        try {
-          comm.allreduce(std::span<float>(data));
-          ADD_FAILURE() << "completed with an impossible exponent";
-        } catch (const Error& e) {
-          EXPECT_EQ(e.code(), Errc::kTransport);
-          EXPECT_THAT(e.what(), HasSubstr("block exponent 500"));
-        }
-        EXPECT_EQ(data, std::vector<float>(3 * kPerPacket, 0.5f));
-      }));
+  expect_fails_loudly(net, job, FloatWire::kBlockInt32, "block exponent 500");
 }
 
 }  // namespace
