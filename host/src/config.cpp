@@ -363,7 +363,9 @@ constexpr Setting kDpdkSettings[] = {
     {"burst", "integer in [1, 512]", "32", "packets per `rte_eth_rx_burst`/`tx_burst`",
      [](Config& c, const Given& g) { c.dpdk.burst = static_cast<std::uint16_t>(uint_of(g, 1, kMaxBurst)); }},
     {"mbufs", "integer in [255, 1048576]", "8191",
-     "mbufs in the port's pool (each holds the largest frame, 4160 bytes); at least 2 × window + "
+     "mbufs in the port's pool (each holds the largest frame, 8256 bytes; an AF_XDP port's 2 KB, "
+     "the frames of its socket: its jobs' packets must fit, which the veth's MTU of 1500 already "
+     "asks); at least 2 × window + "
      "2 × burst",
      [](Config& c, const Given& g) {
        c.dpdk.mbufs = static_cast<std::uint32_t>(uint_of(g, kMinMbufs, kMaxMbufs));

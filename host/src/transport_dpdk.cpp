@@ -68,6 +68,13 @@ rte_ether_addr to_ether(const wire::Mac& m) {
   return a;
 }
 
+// Whether the port is an AF_XDP socket (DPDK's net_af_xdp).
+bool is_af_xdp(std::uint16_t port) {
+  rte_eth_dev_info info{};
+  return rte_eth_dev_info_get(port, &info) == 0 && info.driver_name != nullptr &&
+         std::string_view(info.driver_name) == "net_af_xdp";
+}
+
 std::string port_name(std::uint16_t port) {
   char name[RTE_ETH_NAME_MAX_LEN] = {};
   if (rte_eth_dev_get_name_by_port(port, name) != 0) return "?";
@@ -228,8 +235,11 @@ rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
                             port, port_name(port)));
   if (st.pool == nullptr) {
     const std::string pool_name = fmt::format("netagg_pool_{}", port);
-    const auto data_room =
-        static_cast<std::uint16_t>(RTE_PKTMBUF_HEADROOM + ((kMaxFrame + 63) / 64) * 64);
+    // An AF_XDP port's mbufs are its umem's frames, which must fit a page: the default mbuf
+    // size (2 KB of data), and jobs whose frames fit it (checked in the constructor).
+    const auto data_room = static_cast<std::uint16_t>(
+        is_af_xdp(port) ? RTE_MBUF_DEFAULT_BUF_SIZE
+                        : RTE_PKTMBUF_HEADROOM + ((kMaxFrame + 63) / 64) * 64);
     rte_mempool* pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 0, 0, data_room,
                                                 static_cast<int>(rte_eth_dev_socket_id(port)));
     if (pool == nullptr)

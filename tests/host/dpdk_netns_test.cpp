@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DPDK transport over a real (virtual) network: each worker in a network namespace of its
-// own, running netagg-allreduce --transport dpdk on net_af_packet over a veth (no IP address in
-// the kernel: DPDK owns it), the aggregator netagg-switchd on kernel UDP in another namespace,
-// all joined by a bridge in a third (scripts/netns/dpdk-netns.sh draws it). The workers ARP for the
-// aggregator, the switch's kernel ARPs for them, and every worker checks its result: int32
-// exactly, fp32 within the block floating point bound. Loss: an nftables rule in the
+// own, running netagg-allreduce --transport dpdk over a veth (no IP address in the kernel: DPDK
+// owns it) through a packet socket (net_af_packet) or an XDP socket (net_af_xdp: an XDP program
+// on the veth steers its frames to the socket), the aggregator netagg-switchd on kernel UDP in
+// another namespace, all joined by a bridge in a third (scripts/netns/dpdk-netns.sh draws it). The
+// workers ARP for the aggregator, the switch's kernel ARPs for them, and every worker checks its
+// result: int32 exactly, fp32 within the block floating point bound. Loss: an nftables rule in the
 // aggregator's namespace drops a share of the netagg UDP both ways.
 //
-// Needs root (namespaces, af_packet) and ip, nft, ethtool; skips with the reason otherwise.
+// Needs root (namespaces, af_packet) and ip, nft, ethtool; af_xdp also the kernel's XDP sockets
+// and DPDK's net_af_xdp driver. Skips with the reason otherwise.
 // Namespaces are named after this process and test, and removed in TearDown, pass or fail.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -69,11 +71,26 @@ bool have(const char* tool) {
   return std::system(fmt::format("command -v {} > /dev/null 2>&1", tool).c_str()) == 0;
 }
 
-class DpdkNetns : public ::testing::Test {
+// Whether this kernel has XDP sockets and this DPDK the net_af_xdp driver.
+bool af_xdp_available(std::string& why) {
+  if (std::system("grep -q ' xsk_bind$' /proc/kallsyms 2>/dev/null") != 0) {
+    why = "this kernel has no XDP sockets (CONFIG_XDP_SOCKETS)";
+    return false;
+  }
+  if (std::system("ldconfig -p 2>/dev/null | grep -q librte_net_af_xdp") != 0) {
+    why = "DPDK's net_af_xdp driver (librte_net_af_xdp) is not installed";
+    return false;
+  }
+  return true;
+}
+
+// The parameter: the DPDK driver of the workers' port, af_packet or af_xdp.
+class DpdkNetns : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (::geteuid() != 0)
       GTEST_SKIP() << "needs root: network namespaces, veths and af_packet sockets";
+    if (std::string why; GetParam() == "af_xdp" && !af_xdp_available(why)) GTEST_SKIP() << why;
     for (const char* tool : {"ip", "nft", "ethtool"})
       if (!have(tool))
         GTEST_SKIP() << tool << " is not installed (scripts/install-deps.sh: iproute2, nftables, "
@@ -124,7 +141,7 @@ class DpdkNetns : public ::testing::Test {
                                "exec",
                                fmt::format("{}-w{}", name_, r),
                                "env",
-                               "NETAGG_DPDK_VDEVS=net_af_packet0,iface=dp0",
+                               fmt::format("NETAGG_DPDK_VDEVS=net_{}0,iface=dp0", GetParam()),
                                "NETAGG_DPDK_NO_HUGE=1",
                                "NETAGG_DPDK_NO_PCI=1",
                                "NETAGG_DPDK_VERIFY_UDP_CHECKSUM=1",
@@ -194,7 +211,7 @@ void expect_all_verified(const std::vector<json>& results, int count) {
   }
 }
 
-TEST_F(DpdkNetns, Int32AllReduceIsExact) {
+TEST_P(DpdkNetns, Int32AllReduceIsExact) {
   const auto results = allreduce("int32", 50003, 5);
   expect_all_verified(results, 50003);
   // Every contribution went through the switch: 196 chunks + the barrier, per worker.
@@ -202,11 +219,11 @@ TEST_F(DpdkNetns, Int32AllReduceIsExact) {
   EXPECT_GE(switch_counters_.value("packets_in", 0ull), 3u * 197u) << switch_counters_.dump();
 }
 
-TEST_F(DpdkNetns, Fp32AllReduceIsWithinTheCodecBound) {
+TEST_P(DpdkNetns, Fp32AllReduceIsWithinTheCodecBound) {
   expect_all_verified(allreduce("fp32", 40000, 6), 40000);
 }
 
-TEST_F(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
+TEST_P(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
   sh(fmt::format("bash {} loss {} 10", kScript, name_));
   auto results = allreduce("int32", 20000, 7);
   expect_all_verified(results, 20000);
@@ -219,6 +236,11 @@ TEST_F(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
   expect_all_verified(results, 20000);
   EXPECT_GT(nft_drops(), dropped);
 }
+
+INSTANTIATE_TEST_SUITE_P(Drivers, DpdkNetns, ::testing::Values("af_packet", "af_xdp"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace netagg
