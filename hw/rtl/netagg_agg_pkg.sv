@@ -104,8 +104,6 @@ package netagg_agg_pkg;
   } result_t;
   localparam int unsigned RESULT_W = 177;  // $bits(result_t), spelled out for yosys
 
-  // Exact fp32 (dtypes fp32_exact, exact_lanes): a lane is 64 bits and a 2-bit special.
-  localparam int unsigned EXACT_W = 64;
   // The exponent of an 8-bit exponent code (0 none, e + EXACT_CODE_OFFSET for e in -97..128),
   // as the int16 netagg_exact_to_lane takes; a code beyond 226 is taken as none (every nonzero
   // finite element becomes NaN and is counted out of range).

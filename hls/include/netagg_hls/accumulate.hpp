@@ -58,24 +58,17 @@ static_assert(kExactFractionBits == static_cast<int>(layout::kExactFractionBits)
               "exact.hpp's lanes are the wire's (formats/wire.json)");
 
 // The exact dtypes' lanes: an fp32_exact element converted at the scale `code` (the exponent's
-// high byte: 0 none, else e + exact_code_offset), an exact_lanes element decoded (specials as
-// reserved int64 values).
+// high byte: 0 none, else e + exact_code_offset; a code beyond 226 is taken as none, so every
+// nonzero finite element becomes NaN), an exact_lanes element decoded (specials as reserved
+// int64 values).
 inline int16_t exact_scale(unsigned code) {
   if (code == 0 || code > layout::kExactCodeOffset + kExactMaxExponent) return kExactExponentNone;
   return static_cast<int16_t>(static_cast<int>(code) - static_cast<int>(layout::kExactCodeOffset));
 }
-// An element of fp32_exact that the scale cannot hold (a finite nonzero |x| >= 2^e, any finite
-// nonzero x with scale none or a scale code above 226): its lane is poisoned (NaN) and counted.
-inline bool exact_out_of_range(uint32_t x, unsigned code) {
-  const unsigned biased = (x >> 23) & 0xFFu;
-  if (biased == 0xFFu || (x & 0x7FFFFFFFu) == 0) return false;
-  if (code == 0 || code > layout::kExactCodeOffset + kExactMaxExponent) return true;
-  return biased != 0 && static_cast<int>(biased) - 127 >= exact_scale(code);
-}
-// (A scale code beyond 226 is taken as none: every nonzero finite element becomes NaN.)
-inline ExactLane exact_from_fp32(uint32_t x, unsigned code) {
-#pragma HLS INLINE
-  return exact_to_lane(x, exact_scale(code));
+// An element of fp32_exact that the scale cannot hold (finite, nonzero, |x| >= 2^e or scale
+// none): exact_to_lane poisoned its lane (NaN) although the element is no NaN. Counted.
+inline bool exact_out_of_range(uint32_t x, const ExactLane& lane) {
+  return ((x >> 23) & 0xFFu) != 0xFFu && (x & 0x7FFFFFFFu) != 0 && lane.special == kExactNan;
 }
 inline ExactLane exact_from_wire(uint64_t v) {
 #pragma HLS INLINE
@@ -199,8 +192,8 @@ class Accumulators {
           } else {
             const unsigned code = get_be16(f.beat[0], layout::kNetaggExponent) >> 8;
             const uint32_t v = get_lane32(f.beat[1 + a], l);
-            if (exact_out_of_range(v, code)) ++poisoned;
-            x = exact_from_fp32(v, code);
+            x = exact_to_lane(v, exact_scale(code));
+            if (exact_out_of_range(v, x)) ++poisoned;
           }
           sum = exact_add(sum, x);
         }
