@@ -32,6 +32,7 @@
 #include <rte_ip.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
 #include <rte_udp.h>
@@ -213,6 +214,35 @@ void init_eal_locked(Registry& reg, const DpdkConfig& cfg) {
   start_eal_locked(reg, args);
 }
 
+// An mbuf pool whose objects lie back to back in one block of memory. net_af_xdp registers the
+// pool as its umem, sized (object count) x (object size) from the first object: a pool laid out
+// with gaps (rte_pktmbuf_pool_create keeps objects within 4 KB pages without hugepages) puts its
+// last mbufs outside the umem, and the kernel refuses them as transmit descriptors and fill
+// buffers, silently, once the transport gets that far into the pool. Without page alignment
+// (RTE_MEMPOOL_F_NO_IOVA_CONTIG: the XDP socket copies or maps by virtual address) every object
+// is inside. Null with rte_errno set on failure; a pool in several chunks fails with ENOMEM.
+rte_mempool* packed_pool(const char* name, unsigned count, std::uint16_t data_room, int socket) {
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = data_room;
+  priv.mbuf_priv_size = 0;
+  rte_mempool* pool = rte_mempool_create_empty(name, count, sizeof(rte_mbuf) + data_room, 0,
+                                               sizeof priv, socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+  if (pool == nullptr) return nullptr;
+  int rc = rte_mempool_set_ops_byname(pool, rte_mbuf_best_mempool_ops(), nullptr);
+  if (rc == 0) {
+    rte_pktmbuf_pool_init(pool, &priv);
+    rc = rte_mempool_populate_default(pool);
+  }
+  if (rc >= 0 && pool->nb_mem_chunks != 1) rc = -ENOMEM;
+  if (rc < 0) {
+    rte_mempool_free(pool);
+    rte_errno = -rc;
+    return nullptr;
+  }
+  rte_mempool_obj_iter(pool, rte_pktmbuf_init, nullptr);
+  return pool;
+}
+
 // Configures and starts `port` the first time a transport asks for it; claims it.
 rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
   const std::uint16_t port = cfg.port;
@@ -240,8 +270,11 @@ rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
     const auto data_room = static_cast<std::uint16_t>(
         is_af_xdp(port) ? RTE_MBUF_DEFAULT_BUF_SIZE
                         : RTE_PKTMBUF_HEADROOM + ((kMaxFrame + 63) / 64) * 64);
-    rte_mempool* pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 0, 0, data_room,
-                                                static_cast<int>(rte_eth_dev_socket_id(port)));
+    const int socket_id = static_cast<int>(rte_eth_dev_socket_id(port));
+    rte_mempool* pool =
+        is_af_xdp(port)
+            ? packed_pool(pool_name.c_str(), cfg.mbufs, data_room, socket_id)
+            : rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 0, 0, data_room, socket_id);
     if (pool == nullptr)
       throw Error(Errc::kConfig,
                   fmt::format("dpdk.mbufs: cannot allocate {} mbufs of {} bytes for port {}: {}; "
