@@ -19,8 +19,9 @@
 #   BENCH_FPGA=0      skip the FPGA aggregator's RTL benchmark.
 #   BENCH_DPDK=0      skip DPDK against kernel UDP on veths (default: on when the build has the
 #                     DPDK transport; needs root for the network namespaces, else reported as
-#                     skipped). BENCH_DPDK_RANKS (default 2) and BENCH_DPDK_SIZES (default
-#                     64K 1M 16M; quick: 64K 1M) set its shape.
+#                     skipped): kernel UDP, DPDK on net_af_packet and DPDK on net_af_xdp (where
+#                     the kernel has XDP sockets). BENCH_DPDK_RANKS (default 2 4) and
+#                     BENCH_DPDK_SIZES (default 64K 1M 16M; quick: 64K 1M) set its shape.
 set -euo pipefail
 
 usage() { echo "usage: bash scripts/bench/bench.sh BUILD_DIR" >&2; exit 2; }
@@ -177,13 +178,15 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
   fi
 fi
 
-# DPDK (net_af_packet) against kernel UDP, both on the same veths: workers in network namespaces,
-# netagg-switchd on kernel UDP in another, a bridge between them (scripts/netns/dpdk-netns.sh). The
-# two transports alternate per size in one run; each measurement gets a fresh switch.
+# Kernel UDP against DPDK on net_af_packet and DPDK on net_af_xdp, all on the same veths: workers
+# in network namespaces, netagg-switchd on kernel UDP in another, a bridge between them
+# (scripts/netns/dpdk-netns.sh). The three transports alternate per (ranks, size) in one run; each
+# measurement gets a fresh switch, whose CPU seconds are kept (NAME.switchd.cpu).
 dpdk_enabled=0
 if grep -q '^NETAGG_DPDK:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then dpdk_enabled=1; fi
 dpdk_enabled=${BENCH_DPDK:-$dpdk_enabled}
 dpdk_skipped=""
+dpdk_ranks_list=""
 switchd_bin="$build/sim/switch/netagg-switchd"
 if [ "$dpdk_enabled" != 0 ]; then
   if ! grep -q '^NETAGG_DPDK:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
@@ -197,58 +200,75 @@ if [ "$dpdk_enabled" != 0 ]; then
     missing+=(netagg-switchd)
   else
     dpdk_ns="nab$$"
-    dpdk_ranks=${BENCH_DPDK_RANKS:-2}
+    dpdk_ranks_list=${BENCH_DPDK_RANKS:-2 4}
+    dpdk_ranks_list=${dpdk_ranks_list//,/ }
+    dpdk_max_ranks=0
+    for r in $dpdk_ranks_list; do (( r > dpdk_max_ranks )) && dpdk_max_ranks=$r; done
     if [ -n "${BENCH_DPDK_SIZES:-}" ]; then dpdk_size_list=${BENCH_DPDK_SIZES//,/ }
     elif [ "$quick" = 1 ]; then dpdk_size_list="64K 1M"
     else dpdk_size_list="64K 1M 16M"
     fi
     dpdk_sizes=()
     for s in $dpdk_size_list; do dpdk_sizes+=("$(to_bytes "$s")"); done
-    dpdk_job="$raw/dpdk-job.json"
+    # Without an XDP socket in this kernel or DPDK's net_af_xdp, the af_xdp column stays empty.
+    dpdk_drivers="dpdk:af_packet"
+    if grep -qw xsk_bind /proc/kallsyms 2>/dev/null &&
+       ldconfig -p 2> /dev/null | grep librte_net_af_xdp > /dev/null; then  # not -q: pipefail
+      dpdk_drivers+=" xdp:af_xdp"
+    else
+      echo "bench: DPDK on net_af_xdp skipped: no XDP sockets in this kernel or no librte_net_af_xdp" >&2
+    fi
     trap 'bash "$repo/scripts/netns/dpdk-netns.sh" down "$dpdk_ns"' EXIT
-    bash "$repo/scripts/netns/dpdk-netns.sh" up "$dpdk_ns" "$dpdk_ranks"
-    bash "$repo/scripts/netns/dpdk-netns.sh" job "$dpdk_ranks" 256 64 > "$dpdk_job"
+    bash "$repo/scripts/netns/dpdk-netns.sh" up "$dpdk_ns" "$dpdk_max_ranks"
     # One measurement: a fresh switch, all workers at once; their JSON lines merged into one array.
     run_veth() {
-      local transport=$1 bytes=$2 iterations=$3 name=$4 r status=0 sw
-      ip netns exec "$dpdk_ns-agg" "$switchd_bin" --listen 10.77.0.254:20033 --job "$dpdk_job" \
+      local transport=$1 driver=$2 ranks=$3 bytes=$4 iterations=$5 name=$6 r status=0 sw
+      local job="$raw/dpdk-job-r$ranks.json"
+      local vdev="net_${driver}0,iface=dp0"
+      ip netns exec "$dpdk_ns-agg" "$switchd_bin" --listen 10.77.0.254:20033 --job "$job" \
         --slots 64 > "$raw/$name.switch.log" 2>&1 &
       sw=$!
       for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
       local pids=() epoch
       epoch=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')  # one per run, the same on every worker
-      for (( r = 0; r < dpdk_ranks; ++r )); do
-        ip netns exec "$dpdk_ns-w$r" env NETAGG_DPDK_VDEVS="net_af_packet0,iface=dp0" \
+      for (( r = 0; r < ranks; ++r )); do
+        ip netns exec "$dpdk_ns-w$r" env NETAGG_DPDK_VDEVS="$vdev" \
           NETAGG_DPDK_NO_HUGE=1 NETAGG_DPDK_NO_PCI=1 timeout --kill-after=10 "$timeout_s" \
-          "$netagg_bin" --rank "$r" --job "$dpdk_job" --transport "$transport" --dtype fp32 \
+          "$netagg_bin" --rank "$r" --job "$job" --transport "${transport/xdp/dpdk}" --dtype fp32 \
           --count $((bytes / 4)) --iterations "$iterations" --timeout 10 --epoch "$epoch" --json \
           > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
         pids+=($!)
       done
       for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+      # The switch's CPU seconds (user + system) before it stops.
+      awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$sw/stat" \
+        > "$raw/$name.switchd.cpu" 2> /dev/null || true
       kill "$sw" 2> /dev/null; wait "$sw" 2> /dev/null || true
-      printf '%s\n%s\n' "ip netns exec $dpdk_ns-wR netagg-allreduce --rank R --job $dpdk_job --transport $transport --dtype fp32 --count $((bytes / 4)) --iterations $iterations --json (R = 0..$((dpdk_ranks - 1)), NETAGG_DPDK_VDEVS=net_af_packet0,iface=dp0 NETAGG_DPDK_NO_HUGE=1)" "$status" > "$raw/$name.cmd"
-      bench_py merge-workers "${@:5}" > "$raw/$name.json" 2>> "$raw/$name.w0.log" \
+      printf '%s\n%s\n' "ip netns exec $dpdk_ns-wR netagg-allreduce --rank R --job $job --transport ${transport/xdp/dpdk} --dtype fp32 --count $((bytes / 4)) --iterations $iterations --json (R = 0..$((ranks - 1)), NETAGG_DPDK_VDEVS=$vdev NETAGG_DPDK_NO_HUGE=1)" "$status" > "$raw/$name.cmd"
+      local files=()
+      for (( r = 0; r < ranks; ++r )); do files+=("$raw/$name.w$r.json"); done
+      bench_py merge-workers "${files[@]}" > "$raw/$name.json" 2>> "$raw/$name.w0.log" \
         || echo 1 >> "$raw/$name.cmd"
       cp "$raw/$name.w0.log" "$raw/$name.log"
       if [ "$status" -ne 0 ]; then echo "bench: $name failed (exit $status), see $raw/$name.w*.log" >&2; fi
     }
-    for bytes in "${dpdk_sizes[@]}"; do
-      iterations=$(iterations_for "$bytes")
-      warmup=$(warmup_for "$bytes")
-      echo "bench: veths, $dpdk_ranks ranks, $bytes bytes: kernel UDP, DPDK ($iterations iterations)" >&2
-      files=()
-      for transport in udp dpdk; do
-        name="veth-$transport-r$dpdk_ranks-b$bytes"
-        if [ "$transport" = udp ]; then
-          bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" on
-        else
-          bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_ranks" off
-        fi
-        files=()
-        for (( r = 0; r < dpdk_ranks; ++r )); do files+=("$raw/$name.w$r.json"); done
-        run_veth "$transport" "$bytes" $((iterations + warmup)) "$name" "${files[@]}"
-        echo "$warmup" > "$raw/$name.warmup"
+    for ranks in $dpdk_ranks_list; do
+      bash "$repo/scripts/netns/dpdk-netns.sh" job "$ranks" 256 64 > "$raw/dpdk-job-r$ranks.json"
+      for bytes in "${dpdk_sizes[@]}"; do
+        iterations=$(iterations_for "$bytes")
+        warmup=$(warmup_for "$bytes")
+        echo "bench: veths, $ranks ranks, $bytes bytes: kernel UDP, DPDK ($dpdk_drivers; $iterations iterations)" >&2
+        for pair in udp:none $dpdk_drivers; do
+          transport=${pair%%:*}
+          name="veth-$transport-r$ranks-b$bytes"
+          if [ "$transport" = udp ]; then
+            bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_max_ranks" on
+          else
+            bash "$repo/scripts/netns/dpdk-netns.sh" addresses "$dpdk_ns" "$dpdk_max_ranks" off
+          fi
+          run_veth "$transport" "${pair#*:}" "$ranks" "$bytes" $((iterations + warmup)) "$name"
+          echo "$warmup" > "$raw/$name.warmup"
+        done
       done
     done
     bash "$repo/scripts/netns/dpdk-netns.sh" down "$dpdk_ns"
@@ -259,5 +279,5 @@ fi
 # Merges the raw outputs into bench.json and prints the tables (netagg_bench.summary, .tables).
 bench_py bench-report --build "$build" --repo "$repo" --raw "$raw" --out "$out/bench.json" \
   --ranks "$ranks_list" --sizes "${sizes[*]}" --load-before "$load_before" \
-  --missing="${missing[*]}" --dpdk-skipped="$dpdk_skipped" --dpdk-ranks="${dpdk_ranks:-}" \
+  --missing="${missing[*]}" --dpdk-skipped="$dpdk_skipped" --dpdk-ranks="$dpdk_ranks_list" \
   --dpdk-sizes "${dpdk_sizes[*]:-}" --command="${BENCH_COMMAND:-bash scripts/bench/bench.sh $1}"

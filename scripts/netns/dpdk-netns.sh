@@ -42,6 +42,10 @@ up() {
   ip netns add "$name-br"
   ip -n "$name-br" link add br0 type bridge
   ip -n "$name-br" link set br0 up
+  # Bridged frames skip iptables (where br_netfilter is loaded it would run them through it,
+  # a cost every transport would pay in the sender's context).
+  ip netns exec "$name-br" sysctl -qw net.bridge.bridge-nf-call-iptables=0 \
+    net.bridge.bridge-nf-call-ip6tables=0 net.bridge.bridge-nf-call-arptables=0 2> /dev/null || true
   ip netns add "$name-agg"
   ip link add eth0 netns "$name-agg" type veth peer name pagg netns "$name-br"
   ip -n "$name-br" link set pagg master br0 up

@@ -20,10 +20,6 @@ def numbers(text):
     return [int(x) for x in text.split()]
 
 
-def optional_int(text):
-    return int(text) if text else None
-
-
 def write_json(path, document, indent, newline=False):
     with open(path, "w") as f:
         json.dump(document, f, indent=indent)
@@ -181,7 +177,8 @@ def parser():
     c.add_argument("--sizes", type=numbers, required=True, help="tensor sizes run, bytes")
     c.add_argument("--load-before", type=words, required=True, help="/proc/loadavg's first three")
     c.add_argument("--missing", type=words, default=[], help="programs not built")
-    c.add_argument("--dpdk-ranks", type=optional_int, help="ranks of the DPDK comparison")
+    c.add_argument("--dpdk-ranks", type=numbers, default=[],
+                   help="rank counts of the DPDK comparison")
     c.add_argument("--dpdk-sizes", type=numbers, default=[], help="its sizes (none: not run)")
     c.add_argument("--dpdk-skipped", default="", help="why it did not run")
     c.add_argument("--command", default="", help="how the benchmark was started")

@@ -122,6 +122,14 @@ class Runs:
             result["command"] = command
         return result
 
+    def number(self, name, suffix):
+        """A number the script left in NAME + suffix (a daemon's CPU seconds), or None."""
+        try:
+            with open(self._path(name, suffix)) as f:
+                return float(f.read())
+        except (OSError, ValueError):
+            return None
+
     def warmup(self, name):
         """The warm-up iterations to drop from the measurement's samples (0 without a file)."""
         try:

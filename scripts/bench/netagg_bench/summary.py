@@ -17,8 +17,12 @@ SHAPED_COMMAND = "bash scripts/bench/bench-shaped.sh BUILD_DIR"
 COMPETING_COMMAND = "bash scripts/bench/bench-competing.sh BUILD_DIR"
 
 DPDK_SETUP = ("veths and a bridge in network namespaces (scripts/netns/dpdk-netns.sh): workers on "
-              "net_af_packet (DPDK 22.11, --no-huge) or kernel UDP on the same veth, "
-              "netagg-switchd on kernel UDP; 256 elements per packet, window 64")
+              "kernel UDP, on DPDK over net_af_packet or on DPDK over net_af_xdp (DPDK 22.11, "
+              "--no-huge; XDP socket in copy mode) on the same veth, netagg-switchd on kernel "
+              "UDP; 256 elements per packet, window 64")
+
+# The transports of the DPDK comparison: the raw files' name part, the report's key.
+DPDK_TRANSPORTS = (("udp", "kernel_udp"), ("dpdk", "dpdk_af_packet"), ("xdp", "dpdk_af_xdp"))
 
 
 class BenchError(Exception):
@@ -75,27 +79,34 @@ def codec_rows(report):
     return rows
 
 
-def dpdk_rows(runs, ranks, sizes):
-    """DPDK (net_af_packet) against kernel UDP on the same veths, one row per size: each
-    transport's summary of the slowest worker per iteration, with the workers' retransmissions and
-    packets, and the time ratios."""
+def dpdk_rows(runs, ranks_list, sizes):
+    """Kernel UDP, DPDK on net_af_packet and DPDK on net_af_xdp on the same veths, one row per
+    (ranks, size): each transport's summary of the slowest worker per iteration, with the
+    workers' retransmissions and packets and what a packet cost (stats.packet_rates), and the
+    time ratios of each DPDK driver over kernel UDP."""
     rows = []
-    for size in sizes:
-        row = {"ranks": ranks, "bytes": size}
-        for transport in ("udp", "dpdk"):
-            name = f"veth-{transport}-r{ranks}-b{size}"
-            workers = runs.load(name)
-            merged = stats.slowest_rank(workers, runs.warmup(name))
-            summary = stats.summarize(merged, size)
-            if summary and merged:
-                summary["retransmissions"] = merged.get("retransmissions")
-                summary["packets_sent"] = merged.get("packets_sent")
-            row["kernel_udp" if transport == "udp" else "dpdk_af_packet"] = summary
-            row.setdefault("raw", {})[transport] = workers
-        u, d = row["kernel_udp"] or {}, row["dpdk_af_packet"] or {}
-        for stat in ("median", "min"):
-            row[f"time_ratio_dpdk_over_udp_{stat}"] = stats.time_ratio(d, u, "seconds_" + stat)
-        rows.append(row)
+    for ranks in ranks_list:
+        for size in sizes:
+            row = {"ranks": ranks, "bytes": size}
+            for transport, key in DPDK_TRANSPORTS:
+                name = f"veth-{transport}-r{ranks}-b{size}"
+                workers = runs.load(name)
+                merged = stats.slowest_rank(workers, runs.warmup(name))
+                summary = stats.summarize(merged, size)
+                if summary and merged:
+                    summary["retransmissions"] = merged.get("retransmissions")
+                    summary["packets_sent"] = merged.get("packets_sent")
+                    rates = stats.packet_rates(workers, runs.number(name, ".switchd.cpu"))
+                    if rates:
+                        summary.update(rates)
+                row[key] = summary
+                row.setdefault("raw", {})[transport] = workers
+            u = row["kernel_udp"] or {}
+            for transport, key in DPDK_TRANSPORTS[1:]:
+                for stat in ("median", "min"):
+                    row[f"time_ratio_{transport}_over_udp_{stat}"] = stats.time_ratio(
+                        row[key] or {}, u, "seconds_" + stat)
+            rows.append(row)
     return rows
 
 
@@ -123,7 +134,7 @@ def bench_build(build, repo):
     }
 
 
-def bench_report(runs, ranks_list, sizes, dpdk_ranks=None, dpdk_sizes=(), dpdk_skipped=None,
+def bench_report(runs, ranks_list, sizes, dpdk_ranks=(), dpdk_sizes=(), dpdk_skipped=None,
                  missing=(), command="", date="", machine_info=None, build_info=None):
     """bench.json ("netagg-bench/1"): every part of a bench.sh run. A measurement that failed
     leaves its part None and an entry in "failures"; a program that was not built is named in
@@ -135,7 +146,7 @@ def bench_report(runs, ranks_list, sizes, dpdk_ranks=None, dpdk_sizes=(), dpdk_s
         codec_context = codec_raw.get("context")
         codec = codec_rows(codec_raw)
     fpga = [r for r in (runs.load("fpga_rtl_fp32"), runs.load("fpga_rtl_int32")) if r is not None]
-    dpdk = dpdk_rows(runs, dpdk_ranks, dpdk_sizes)
+    dpdk = dpdk_rows(runs, dpdk_ranks or (), dpdk_sizes)
     return {
         "schema": "netagg-bench/1",
         "date": date,

@@ -47,6 +47,38 @@ def comparison_table(rows, peer_key, ours_key, ratio_key, peer, ours):
     return lines
 
 
+def dpdk_table(rows):
+    """Kernel UDP, DPDK on af_packet and DPDK on af_xdp per ranks and size: the median time of one
+    all-reduce with each DPDK driver's ratio to kernel UDP, then what a packet cost each."""
+    def rate(summary, key):
+        value = (summary or {}).get(key)
+        return f"{value / 1000:>7.0f}k" if value else f"{'-':>8}"
+
+    lines = ["Kernel UDP, DPDK on net_af_packet, DPDK on net_af_xdp, on the same veths, fp32: time "
+             "of one all-reduce",
+             "(slowest rank, median) in ms, ratio = DPDK / kernel UDP (below 1: DPDK faster); "
+             "packets the workers sent",
+             "per CPU second of a worker and of netagg-switchd (kernel UDP, software switch).",
+             f"{'ranks':>5} {'size':>9} {'udp':>9} {'af_packet':>10} {'ratio':>6} {'af_xdp':>9} "
+             f"{'ratio':>6} | {'worker udp':>10} {'af_pkt':>8} {'af_xdp':>8} | {'switchd udp':>11} "
+             f"{'af_pkt':>8} {'af_xdp':>8}  check"]
+    for row in rows:
+        u, p, x = (row[k] or {} for k in ("kernel_udp", "dpdk_af_packet", "dpdk_af_xdp"))
+        check = "/".join(s.get("verification") or "-" for s in (u, p, x))
+        lines.append(
+            f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms_cell(u.get('seconds_median'))[1:]} "
+            f"{ms_cell(p.get('seconds_median'))} "
+            f"{num(row['time_ratio_dpdk_over_udp_median'], '6.2f'):>6} "
+            f"{ms_cell(x.get('seconds_median'))[1:]} "
+            f"{num(row['time_ratio_xdp_over_udp_median'], '6.2f'):>6} | "
+            f"{rate(u, 'worker_packets_per_cpu_second'):>10} "
+            f"{rate(p, 'worker_packets_per_cpu_second')} {rate(x, 'worker_packets_per_cpu_second')} | "
+            f"{rate(u, 'switchd_packets_per_cpu_second'):>11} "
+            f"{rate(p, 'switchd_packets_per_cpu_second')} "
+            f"{rate(x, 'switchd_packets_per_cpu_second')}  {check}")
+    return lines
+
+
 def codec_table(codec, codec_context, sizes):
     """One row per codec benchmark, one column per buffer size: GB/s, and in brackets the ratio
     to memcpy of the same buffer. The all-reduce's sizes when the codec ran them too."""
@@ -134,14 +166,7 @@ def bench_tables(report, sizes, out_path):
         lines += [""] + fpga_table(report["fpga"])
     dpdk = report["dpdk_vs_udp"]
     if dpdk["rows"]:
-        lines += [
-            "",
-            "DPDK (net_af_packet) against kernel UDP on the same veths, fp32, time of one "
-            "all-reduce",
-            "(slowest rank) in ms; ratio = DPDK / kernel UDP (below 1: DPDK faster). Software "
-            "switch."]
-        lines += comparison_table(dpdk["rows"], "kernel_udp", "dpdk_af_packet",
-                                  "time_ratio_dpdk_over_udp", "udp", "dpdk")
+        lines += [""] + dpdk_table(dpdk["rows"])
     elif dpdk["skipped"]:
         lines += ["", f"DPDK against kernel UDP: skipped ({dpdk['skipped']})"]
     lines += ["", f"JSON: {out_path}"]

@@ -20,7 +20,7 @@ class Bench(unittest.TestCase):
     def setUp(self):
         self.runs = parse.Runs(sample("bench-raw"))
         self.report = summary.bench_report(
-            self.runs, [2], [4096, 65536], dpdk_ranks=2, dpdk_sizes=[65536],
+            self.runs, [2], [4096, 65536], dpdk_ranks=[2], dpdk_sizes=[65536],
             missing=["fpga_bench"], command="bash scripts/bench/bench.sh build", date="D",
             machine_info={"cpu": "C"}, build_info={"dir": "B"})
 
@@ -81,6 +81,26 @@ class Bench(unittest.TestCase):
         self.assertEqual((udp["retransmissions"], dpdk["retransmissions"]), (1, 5))
         self.assertEqual(dpdk["packets_sent"], 2001)
         self.assertEqual(len(row["raw"]["dpdk"]), 2)
+        # xdp: w0 [2, 2, 2], w1 [1, 3, 1] ms: slowest [2, 3, 2]; against udp's median 3 ms
+        xdp = row["dpdk_af_xdp"]
+        self.assertEqual((xdp["seconds_median"], xdp["seconds_min"]), (0.002, 0.002))
+        self.assertAlmostEqual(row["time_ratio_xdp_over_udp_median"], 2 / 3)
+        self.assertAlmostEqual(row["time_ratio_xdp_over_udp_min"], 2 / 3)
+
+    def test_what_a_packet_cost(self):
+        [row] = self.report["dpdk_vs_udp"]["rows"]
+        udp, dpdk, xdp = row["kernel_udp"], row["dpdk_af_packet"], row["dpdk_af_xdp"]
+        # xdp: 1000 + 1500 packets in 0.1 + 0.15 CPU seconds; in 1.006 and 0.905 s of
+        # all-reduce; the switch used 0.5 CPU seconds
+        self.assertAlmostEqual(xdp["worker_packets_per_cpu_second"], 10000)
+        self.assertAlmostEqual(xdp["worker_packets_per_wall_second"],
+                               (1000 / 1.006 + 1500 / 0.905) / 2)
+        self.assertAlmostEqual(xdp["switchd_packets_per_cpu_second"], 5000)
+        self.assertAlmostEqual(udp["switchd_packets_per_cpu_second"], 2001 / 0.4)
+        # dpdk left no switch CPU time: that figure alone is missing
+        self.assertIsNone(dpdk["switchd_packets_per_cpu_second"])
+        self.assertAlmostEqual(dpdk["worker_packets_per_cpu_second"],
+                               2001 / (0.244603 + 0.240653))
 
     def test_dpdk_skipped(self):
         report = summary.bench_report(parse.Runs(sample("bench-raw")), [2], [65536],

@@ -27,7 +27,7 @@ class Cells(unittest.TestCase):
 class Bench(unittest.TestCase):
     def setUp(self):
         self.report = summary.bench_report(parse.Runs(sample("bench-raw")), [2], [4096, 65536],
-                                           dpdk_ranks=2, dpdk_sizes=[65536], missing=["fpga_bench"])
+                                           dpdk_ranks=[2], dpdk_sizes=[65536], missing=["fpga_bench"])
         self.lines = tables.bench_tables(self.report, [4096, 65536], "OUT/bench.json")
 
     def test_the_allreduce_rows(self):
@@ -49,9 +49,10 @@ class Bench(unittest.TestCase):
         self.assertIn("codec SIMD target: AVX3", self.lines)
 
     def test_dpdk_then_the_json(self):
-        self.assertTrue(any(l.startswith("    2    64 KiB      3.000      1.500    0.50")
-                            for l in self.lines[self.lines.index(next(
-                                l for l in self.lines if l.startswith("DPDK"))):]))
+        start = self.lines.index(next(l for l in self.lines if l.startswith("Kernel UDP, DPDK")))
+        row = next(l for l in self.lines[start:] if l.startswith("    2    64 KiB"))
+        self.assertEqual(row.split(), ["2", "64", "KiB", "3.000", "1.500", "0.50", "2.000", "0.67",
+                                       "|", "11k", "4k", "10k", "|", "5k", "-", "5k", "ok/ok/ok"])
         self.assertEqual(self.lines[-2:], ["", "JSON: OUT/bench.json"])
 
     def test_dpdk_skipped_says_why(self):
