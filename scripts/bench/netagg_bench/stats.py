@@ -47,19 +47,22 @@ def slowest_rank(workers, warmup):
 
 def packet_rates(workers, switchd_cpu_seconds):
     """What a packet costs: the packets the workers sent (first sends and retransmissions) per
-    CPU second of the worker processes (user + system, set-up and checks included) and per second
-    of all-reduce (wall clock, every iteration, warm-up included), averaged over the workers; and
-    per CPU second of the switch daemon, which took them all in. None when a worker did not
-    verify."""
+    CPU second of the worker processes inside their timed all-reduces (user + system: engine,
+    transport, and the kernel work their system calls do) and per CPU second of the whole
+    processes (set-up, input generation and checks included), per second of all-reduce (wall
+    clock, every iteration, warm-up included) averaged over the workers; and per CPU second of
+    the switch daemon, which took them all in. None when a worker did not verify."""
     if not isinstance(workers, list) or not workers or any(
             w.get("verification") != "ok" for w in workers):
         return None
     packets = sum(w.get("packets_sent", 0) for w in workers)
     cpu = sum(w.get("cpu_seconds", 0) for w in workers)
+    allreduce_cpu = sum(w.get("allreduce_cpu_seconds", 0) for w in workers)
     wall = [w.get("packets_sent", 0) / sum(w["seconds_all"]) for w in workers
             if sum(w.get("seconds_all") or [0]) > 0]
     return {
-        "worker_packets_per_cpu_second": packets / cpu if cpu > 0 else None,
+        "worker_packets_per_cpu_second": packets / allreduce_cpu if allreduce_cpu > 0 else None,
+        "worker_packets_per_process_cpu_second": packets / cpu if cpu > 0 else None,
         "worker_packets_per_wall_second": sum(wall) / len(wall) if wall else None,
         "switchd_cpu_seconds": switchd_cpu_seconds,
         "switchd_packets_per_cpu_second": (packets / switchd_cpu_seconds

@@ -58,7 +58,8 @@ def dpdk_table(rows):
              "of one all-reduce",
              "(slowest rank, median) in ms, ratio = DPDK / kernel UDP (below 1: DPDK faster); "
              "packets the workers sent",
-             "per CPU second of a worker and of netagg-switchd (kernel UDP, software switch).",
+             "per CPU second of a worker inside its all-reduces and of netagg-switchd (kernel UDP, "
+             "software switch).",
              f"{'ranks':>5} {'size':>9} {'udp':>9} {'af_packet':>10} {'ratio':>6} {'af_xdp':>9} "
              f"{'ratio':>6} | {'worker udp':>10} {'af_pkt':>8} {'af_xdp':>8} | {'switchd udp':>11} "
              f"{'af_pkt':>8} {'af_xdp':>8}  check"]
