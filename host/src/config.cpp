@@ -502,6 +502,14 @@ FloatWire parse_float_wire(std::string_view text) {
               fmt::format("float_wire: '{}' is not one of int32-bfp, fp32, fp32-exact", text));
 }
 
+DpdkConfig dpdk_config_from_env() {
+  Config cfg;
+  for (const Setting& s : kDpdkSettings)
+    if (auto v = getenv_string(variable_of(s, true).c_str()))
+      s.apply(cfg, Given{nullptr, *v, variable_of(s, true)});
+  return cfg.dpdk;
+}
+
 bool dpdk_built() {
 #ifdef NETAGG_HAVE_DPDK
   return true;

@@ -6,12 +6,10 @@
 #include <fmt/format.h>
 
 #include "netagg/config.hpp"
+#include "netagg/dpdk.hpp"
 #include "netagg/error.hpp"
 #include "netagg/transport.hpp"
 #include "netagg/wire.hpp"
-#ifdef NETAGG_HAVE_DPDK
-#include "netagg/dpdk.hpp"
-#endif
 
 namespace netagg {
 
@@ -40,5 +38,12 @@ std::unique_ptr<Transport> make_transport(const Config& cfg) {
   }
   throw Error(Errc::kConfig, fmt::format("transport: '{}' is not one of udp, dpdk", cfg.transport));
 }
+
+#ifndef NETAGG_HAVE_DPDK
+std::unique_ptr<dpdk::FramePort> dpdk::open_frame_port(const DpdkConfig&) {
+  throw Error(Errc::kUnsupported,
+              "dpdk: not built into this libnetagg (libdpdk-dev, configure with -DNETAGG_DPDK=ON)");
+}
+#endif
 
 }  // namespace netagg

@@ -299,6 +299,35 @@ rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
   return st.pool;
 }
 
+// Hands frames to the port until all are taken or the queue stays full for kSendStall; frees
+// what it could not send. Returns how many were sent.
+std::uint16_t transmit(std::uint16_t port, rte_mbuf** frames, std::uint16_t n) {
+  std::uint16_t sent = 0;
+  std::optional<TimePoint> stalled_since;
+  while (sent < n) {
+    const std::uint16_t k = rte_eth_tx_burst(port, 0, frames + sent, n - sent);
+    sent += k;
+    if (k > 0) {
+      stalled_since.reset();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (!stalled_since) stalled_since = now;
+    if (now - *stalled_since > kSendStall) break;
+    rte_pause();
+  }
+  if (sent < n) rte_pktmbuf_free_bulk(frames + sent, n - sent);
+  return sent;
+}
+
+// Frames shorter than Ethernet's minimum (60 bytes without the CRC) get zero padding.
+void pad_frame(rte_mbuf* m, std::size_t len) {
+  const std::size_t wire_len = std::max<std::size_t>(len, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+  if (wire_len > len) std::memset(rte_pktmbuf_mtod(m, std::byte*) + len, 0, wire_len - len);
+  m->data_len = static_cast<std::uint16_t>(wire_len);
+  m->pkt_len = static_cast<std::uint32_t>(wire_len);
+}
+
 // ---- the transport ---------------------------------------------------------------------------
 
 class DpdkTransport final : public Transport {
@@ -447,36 +476,16 @@ class DpdkTransport final : public Transport {
     auto* data = rte_pktmbuf_mtod(m, std::byte*);
     const std::size_t room = rte_pktmbuf_tailroom(m);
     const std::size_t len = wire::encode_frame(address_, packet, {data, room});
-    // Frames below Ethernet's 60-byte minimum are padded (an exponent-only netagg packet is 64
-    // bytes framed, so this only guards odd sizes).
-    const std::size_t wire_len = std::max<std::size_t>(len, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-    if (wire_len > len) std::memset(data + len, 0, wire_len - len);
-    m->data_len = static_cast<std::uint16_t>(wire_len);
-    m->pkt_len = static_cast<std::uint32_t>(wire_len);
+    // (an exponent-only netagg packet is 64 bytes framed, so padding only guards odd sizes)
+    pad_frame(m, len);
     auto* ip = reinterpret_cast<rte_ipv4_hdr*>(data + wire::kEthHeaderSize);
     auto* udp = reinterpret_cast<rte_udp_hdr*>(data + wire::kEthHeaderSize + wire::kIpv4HeaderSize);
     udp->dgram_cksum = 0;
     udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
   }
 
-  // Hands frames to the port until all are taken or the queue stays full for kSendStall.
   void transmit(rte_mbuf** frames, std::uint16_t n) {
-    std::uint16_t sent = 0;
-    std::optional<TimePoint> stalled_since;
-    while (sent < n) {
-      const std::uint16_t k = rte_eth_tx_burst(port_, 0, frames + sent, n - sent);
-      sent += k;
-      if (k > 0) {
-        stalled_since.reset();
-        continue;
-      }
-      const auto now = Clock::now();
-      if (!stalled_since) stalled_since = now;
-      if (now - *stalled_since > kSendStall) break;
-      rte_pause();
-    }
-    counters_.sent += sent;
-    if (sent < n) rte_pktmbuf_free_bulk(frames + sent, n - sent);
+    counters_.sent += dpdk::transmit(port_, frames, n);
   }
 
   // A contiguous view of the frame (copied if the PMD chained segments).
@@ -653,7 +662,99 @@ class DpdkTransport final : public Transport {
   TransportCounters counters_;
 };
 
+// ---- a port of whole frames (an aggregator daemon's) ------------------------------------------
+
+class DpdkFramePort final : public FramePort {
+ public:
+  explicit DpdkFramePort(const DpdkConfig& cfg) : cfg_(cfg), port_(cfg.port) {
+    {
+      Registry& reg = registry();
+      std::lock_guard lock(reg.mutex);
+      init_eal_locked(reg, cfg);
+      pool_ = claim_port_locked(reg, cfg);
+    }
+    rx_.resize(cfg.burst);
+    tx_.resize(cfg.burst);
+    frames_.resize(cfg.burst);
+    scratch_.resize(cfg.burst);
+    rte_ether_addr a;
+    if (rte_eth_macaddr_get(port_, &a) != 0) {
+      release();
+      throw Error(Errc::kTransport, fmt::format("dpdk: cannot read the MAC of port {}", port_));
+    }
+    mac_ = to_mac(a);
+    if (rte_eth_dev_get_mtu(port_, &mtu_) != 0) mtu_ = RTE_ETHER_MTU;
+  }
+
+  ~DpdkFramePort() override {
+    rte_pktmbuf_free_bulk(rx_.data(), held_);
+    release();
+  }
+
+  wire::Mac mac() const override { return mac_; }
+  std::uint16_t mtu() const override { return mtu_; }
+
+  std::span<const std::span<const std::byte>> receive() override {
+    rte_pktmbuf_free_bulk(rx_.data(), held_);
+    held_ = rte_eth_rx_burst(port_, 0, rx_.data(), cfg_.burst);
+    for (unsigned i = 0; i < held_; ++i) {
+      rte_mbuf* m = rx_[i];
+      if (m->nb_segs == 1) {
+        frames_[i] = {rte_pktmbuf_mtod(m, const std::byte*), m->data_len};
+      } else {  // chained segments (not on af_packet or af_xdp): one contiguous copy
+        scratch_[i].resize(m->pkt_len);
+        const void* p = rte_pktmbuf_read(m, 0, m->pkt_len, scratch_[i].data());
+        frames_[i] = {static_cast<const std::byte*>(p), m->pkt_len};
+      }
+    }
+    return {frames_.data(), held_};
+  }
+
+  std::size_t send(std::span<const std::span<const std::byte>> frames) override {
+    std::size_t sent = 0;
+    for (std::size_t done = 0; done < frames.size();) {
+      const auto n =
+          static_cast<std::uint16_t>(std::min<std::size_t>(cfg_.burst, frames.size() - done));
+      if (rte_pktmbuf_alloc_bulk(pool_, tx_.data(), n) != 0) return sent;  // pool empty
+      for (std::uint16_t i = 0; i < n; ++i) {
+        const auto frame = frames[done + i];
+        const std::size_t len = std::min<std::size_t>(frame.size(), rte_pktmbuf_tailroom(tx_[i]));
+        std::memcpy(rte_pktmbuf_mtod(tx_[i], std::byte*), frame.data(), len);
+        pad_frame(tx_[i], len);
+      }
+      sent += transmit(port_, tx_.data(), n);
+      done += n;
+    }
+    return sent;
+  }
+
+  std::string name() const override {
+    return fmt::format("dpdk port {} ({}) {}", port_, port_name(port_), format_mac(mac_));
+  }
+
+ private:
+  void release() {
+    Registry& reg = registry();
+    std::lock_guard lock(reg.mutex);
+    reg.ports[port_].claimed = false;
+  }
+
+  DpdkConfig cfg_;
+  std::uint16_t port_;
+  rte_mempool* pool_ = nullptr;
+  wire::Mac mac_{};
+  std::uint16_t mtu_ = 0;
+  std::vector<rte_mbuf*> rx_, tx_;
+  unsigned held_ = 0;  // rx_[0, held_) are the frames of the last receive()
+  std::vector<std::span<const std::byte>> frames_;
+  std::vector<std::vector<std::byte>> scratch_;
+};
+
 }  // namespace
+
+std::unique_ptr<FramePort> open_frame_port(const DpdkConfig& cfg) {
+  return std::make_unique<DpdkFramePort>(cfg);
+}
 
 std::vector<std::string> eal_arguments(const DpdkConfig& cfg) {
   std::vector<std::string> a{"netagg", "-l", cfg.lcores};

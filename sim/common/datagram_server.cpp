@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "datagram_server.hpp"
+#include "frame_io.hpp"
 
 #include <arpa/inet.h>
 #include <linux/filter.h>
@@ -33,6 +34,11 @@ namespace {
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr std::size_t kBatchesPerPoll = 16;       // then look at signals again
 constexpr std::size_t kMaxDrainAtExit = 1 << 20;  // datagrams processed after SIGTERM
+// On a DPDK port: spin this long after the last frame, then nap this long at a time; while
+// frames come, look at the daemon's descriptors every this many polls.
+constexpr auto kFrameSpin = std::chrono::microseconds(20);
+constexpr auto kFrameNap = std::chrono::microseconds(20);
+constexpr std::uint64_t kFramePollsPerLook = 256;
 constexpr std::size_t kControlSize =
     CMSG_SPACE(sizeof(in_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(int));
 constexpr std::size_t kMaxSegments = 64;     // the kernel's UDP_MAX_SEGMENTS
@@ -109,6 +115,21 @@ DatagramServer::DatagramServer(const Endpoint& listen, const ServerOptions& opti
   }
   stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) fail("eventfd");
+  if (options.dpdk) {
+    if (options.reuse_port)
+      throw Error(Errc::kConfig, "a DPDK port is served by one thread (no reuse_port)");
+    try {
+      frames_ = std::make_unique<FrameIo>(*options.dpdk, listen);
+    } catch (...) {
+      if (signal_fd_ >= 0) close(signal_fd_);
+      close(stop_fd_);
+      throw;
+    }
+    gso_ = false;
+    bound_ = listen;
+    batch_.reserve(kRecvBatch);
+    return;
+  }
 
   fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) fail("socket");
@@ -142,7 +163,7 @@ DatagramServer::DatagramServer(const Endpoint& listen, const ServerOptions& opti
 }
 
 DatagramServer::~DatagramServer() {
-  close(fd_);
+  if (fd_ >= 0) close(fd_);
   if (signal_fd_ >= 0) close(signal_fd_);
   close(stop_fd_);
 }
@@ -153,8 +174,9 @@ void DatagramServer::request_stop() {
 }
 
 void DatagramServer::steer_by_slot(unsigned groups) {
-  if (groups < 1 || groups > 0xFFFF)
-    throw Error(Errc::kConfig, fmt::format("steer_by_slot: {} groups", groups));
+  if (groups < 1 || groups > 0xFFFF || frames_)
+    throw Error(Errc::kConfig, fmt::format("steer_by_slot: {} groups{}", groups,
+                                           frames_ ? " on a DPDK port" : ""));
   // The program sees the UDP payload from offset 0 (the kernel pulls the UDP header first). An
   // absolute load beyond the datagram ends the program with 0: server 0.
   sock_filter code[] = {
@@ -178,6 +200,10 @@ void DatagramServer::send(const Endpoint& to, std::span<const std::byte> bytes,
   if (bytes.size() > kMaxSendSize)
     throw Error(Errc::kInvalidArgument,
                 fmt::format("datagram of {} bytes exceeds {}", bytes.size(), kMaxSendSize));
+  if (frames_) {
+    if (!frames_->queue(to, bytes, ecn)) ++counters_.send_errors;
+    return;
+  }
   if (pending_ == kSendBatch) flush();
   std::memcpy(send_buffers_.data() + pending_ * kMaxSendSize, bytes.data(), bytes.size());
   send_sizes_[pending_] = bytes.size();
@@ -258,6 +284,10 @@ std::size_t DatagramServer::build_messages(std::size_t from) {
 }
 
 void DatagramServer::flush() {
+  if (frames_) {
+    counters_.datagrams_sent += frames_->flush();
+    return;
+  }
   if (pending_ == 0) return;
   // Each destination's datagrams together, in the order they were queued.
   std::iota(send_order_.begin(), send_order_.begin() + static_cast<std::ptrdiff_t>(pending_), 0u);
@@ -300,6 +330,16 @@ void DatagramServer::flush() {
 }
 
 std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
+  batch_.clear();
+  if (frames_) {
+    const std::size_t frames = frames_->receive(batch_);
+    if (batch_.empty()) {
+      flush();  // ARP replies
+      return frames;
+    }
+    handle(handler);
+    return frames;
+  }
   for (std::size_t i = 0; i < kRecvBatch; ++i) {
     recv_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     recv_msgs_[i].msg_hdr.msg_control = recv_control_.data() + i * kControlSize;
@@ -312,7 +352,6 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
       return 0;
     throw Error(Errc::kTransport, fmt::format("recvmmsg: {}", std::strerror(errno)));
   }
-  batch_.clear();
   for (int i = 0; i < n; ++i) {
     msghdr& h = recv_msgs_[i].msg_hdr;
     Datagram d;
@@ -344,6 +383,12 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
       at += segment;
     } while (segment > 0 && at < length);
   }
+  handle(handler);
+  return batch_.size();
+}
+
+// Hands batch_ to the handler and sends what it queued; with die_at_datagram, dies at that one.
+void DatagramServer::handle(const BatchHandler& handler) {
   if (die_at_ > 0 && received_ + batch_.size() >= die_at_) {
     batch_.resize(static_cast<std::size_t>(die_at_ - received_ - 1));
     handler(batch_);
@@ -354,10 +399,65 @@ std::size_t DatagramServer::receive_batch(const BatchHandler& handler) {
   received_ += batch_.size();
   handler(batch_);
   flush();
-  return batch_.size();
+}
+
+bool DatagramServer::take_stop_and_signals(const Hooks& hooks) {
+  std::uint64_t stops = 0;
+  bool stop = read(stop_fd_, &stops, sizeof(stops)) == static_cast<ssize_t>(sizeof(stops));
+  signalfd_siginfo info{};
+  while (signal_fd_ >= 0 &&
+         read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    const int signo = static_cast<int>(info.ssi_signo);
+    if (signo == SIGINT || signo == SIGTERM)
+      stop = true;
+    else if (hooks.on_signal)
+      hooks.on_signal(signo);
+  }
+  if (stop) {
+    // What was queued before the signal is counted.
+    for (std::size_t drained = 0; drained < kMaxDrainAtExit;) {
+      const std::size_t n = receive_batch(hooks.on_batch);
+      if (n == 0) break;
+      drained += n;
+    }
+  }
+  return stop;
+}
+
+void DatagramServer::serve_frames(const Hooks& hooks) {
+  using Clock = std::chrono::steady_clock;
+  const bool ticking = hooks.tick_seconds > 0 && hooks.on_tick;
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(hooks.tick_seconds));
+  auto next_tick = Clock::now() + interval;
+  auto last_frame = Clock::now();
+  for (std::uint64_t loop = 1;; ++loop) {
+    const auto now = Clock::now();
+    if (receive_batch(hooks.on_batch) > 0) last_frame = now;
+    const bool idle = now - last_frame > kFrameSpin;
+    if (!idle && loop % kFramePollsPerLook != 0) continue;
+    // The daemon's descriptors: a look without waiting while frames come, else a short nap.
+    std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    for (const auto& w : hooks.watches) fds.push_back({w.fd, POLLIN, 0});
+    auto nap = idle ? kFrameNap : Clock::duration::zero();
+    if (ticking) nap = std::clamp<Clock::duration>(next_tick - now, Clock::duration::zero(), nap);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count();
+    const timespec timeout{0, static_cast<long>(ns)};
+    if (ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR)
+      throw Error(Errc::kTransport, fmt::format("ppoll: {}", std::strerror(errno)));
+    if (take_stop_and_signals(hooks)) return;
+    for (std::size_t i = 0; i < hooks.watches.size(); ++i)
+      if (fds[2 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
+    if (ticking && Clock::now() >= next_tick) {
+      hooks.on_tick();
+      next_tick += interval;
+      if (next_tick < Clock::now()) next_tick = Clock::now() + interval;
+    }
+  }
 }
 
 void DatagramServer::serve(const Hooks& hooks) {
+  if (frames_) return serve_frames(hooks);
   using Clock = std::chrono::steady_clock;
   const bool ticking = hooks.tick_seconds > 0 && hooks.on_tick;
   const auto interval = std::chrono::duration_cast<Clock::duration>(
@@ -376,26 +476,7 @@ void DatagramServer::serve(const Hooks& hooks) {
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR)
       throw Error(Errc::kTransport, fmt::format("poll: {}", std::strerror(errno)));
 
-    std::uint64_t stops = 0;
-    bool stop = read(stop_fd_, &stops, sizeof(stops)) == static_cast<ssize_t>(sizeof(stops));
-    signalfd_siginfo info{};
-    while (signal_fd_ >= 0 &&
-           read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-      const int signo = static_cast<int>(info.ssi_signo);
-      if (signo == SIGINT || signo == SIGTERM)
-        stop = true;
-      else if (hooks.on_signal)
-        hooks.on_signal(signo);
-    }
-    if (stop) {
-      // What was queued before the signal is counted.
-      for (std::size_t drained = 0; drained < kMaxDrainAtExit;) {
-        const std::size_t n = receive_batch(hooks.on_batch);
-        if (n == 0) break;
-        drained += n;
-      }
-      return;
-    }
+    if (take_stop_and_signals(hooks)) return;
     if (fds[0].revents & POLLIN)
       for (std::size_t b = 0; b < kBatchesPerPoll; ++b)
         if (receive_batch(hooks.on_batch) < kRecvBatch) break;

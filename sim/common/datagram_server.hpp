@@ -22,14 +22,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "netagg/config.hpp"
 #include "netagg/job.hpp"
 #include "netagg/wire.hpp"
 
 namespace netagg::sim {
+
+class FrameIo;
 
 // "a.b.c.d:port" like Endpoint::parse, but port 0 (the kernel picks one) and address 0.0.0.0
 // (every local address) are allowed. Throws Error(kConfig) with a message starting "--listen: ".
@@ -83,9 +88,19 @@ struct ServerOptions {
   // arrives, the ones before it in its batch are served and the process kills itself with
   // SIGKILL, as `kill -9` would at that moment: every round it held is lost. 0: never.
   std::uint64_t die_at_datagram = 0;
+  // Serve on this DPDK port instead of a UDP socket (frame_io.hpp): the listen address must name
+  // the IPv4 address and port; no offload, no reuse_port. The loop polls the port, spinning 20 µs
+  // after the last frame and then napping 20 µs at a time.
+  std::optional<DpdkConfig> dpdk;
 };
 
 class DatagramServer {
+  static ServerOptions options_with_offload(bool offload) {
+    ServerOptions o;
+    o.offload = offload;
+    return o;
+  }
+
  public:
   static constexpr std::size_t kRecvBatch = 64;
   static constexpr std::size_t kSendBatch = 256;
@@ -116,7 +131,7 @@ class DatagramServer {
   // socket.
   // Throws Error(kConfig) naming the problem, e.g. "cannot listen on 127.0.0.1:20033: ...".
   explicit DatagramServer(const Endpoint& listen, bool offload = true)
-      : DatagramServer(listen, ServerOptions{offload}) {}
+      : DatagramServer(listen, options_with_offload(offload)) {}
   DatagramServer(const Endpoint& listen, const ServerOptions& options);
   ~DatagramServer();
   DatagramServer(const DatagramServer&) = delete;
@@ -172,6 +187,12 @@ class DatagramServer {
   std::vector<Datagram> batch_;
 
   std::size_t build_messages(std::size_t from);
+  // Reads the stop request and the daemon signals (on_signal for SIGUSR1/SIGHUP); true to stop.
+  bool take_stop_and_signals(const Hooks& hooks);
+  void handle(const BatchHandler& handler);
+  void serve_frames(const Hooks& hooks);  // serve() on a DPDK port
+
+  std::unique_ptr<FrameIo> frames_;  // ServerOptions::dpdk: the port instead of the socket
 
   bool gro_ = false, gso_ = false;
   std::size_t recv_size_ = kRecvBufferSize;  // bytes per receive buffer

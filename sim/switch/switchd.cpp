@@ -17,6 +17,9 @@
 // `rate_limit_drops`); results from a parent and everything else pass at once. With --threads N
 // each thread serves its datagrams at G / N.
 //
+// --dpdk serves on a DPDK port instead (sim/common's frame_io.hpp: frames built and parsed
+// there, ARP answered, peers' MACs learned from their frames), e.g. on an XDP socket.
+//
 // stdout: "netagg-switchd: listening on IP:PORT" once ready (launchers wait for it), then the
 // counters on SIGUSR1, every --stats-interval seconds and at exit. SIGHUP re-reads the job files
 // and installs their jobs afresh (slots cleared), so a job can start again from packet 0 without
@@ -72,6 +75,7 @@ struct Options {
   double stats_interval = 0;
   bool quiet = false;
   bool no_udp_offload = false;
+  bool dpdk = false;
   std::uint64_t die_at_datagram = 0;  // fault injection: SIGKILL at this datagram; 0: never
   std::string counters_json;
   double max_gbps = 0;  // 0: contributions processed as they come
@@ -316,6 +320,8 @@ int run(const Options& opt) {
   Shards shards;
   if (opt.max_gbps > 0 && opt.rate_queue == 0)
     throw Error(Errc::kConfig, "--rate-queue: must be at least 1");
+  if (opt.dpdk && opt.threads > 1)
+    throw Error(Errc::kConfig, "--dpdk: one thread serves the port; leave --threads out");
   for (unsigned i = 0; i < opt.threads; ++i) {
     shards.push_back(std::make_unique<Shard>(opt, i));
     if (opt.max_gbps > 0)
@@ -343,6 +349,7 @@ int run(const Options& opt) {
   for (const auto& shard : shards) {
     sim::ServerOptions options;
     options.offload = !opt.no_udp_offload;
+    if (opt.dpdk) options.dpdk = netagg::dpdk_config_from_env();
     options.reuse_port = opt.threads > 1;
     options.signals = shard->index == 0;
     options.die_at_datagram = opt.die_at_datagram;
@@ -482,6 +489,11 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", opt.quiet, "print neither the job summary nor the counters at exit");
   app.add_flag("--no-udp-offload", opt.no_udp_offload,
                "send and receive one datagram per system call's message (no UDP GSO/GRO)");
+  app.add_flag("--dpdk", opt.dpdk,
+               "serve on a DPDK port instead of a UDP socket: Ethernet frames to and from "
+               "--listen's address (which must name the IP and port), ARP answered; the EAL and "
+               "the port from the NETAGG_DPDK_* variables (docs/configuration.md), e.g. "
+               "NETAGG_DPDK_VDEVS=net_af_xdp0,iface=eth0");
   app.add_option("--counters-json", opt.counters_json,
                  "write the counters as JSON to FILE at start, on SIGUSR1 and at exit");
   return sim::daemon_main("netagg-switchd", app, argc, argv, [&] { return run(opt); });

@@ -84,6 +84,15 @@ bool af_xdp_available(std::string& why) {
   return true;
 }
 
+// How a run goes beyond its tensor: the worker ports' pools, the switch on kernel UDP or on an
+// XDP socket (netagg-switchd --dpdk), extra netagg-allreduce arguments.
+struct RunShape {
+  int iterations = 1;
+  int mbufs = 8191;
+  bool switch_on_xdp = false;
+  std::vector<std::string> worker_args;
+};
+
 // The parameter: the DPDK driver of the workers' port, af_packet or af_xdp.
 class DpdkNetns : public ::testing::TestWithParam<std::string> {
  protected:
@@ -126,48 +135,64 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  // `iterations` all-reduces of `count` elements on a fresh switch, the port's pool holding
-  // `mbufs` mbufs; each worker's JSON.
-  std::vector<json> allreduce(const std::string& dtype, int count, int seed, int iterations = 1,
-                              int mbufs = 8191) {
-    ChildProcess sw = start({"ip", "netns", "exec", name_ + "-agg", kSwitchd, "--listen",
-                             "10.77.0.254:20033", "--job", job_, "--slots", std::to_string(kWindow),
-                             "--counters-json", (dir_ / "switch.json").string()});
+  // `run.iterations` all-reduces of `count` elements on a fresh switch; each worker's JSON.
+  std::vector<json> allreduce(const std::string& dtype, int count, int seed,
+                              const RunShape& run = {}) {
+    const int iterations = run.iterations, mbufs = run.mbufs;
+    std::vector<std::string> sw_argv = {"ip", "netns", "exec", name_ + "-agg"};
+    if (run.switch_on_xdp) {
+      // The kernel of the switch's namespace must not answer for its address (ICMP, ARP): the
+      // XDP socket takes every frame of eth0 anyway, the address goes for the run.
+      sh(fmt::format("ip -n {}-agg addr flush dev eth0", name_));
+      sw_argv.insert(sw_argv.end(),
+                     {"env", "NETAGG_DPDK_VDEVS=net_af_xdp0,iface=eth0", "NETAGG_DPDK_NO_HUGE=1",
+                      "NETAGG_DPDK_NO_PCI=1", kSwitchd, "--dpdk"});
+    } else {
+      sw_argv.push_back(kSwitchd);
+    }
+    sw_argv.insert(sw_argv.end(),
+                   {"--listen", "10.77.0.254:20033", "--job", job_, "--slots",
+                    std::to_string(kWindow), "--counters-json", (dir_ / "switch.json").string()});
+    ChildProcess sw = start(sw_argv);
     sw.wait_line("listening on", ChildProcess::Clock::now() + std::chrono::seconds(10));
     EXPECT_THAT(sw.output(), ::testing::HasSubstr("listening on 10.77.0.254:20033"));
     std::vector<ChildProcess> workers;
     const std::string epoch = std::to_string(std::random_device{}());  // one for this run
-    for (int r = 0; r < kWorkers; ++r)
-      workers.push_back(start({"ip",
-                               "netns",
-                               "exec",
-                               fmt::format("{}-w{}", name_, r),
-                               "env",
-                               fmt::format("NETAGG_DPDK_VDEVS=net_{}0,iface=dp0", GetParam()),
-                               "NETAGG_DPDK_NO_HUGE=1",
-                               "NETAGG_DPDK_NO_PCI=1",
-                               "NETAGG_DPDK_VERIFY_UDP_CHECKSUM=1",
-                               fmt::format("NETAGG_DPDK_MBUFS={}", mbufs),
-                               kTool,
-                               "--rank",
-                               std::to_string(r),
-                               "--job",
-                               job_,
-                               "--transport",
-                               "dpdk",
-                               "--epoch",
-                               epoch,
-                               "--dtype",
-                               dtype,
-                               "--count",
-                               std::to_string(count),
-                               "--seed",
-                               std::to_string(seed),
-                               "--iterations",
-                               std::to_string(iterations),
-                               "--timeout",
-                               "10",
-                               "--json"}));
+    for (int r = 0; r < kWorkers; ++r) {
+      std::vector<std::string> argv = {
+          "ip",
+          "netns",
+          "exec",
+          fmt::format("{}-w{}", name_, r),
+          "env",
+          fmt::format("NETAGG_DPDK_VDEVS=net_{}0,iface=dp0", GetParam()),
+          "NETAGG_DPDK_NO_HUGE=1",
+          "NETAGG_DPDK_NO_PCI=1",
+          "NETAGG_DPDK_VERIFY_UDP_CHECKSUM=1",
+          fmt::format("NETAGG_DPDK_MBUFS={}", mbufs),
+          kTool,
+          "--rank",
+          std::to_string(r),
+          "--job",
+          job_,
+          "--transport",
+          "dpdk",
+          "--epoch",
+          epoch,
+          "--dtype",
+          dtype,
+          "--count",
+          std::to_string(count),
+          "--seed",
+          std::to_string(seed),
+          "--iterations",
+          std::to_string(iterations),
+          "--timeout",
+          "10",
+          "--json"};
+      argv.insert(argv.end(), run.worker_args.begin(), run.worker_args.end());
+      workers.push_back(start(argv));
+    }
     std::vector<json> results;
     for (auto& w : workers) {
       finish(w, std::chrono::seconds(40));
@@ -181,6 +206,8 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
     }
     sw.signal(SIGTERM);
     finish(sw, std::chrono::seconds(10));
+    EXPECT_TRUE(sw.succeeded()) << sw.describe_exit() << "\n" << sw.output();
+    if (run.switch_on_xdp) sh(fmt::format("ip -n {}-agg addr add 10.77.0.254/24 dev eth0", name_));
     std::ifstream in(dir_ / "switch.json");
     switch_counters_ = json::parse(in, nullptr, false);
     return results;
@@ -248,11 +275,26 @@ TEST_P(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
 TEST_P(DpdkNetns, EveryMbufOfThePoolCarriesPackets) {
   constexpr int kMbufs = 4095, kCount = 256 * 200, kIterations = 45;  // 9 000 packets each way
   static_assert(kCount / kElementsPerPacket * kIterations > 2 * kMbufs);
-  const auto results = allreduce("int32", kCount, 9, kIterations, kMbufs);
+  const auto results = allreduce("int32", kCount, 9, {.iterations = kIterations, .mbufs = kMbufs});
   expect_all_verified(results, kCount);
   for (const auto& r : results)
     EXPECT_GE(r.value("packets_sent", 0ull),
               static_cast<std::uint64_t>(kCount / 256 * kIterations));
+}
+
+// netagg-switchd on an XDP socket of its own (--dpdk): it answers the workers' ARP, learns their
+// MACs and aggregates; 1 % loss injected in the workers' transports both ways.
+TEST_P(DpdkNetns, TheSwitchOnAnXdpSocketAggregatesWithLoss) {
+  if (std::string why; !af_xdp_available(why)) GTEST_SKIP() << "the switch's port: " << why;
+  const RunShape run{.iterations = 3, .switch_on_xdp = true, .worker_args = {"--loss", "0.01"}};
+  auto results = allreduce("int32", 50003, 11, run);
+  expect_all_verified(results, 50003);
+  std::uint64_t retransmissions = 0;
+  for (const auto& r : results) retransmissions += r.value("retransmissions", 0ull);
+  EXPECT_GT(retransmissions, 0u);
+  ASSERT_TRUE(switch_counters_.is_object());
+  EXPECT_GE(switch_counters_.value("packets_in", 0ull), 3u * 3u * 196u) << switch_counters_.dump();
+  expect_all_verified(allreduce("fp32", 40000, 12, run), 40000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, DpdkNetns, ::testing::Values("af_packet", "af_xdp"),

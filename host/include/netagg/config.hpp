@@ -149,6 +149,9 @@ std::string_view to_string(FloatWire w);
 
 // Whether this libnetagg was built with the DPDK transport.
 bool dpdk_built();
+// The DPDK settings alone (EAL and port) from their NETAGG_DPDK_* variables, for a process that
+// is no worker (netagg-switchd --dpdk). Throws Error(kConfig) for a malformed value.
+DpdkConfig dpdk_config_from_env();
 
 // docs/configuration.md's tables of the settings, as Markdown, generated from the table that
 // the config file and the environment are read by (tests/host/config_doc_test checks the page).

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,27 @@ void init_eal(const DpdkConfig& cfg);
 std::unique_ptr<Transport> make_transport(const DpdkConfig& cfg, const Endpoint& local,
                                           const std::optional<wire::Mac>& job_mac,
                                           const Endpoint& aggregator, std::size_t max_packet);
+
+// One DPDK port as a pipe of whole Ethernet frames, for an aggregator daemon that builds and
+// parses its frames itself (netagg-switchd --dpdk). The EAL, the pool and the port are set up as
+// for a transport (same registry: one claim per port and process).
+class FramePort {
+ public:
+  virtual ~FramePort() = default;
+  virtual wire::Mac mac() const = 0;
+  virtual std::uint16_t mtu() const = 0;
+  // One receive burst: the frames' bytes, valid until the next receive() (the port keeps their
+  // buffers until then). Empty when nothing arrived; never blocks.
+  virtual std::span<const std::span<const std::byte>> receive() = 0;
+  // Copies the frames into the port's buffers and sends them (frames under Ethernet's minimum
+  // padded); returns how many the port took: the rest are dropped after the transmit queue stayed
+  // full for 200 ms, or when the pool is empty.
+  virtual std::size_t send(std::span<const std::span<const std::byte>> frames) = 0;
+  virtual std::string name() const = 0;
+};
+
+// Claims and starts cfg.port (starting the EAL with cfg's options if this process has not).
+// Throws Error(kConfig) or Error(kTransport) as make_transport does.
+std::unique_ptr<FramePort> open_frame_port(const DpdkConfig& cfg);
 
 }  // namespace netagg::dpdk

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "frame_io.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "datagram_server.hpp"
+#include "netagg/error.hpp"
+
+namespace netagg::sim {
+namespace {
+
+constexpr std::size_t kFrameRoom = wire::kFrameOverhead + wire::kMaxPacketSize;
+constexpr std::uint16_t kEtherArp = 0x0806, kArpRequest = 1, kArpReply = 2;
+constexpr std::size_t kArpFrame = 42;  // Ethernet header + ARP for IPv4 over Ethernet
+
+void store_be16(std::byte* p, std::uint16_t v) {
+  p[0] = std::byte(v >> 8);
+  p[1] = std::byte(v & 0xFF);
+}
+
+void store_be32(std::byte* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = std::byte((v >> (24 - 8 * i)) & 0xFF);
+}
+
+std::uint32_t load_be32(const std::byte* p) {
+  return std::uint32_t(wire::load_be16(p)) << 16 | wire::load_be16(p + 2);
+}
+
+}  // namespace
+
+FrameIo::FrameIo(const DpdkConfig& cfg, const Endpoint& address)
+    : address_(address), frames_(kQueue * kFrameRoom) {
+  if (address.ip == 0 || address.port == 0)
+    throw Error(Errc::kConfig,
+                fmt::format("--listen: {} on a DPDK port must name the IPv4 address and the UDP "
+                            "port to serve (no kernel picks them)",
+                            address.to_string()));
+  port_ = dpdk::open_frame_port(cfg);
+  mac_ = port_->mac();
+  const std::size_t datagram = wire::kIpv4HeaderSize + wire::kUdpHeaderSize + wire::kHeaderSize;
+  if (port_->mtu() < datagram)
+    throw Error(Errc::kConfig, fmt::format("{}: MTU {} is below a netagg header's datagram",
+                                           port_->name(), port_->mtu()));
+  queued_.reserve(kQueue);
+}
+
+std::size_t FrameIo::receive(std::vector<Datagram>& out) {
+  const auto frames = port_->receive();
+  for (const auto frame : frames) {
+    if (frame.size() < wire::kEthHeaderSize) {
+      ++malformed_;
+      continue;
+    }
+    if (wire::load_be16(frame.data() + 12) == kEtherArp) {
+      answer_arp(frame);
+      continue;
+    }
+    if (!std::equal(mac_.begin(), mac_.end(), reinterpret_cast<const std::uint8_t*>(frame.data()))) {
+      ++foreign_;  // another station's (the port may see the segment's traffic)
+      continue;
+    }
+    const wire::DecodedFrame f = wire::decode_frame(frame, address_.port);
+    using E = wire::Error;
+    if (f.error == E::kNotIpv4 || f.error == E::kNotUdp || f.error == E::kWrongPort) {
+      ++foreign_;
+      continue;
+    }
+    if (f.error == E::kBadIpHeader || f.error == E::kIpLengthMismatch ||
+        f.error == E::kUdpLengthMismatch ||
+        (f.error == E::kTruncated && frame.size() < wire::kFrameOverhead)) {
+      ++malformed_;
+      continue;
+    }
+    if (f.address.dst_ip != address_.ip) {
+      ++foreign_;
+      continue;
+    }
+    // Framing is sound; what is wrong inside the netagg packet is the daemon's to judge (as a
+    // datagram from a socket would be).
+    const std::size_t ip_len = wire::load_be16(frame.data() + wire::kEthHeaderSize + 2);
+    if (ip_len < wire::kIpv4HeaderSize + wire::kUdpHeaderSize) {
+      ++malformed_;
+      continue;
+    }
+    const std::size_t length =
+        std::min(ip_len - wire::kIpv4HeaderSize - wire::kUdpHeaderSize,
+                 std::min(frame.size() - wire::kFrameOverhead, DatagramServer::kRecvBufferSize));
+    peers_[f.address.src_ip] = f.address.src_mac;
+    Datagram d;
+    d.source = Endpoint{f.address.src_ip, f.address.src_port};
+    d.destination = address_;
+    d.bytes = frame.subspan(wire::kFrameOverhead, length);
+    d.ecn = f.address.ecn;
+    out.push_back(d);
+  }
+  return frames.size();
+}
+
+bool FrameIo::queue(const Endpoint& to, std::span<const std::byte> bytes, std::uint8_t ecn) {
+  const auto peer = peers_.find(to.ip);
+  if (peer == peers_.end()) {
+    queue_arp(kArpRequest, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, to.ip);
+    return false;
+  }
+  if (queued_.size() == kQueue) flush();
+  wire::FrameAddress a;
+  a.src_mac = mac_;
+  a.dst_mac = peer->second;
+  a.src_ip = address_.ip;
+  a.dst_ip = to.ip;
+  a.src_port = address_.port;
+  a.dst_port = to.port;
+  a.ecn = ecn & 3;
+  std::byte* room = frames_.data() + queued_.size() * kFrameRoom;
+  const std::size_t len = wire::encode_frame(a, bytes, {room, kFrameRoom});
+  if (len == 0) return false;
+  queued_.emplace_back(room, len);
+  return true;
+}
+
+std::size_t FrameIo::flush() {
+  if (queued_.empty()) return 0;
+  const std::size_t sent = port_->send(queued_);
+  queued_.clear();
+  return sent;
+}
+
+void FrameIo::answer_arp(std::span<const std::byte> frame) {
+  if (frame.size() < kArpFrame) return;
+  const std::byte* arp = frame.data() + wire::kEthHeaderSize;
+  // Ethernet (1), IPv4 (0x0800), 6-byte and 4-byte addresses
+  if (wire::load_be16(arp) != 1 || wire::load_be16(arp + 2) != 0x0800 || arp[4] != std::byte(6) ||
+      arp[5] != std::byte(4))
+    return;
+  const std::uint16_t op = wire::load_be16(arp + 6);
+  wire::Mac sender_mac;
+  std::memcpy(sender_mac.data(), arp + 8, 6);
+  const std::uint32_t sender_ip = load_be32(arp + 14), target_ip = load_be32(arp + 24);
+  if (op == kArpReply || (op == kArpRequest && target_ip == address_.ip))
+    peers_[sender_ip] = sender_mac;
+  if (op == kArpRequest && target_ip == address_.ip) {
+    queue_arp(kArpReply, sender_mac, sender_ip);
+    flush();
+  }
+}
+
+// An ARP request (to broadcast) or reply (to_mac) about this server's address.
+void FrameIo::queue_arp(std::uint16_t op, const wire::Mac& to_mac, std::uint32_t to_ip) {
+  if (queued_.size() == kQueue) flush();
+  std::byte* f = frames_.data() + queued_.size() * kFrameRoom;
+  std::memcpy(f, to_mac.data(), 6);
+  std::memcpy(f + 6, mac_.data(), 6);
+  store_be16(f + 12, kEtherArp);
+  std::byte* arp = f + wire::kEthHeaderSize;
+  store_be16(arp, 1);
+  store_be16(arp + 2, 0x0800);
+  arp[4] = std::byte(6);
+  arp[5] = std::byte(4);
+  store_be16(arp + 6, op);
+  std::memcpy(arp + 8, mac_.data(), 6);
+  store_be32(arp + 14, address_.ip);
+  if (op == kArpReply)
+    std::memcpy(arp + 18, to_mac.data(), 6);
+  else
+    std::memset(arp + 18, 0, 6);
+  store_be32(arp + 24, to_ip);
+  queued_.emplace_back(f, kArpFrame);
+}
+
+}  // namespace netagg::sim
