@@ -243,6 +243,21 @@ rte_mempool* packed_pool(const char* name, unsigned count, std::uint16_t data_ro
   return pool;
 }
 
+// At the process's exit: the ports it set up are stopped and closed, so that their drivers undo
+// what they did to the host (net_af_xdp detaches the XDP program it attached to the interface,
+// which would otherwise stay and take the interface's frames from the kernel). A process that is
+// killed leaves them (ip link set dev IFACE xdp off removes the program).
+void close_ports_at_exit() {
+  Registry& reg = registry();
+  std::lock_guard lock(reg.mutex);
+  for (auto& [port, state] : reg.ports) {
+    if (state.pool == nullptr) continue;
+    [[maybe_unused]] const int stopped = rte_eth_dev_stop(port);
+    [[maybe_unused]] const int closed = rte_eth_dev_close(port);
+  }
+  reg.ports.clear();
+}
+
 // Configures and starts `port` the first time a transport asks for it; claims it.
 rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
   const std::uint16_t port = cfg.port;
@@ -294,6 +309,8 @@ rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
                                                 port_name(port), rte_strerror(-rc)));
     }
     st.pool = pool;
+    static std::once_flag at_exit;
+    std::call_once(at_exit, [] { std::atexit(close_ports_at_exit); });
   }
   st.claimed = true;
   return st.pool;

@@ -179,7 +179,8 @@ if [ "${BENCH_FPGA:-1}" != 0 ]; then
 fi
 
 # Kernel UDP against DPDK on net_af_packet and DPDK on net_af_xdp, all on the same veths: workers
-# in network namespaces, netagg-switchd on kernel UDP in another, a bridge between them
+# in network namespaces, netagg-switchd on kernel UDP in another (and, with workers on
+# net_af_xdp, once more on its own XDP socket: --dpdk), a bridge between them
 # (scripts/netns/dpdk-netns.sh). The three transports alternate per (ranks, size) in one run; each
 # measurement gets a fresh switch, whose CPU seconds are kept (NAME.switchd.cpu).
 dpdk_enabled=0
@@ -214,7 +215,7 @@ if [ "$dpdk_enabled" != 0 ]; then
     dpdk_drivers="dpdk:af_packet"
     if grep -qw xsk_bind /proc/kallsyms 2>/dev/null &&
        ldconfig -p 2> /dev/null | grep librte_net_af_xdp > /dev/null; then  # not -q: pipefail
-      dpdk_drivers+=" xdp:af_xdp"
+      dpdk_drivers+=" xdp:af_xdp xdpsw:af_xdp"
     else
       echo "bench: DPDK on net_af_xdp skipped: no XDP sockets in this kernel or no librte_net_af_xdp" >&2
     fi
@@ -223,10 +224,19 @@ if [ "$dpdk_enabled" != 0 ]; then
     # One measurement: a fresh switch, all workers at once; their JSON lines merged into one array.
     run_veth() {
       local transport=$1 driver=$2 ranks=$3 bytes=$4 iterations=$5 name=$6 r status=0 sw
+      local worker_transport=dpdk
+      if [ "$transport" = udp ]; then worker_transport=udp; fi
       local job="$raw/dpdk-job-r$ranks.json"
-      local vdev="net_${driver}0,iface=dp0"
-      ip netns exec "$dpdk_ns-agg" "$switchd_bin" --listen 10.77.0.254:20033 --job "$job" \
-        --slots 64 > "$raw/$name.switch.log" 2>&1 &
+      local vdev="net_${driver}0,iface=dp0" switch_env=() switch_args=()
+      if [ "$transport" = xdpsw ]; then
+        # The switch on its own XDP socket; the kernel gives up its address meanwhile.
+        ip -n "$dpdk_ns-agg" addr flush dev eth0
+        switch_env=(NETAGG_DPDK_VDEVS=net_af_xdp0,iface=eth0 NETAGG_DPDK_NO_HUGE=1
+                    NETAGG_DPDK_NO_PCI=1)
+        switch_args=(--dpdk)
+      fi
+      ip netns exec "$dpdk_ns-agg" env "${switch_env[@]}" "$switchd_bin" "${switch_args[@]}" \
+        --listen 10.77.0.254:20033 --job "$job" --slots 64 > "$raw/$name.switch.log" 2>&1 &
       sw=$!
       for _ in $(seq 50); do grep -q "listening on" "$raw/$name.switch.log" && break; sleep 0.1; done
       local pids=() epoch
@@ -234,7 +244,7 @@ if [ "$dpdk_enabled" != 0 ]; then
       for (( r = 0; r < ranks; ++r )); do
         ip netns exec "$dpdk_ns-w$r" env NETAGG_DPDK_VDEVS="$vdev" \
           NETAGG_DPDK_NO_HUGE=1 NETAGG_DPDK_NO_PCI=1 timeout --kill-after=10 "$timeout_s" \
-          "$netagg_bin" --rank "$r" --job "$job" --transport "${transport/xdp/dpdk}" --dtype fp32 \
+          "$netagg_bin" --rank "$r" --job "$job" --transport "$worker_transport" --dtype fp32 \
           --count $((bytes / 4)) --iterations "$iterations" --timeout 10 --epoch "$epoch" --json \
           > "$raw/$name.w$r.json" 2> "$raw/$name.w$r.log" &
         pids+=($!)
@@ -244,7 +254,11 @@ if [ "$dpdk_enabled" != 0 ]; then
       awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$sw/stat" \
         > "$raw/$name.switchd.cpu" 2> /dev/null || true
       kill "$sw" 2> /dev/null; wait "$sw" 2> /dev/null || true
-      printf '%s\n%s\n' "ip netns exec $dpdk_ns-wR netagg-allreduce --rank R --job $job --transport ${transport/xdp/dpdk} --dtype fp32 --count $((bytes / 4)) --iterations $iterations --json (R = 0..$((ranks - 1)), NETAGG_DPDK_VDEVS=$vdev NETAGG_DPDK_NO_HUGE=1)" "$status" > "$raw/$name.cmd"
+      if [ "$transport" = xdpsw ]; then ip -n "$dpdk_ns-agg" addr add 10.77.0.254/24 dev eth0; fi
+      # No XDP program may stay on the veths for the next measurement (one killed by the timeout
+      # would leave its own): kernel UDP through an XDP program is slower.
+      bash "$repo/scripts/netns/dpdk-netns.sh" xdp-off "$dpdk_ns" "$dpdk_max_ranks"
+      printf '%s\n%s\n' "ip netns exec $dpdk_ns-wR netagg-allreduce --rank R --job $job --transport $worker_transport --dtype fp32 --count $((bytes / 4)) --iterations $iterations --json (R = 0..$((ranks - 1)), NETAGG_DPDK_VDEVS=$vdev NETAGG_DPDK_NO_HUGE=1; switch: netagg-switchd ${switch_args[*]} ${switch_env[*]})" "$status" > "$raw/$name.cmd"
       local files=()
       for (( r = 0; r < ranks; ++r )); do files+=("$raw/$name.w$r.json"); done
       bench_py merge-workers "${files[@]}" > "$raw/$name.json" 2>> "$raw/$name.w0.log" \

@@ -23,6 +23,10 @@
 #   dpdk-netns.sh shape NAME N MBIT  tbf at MBIT Mbit/s on both ends of every worker's veth (the
 #                                    worker's egress dp0 and the bridge's egress pw<i>); burst:
 #                                    10 ms at the rate, at least 2 full frames; queue: 50 ms
+#   dpdk-netns.sh xdp-off NAME N     detach any XDP program from the workers' dp0 and the
+#                                    aggregator's eth0 (a net_af_xdp process detaches its own at
+#                                    exit; one that was killed leaves it, and the kernel's UDP on
+#                                    that veth then runs through it)
 #   dpdk-netns.sh job N ELEMENTS WINDOW   print the job description (job 1) for N workers
 set -euo pipefail
 
@@ -120,6 +124,13 @@ shape() {
   done
 }
 
+xdp_off() {
+  local name=$1 n=$2 i
+  need_root
+  ip -n "$name-agg" link set dev eth0 xdp off
+  for (( i = 0; i < n; ++i )); do ip -n "$name-w$i" link set dev dp0 xdp off; done
+}
+
 job() {
   local n=$1 elements=$2 window=$3 i sep=""
   printf '{"job_id": 1, "slots": {"base": 0, "count": %d}, "elements_per_packet": %d,\n' \
@@ -132,7 +143,7 @@ job() {
   printf ']}\n'
 }
 
-[ $# -ge 1 ] || die "usage: dpdk-netns.sh up|down|addresses|loss|shape|job ..."
+[ $# -ge 1 ] || die "usage: dpdk-netns.sh up|down|addresses|loss|shape|xdp-off|job ..."
 cmd=$1; shift
 case $cmd in
   up) [ $# -eq 2 ] || die "usage: up NAME N"; up "$@" ;;
@@ -140,6 +151,7 @@ case $cmd in
   addresses) [ $# -eq 3 ] || die "usage: addresses NAME N on|off"; addresses "$@" ;;
   loss) [ $# -eq 2 ] || die "usage: loss NAME PERCENT"; loss "$@" ;;
   shape) [ $# -eq 3 ] || die "usage: shape NAME N MBIT"; shape "$@" ;;
+  xdp-off) [ $# -eq 2 ] || die "usage: xdp-off NAME N"; xdp_off "$@" ;;
   job) [ $# -eq 3 ] || die "usage: job N ELEMENTS WINDOW"; job "$@" ;;
   *) die "unknown command '$cmd'" ;;
 esac

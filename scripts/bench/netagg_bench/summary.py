@@ -19,10 +19,14 @@ COMPETING_COMMAND = "bash scripts/bench/bench-competing.sh BUILD_DIR"
 DPDK_SETUP = ("veths and a bridge in network namespaces (scripts/netns/dpdk-netns.sh): workers on "
               "kernel UDP, on DPDK over net_af_packet or on DPDK over net_af_xdp (DPDK 22.11, "
               "--no-huge; XDP socket in copy mode) on the same veth, netagg-switchd on kernel "
-              "UDP; 256 elements per packet, window 64")
+              "UDP, or on its own XDP socket (--dpdk) with workers on net_af_xdp; 256 elements "
+              "per packet, window 64")
 
-# The transports of the DPDK comparison: the raw files' name part, the report's key.
-DPDK_TRANSPORTS = (("udp", "kernel_udp"), ("dpdk", "dpdk_af_packet"), ("xdp", "dpdk_af_xdp"))
+# The transports of the DPDK comparison: the raw files' name part, the report's key, the label.
+DPDK_TRANSPORTS = (("udp", "kernel_udp", "kernel UDP"),
+                   ("dpdk", "dpdk_af_packet", "DPDK af_packet"),
+                   ("xdp", "dpdk_af_xdp", "DPDK af_xdp"),
+                   ("xdpsw", "dpdk_af_xdp_switch_af_xdp", "DPDK af_xdp, switch af_xdp"))
 
 
 class BenchError(Exception):
@@ -80,15 +84,15 @@ def codec_rows(report):
 
 
 def dpdk_rows(runs, ranks_list, sizes):
-    """Kernel UDP, DPDK on net_af_packet and DPDK on net_af_xdp on the same veths, one row per
-    (ranks, size): each transport's summary of the slowest worker per iteration, with the
+    """Kernel UDP, DPDK on net_af_packet, DPDK on net_af_xdp (the switch on kernel UDP) and both
+    on net_af_xdp, on the same veths, one row per (ranks, size): each transport's summary of the slowest worker per iteration, with the
     workers' retransmissions and packets and what a packet cost (stats.packet_rates), and the
     time ratios of each DPDK driver over kernel UDP."""
     rows = []
     for ranks in ranks_list:
         for size in sizes:
             row = {"ranks": ranks, "bytes": size}
-            for transport, key in DPDK_TRANSPORTS:
+            for transport, key, _ in DPDK_TRANSPORTS:
                 name = f"veth-{transport}-r{ranks}-b{size}"
                 workers = runs.load(name)
                 merged = stats.slowest_rank(workers, runs.warmup(name))
@@ -102,7 +106,7 @@ def dpdk_rows(runs, ranks_list, sizes):
                 row[key] = summary
                 row.setdefault("raw", {})[transport] = workers
             u = row["kernel_udp"] or {}
-            for transport, key in DPDK_TRANSPORTS[1:]:
+            for transport, key, _ in DPDK_TRANSPORTS[1:]:
                 for stat in ("median", "min"):
                     row[f"time_ratio_{transport}_over_udp_{stat}"] = stats.time_ratio(
                         row[key] or {}, u, "seconds_" + stat)

@@ -2,6 +2,8 @@
 """The text tables printed after each benchmark, from its JSON document. Each function returns the
 lines to print."""
 
+from .summary import DPDK_TRANSPORTS
+
 
 def num(x, spec, missing="-"):
     """X formatted with SPEC, or MISSING for None."""
@@ -48,35 +50,33 @@ def comparison_table(rows, peer_key, ours_key, ratio_key, peer, ours):
 
 
 def dpdk_table(rows):
-    """Kernel UDP, DPDK on af_packet and DPDK on af_xdp per ranks and size: the median time of one
-    all-reduce with each DPDK driver's ratio to kernel UDP, then what a packet cost each."""
+    """Per ranks and size, a line per transport: the time of one all-reduce, its ratio to kernel
+    UDP, and what a packet cost a worker and the switch daemon."""
     def rate(summary, key):
         value = (summary or {}).get(key)
-        return f"{value / 1000:>7.0f}k" if value else f"{'-':>8}"
+        return f"{value / 1000:.0f}k" if value else "-"
 
-    lines = ["Kernel UDP, DPDK on net_af_packet, DPDK on net_af_xdp, on the same veths, fp32: time "
-             "of one all-reduce",
-             "(slowest rank, median) in ms, ratio = DPDK / kernel UDP (below 1: DPDK faster); "
-             "packets the workers sent",
-             "per CPU second of a worker inside its all-reduces and of netagg-switchd (kernel UDP, "
-             "software switch).",
-             f"{'ranks':>5} {'size':>9} {'udp':>9} {'af_packet':>10} {'ratio':>6} {'af_xdp':>9} "
-             f"{'ratio':>6} | {'worker udp':>10} {'af_pkt':>8} {'af_xdp':>8} | {'switchd udp':>11} "
-             f"{'af_pkt':>8} {'af_xdp':>8}  check"]
+    lines = ["Kernel UDP against DPDK on the same veths, fp32: time of one all-reduce (slowest "
+             "rank) in ms, ratio of",
+             "the medians = DPDK / kernel UDP (below 1: DPDK faster); packets the workers sent per "
+             "CPU second of a",
+             "worker inside its all-reduces and of netagg-switchd (software switch; on kernel UDP "
+             "unless said).",
+             f"{'ranks':>5} {'size':>9}  {'transport':<27}{'median':>9}{'min':>9}{'ratio':>7}"
+             f"{'worker':>9}{'switchd':>9}  check"]
     for row in rows:
-        u, p, x = (row[k] or {} for k in ("kernel_udp", "dpdk_af_packet", "dpdk_af_xdp"))
-        check = "/".join(s.get("verification") or "-" for s in (u, p, x))
-        lines.append(
-            f"{row['ranks']:>5} {size_text(row['bytes']):>9} {ms_cell(u.get('seconds_median'))[1:]} "
-            f"{ms_cell(p.get('seconds_median'))} "
-            f"{num(row['time_ratio_dpdk_over_udp_median'], '6.2f'):>6} "
-            f"{ms_cell(x.get('seconds_median'))[1:]} "
-            f"{num(row['time_ratio_xdp_over_udp_median'], '6.2f'):>6} | "
-            f"{rate(u, 'worker_packets_per_cpu_second'):>10} "
-            f"{rate(p, 'worker_packets_per_cpu_second')} {rate(x, 'worker_packets_per_cpu_second')} | "
-            f"{rate(u, 'switchd_packets_per_cpu_second'):>11} "
-            f"{rate(p, 'switchd_packets_per_cpu_second')} "
-            f"{rate(x, 'switchd_packets_per_cpu_second')}  {check}")
+        for transport, key, label in DPDK_TRANSPORTS:
+            if key not in row:
+                continue
+            t = row[key] or {}
+            if not t and transport != "udp":
+                continue  # not run (no XDP sockets here)
+            ratio = None if transport == "udp" else row[f"time_ratio_{transport}_over_udp_median"]
+            lines.append(
+                f"{row['ranks']:>5} {size_text(row['bytes']):>9}  {label:<27}"
+                f"{ms_text(t.get('seconds_median')):>9}{ms_text(t.get('seconds_min')):>9}"
+                f"{num(ratio, '.2f'):>7}{rate(t, 'worker_packets_per_cpu_second'):>9}"
+                f"{rate(t, 'switchd_packets_per_cpu_second'):>9}  {t.get('verification') or '-'}")
     return lines
 
 

@@ -86,6 +86,9 @@ class Bench(unittest.TestCase):
         self.assertEqual((xdp["seconds_median"], xdp["seconds_min"]), (0.002, 0.002))
         self.assertAlmostEqual(row["time_ratio_xdp_over_udp_median"], 2 / 3)
         self.assertAlmostEqual(row["time_ratio_xdp_over_udp_min"], 2 / 3)
+        # the switch on an XDP socket did not run in the sample: no summary, no ratio
+        self.assertIsNone(row["dpdk_af_xdp_switch_af_xdp"])
+        self.assertIsNone(row["time_ratio_xdpsw_over_udp_median"])
 
     def test_what_a_packet_cost(self):
         [row] = self.report["dpdk_vs_udp"]["rows"]
