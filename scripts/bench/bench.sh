@@ -28,7 +28,7 @@ usage() { echo "usage: bash scripts/bench/bench.sh BUILD_DIR" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "bench: no build directory '$1'" >&2; exit 2; }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-bench_py() { python3 "$repo/scripts/bench/netagg_bench" "$@"; }  # the Python steps
+bench_py() { /usr/bin/python3 "$repo/scripts/bench/netagg_bench" "$@"; }  # the Python steps
 out="$build/bench"
 raw="$out/raw"
 

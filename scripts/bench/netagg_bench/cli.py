@@ -42,6 +42,11 @@ def bench_report(a):
                                            list(os.getloadavg())),
         build_info=summary.bench_build(a.build, a.repo))
     write_json(a.out, report, indent=2, newline=True)
+    if report["dpdk_vs_udp"]["rows"]:
+        plt = plots.pyplot()
+        if plt is not None:
+            plots.dpdk_plot(plt, report["dpdk_vs_udp"], summary.DPDK_TRANSPORTS,
+                            os.path.join(os.path.dirname(a.out), "dpdk.png"))
     emit(tables.bench_tables(report, a.sizes, a.out))
     emit(tables.bench_problems(report), sys.stderr)
     return 1 if report["failures"] or report["missing"] else 0

@@ -39,6 +39,38 @@ def shaped_plot(plt, report, workers, rates, dtypes, size, path):
     fig.savefig(path, dpi=100)
 
 
+def dpdk_plot(plt, dpdk, transports, path):
+    """bench.sh's DPDK comparison: per rank count, the median time of one all-reduce against the
+    size and the packets a worker sends per CPU second inside its all-reduces, one line per
+    transport that ran. `transports`: (raw name, report key, label) as summary.DPDK_TRANSPORTS."""
+    rows = dpdk["rows"]
+    ranks = sorted({r["ranks"] for r in rows})
+    fig, axes = plt.subplots(2, len(ranks), figsize=(5.5 * len(ranks), 7.5), squeeze=False)
+    for col, n in enumerate(ranks):
+        sel = sorted((r for r in rows if r["ranks"] == n), key=lambda r: r["bytes"])
+        for _, key, label in transports:
+            pts = [(r["bytes"], r[key]) for r in sel if (r.get(key) or {}).get("seconds_median")]
+            if not pts:
+                continue
+            sizes = [b for b, _ in pts]
+            axes[0][col].plot(sizes, [t["seconds_median"] * 1e3 for _, t in pts], "o-",
+                              label=label)
+            rate = [(b, t.get("worker_packets_per_cpu_second")) for b, t in pts]
+            rate = [(b, v) for b, v in rate if v]
+            axes[1][col].plot([b for b, _ in rate], [v / 1e3 for _, v in rate], "s-", label=label)
+        for ax in axes[:, col]:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("tensor bytes")
+            ax.legend(fontsize=8)
+        axes[0][col].set_yscale("log")
+        axes[0][col].set_ylabel("ms per all-reduce (median, slowest rank)")
+        axes[0][col].set_title(f"{n} ranks on veths")
+        axes[1][col].set_ylabel("worker packets per CPU second, thousands")
+        axes[1][col].set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def fabric_plot(plt, report, path):
     """bench-fabric.sh: completion time against N (in-network, ring, their ideals) and the ring's
     time over the in-network time against the bound 2(N-1)/N."""

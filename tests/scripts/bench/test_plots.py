@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from common import sample
-from netagg_bench import plots, summary
+from netagg_bench import parse, plots, summary
 
 PLT = plots.pyplot()
 
@@ -34,6 +34,12 @@ class Plots(unittest.TestCase):
                                        ["fp32", "int32"], 3)
         plots.shaped_plot(PLT, report, [4], [100], ["fp32", "int32"], 1 << 20, self.path("s.png"))
         self.assertPng(self.path("s.png"))
+
+    def test_dpdk(self):
+        report = summary.bench_report(parse.Runs(sample("bench-raw")), [2], [65536],
+                                      dpdk_ranks=[2], dpdk_sizes=[65536])
+        plots.dpdk_plot(PLT, report["dpdk_vs_udp"], summary.DPDK_TRANSPORTS, self.path("d.png"))
+        self.assertPng(self.path("d.png"))
 
     def test_fabric(self):
         report = summary.fabric_report([sample("fabric", "result-4.json"),
