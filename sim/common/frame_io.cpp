@@ -58,7 +58,8 @@ std::size_t FrameIo::receive(std::vector<Datagram>& out) {
       answer_arp(frame);
       continue;
     }
-    if (!std::equal(mac_.begin(), mac_.end(), reinterpret_cast<const std::uint8_t*>(frame.data()))) {
+    if (!std::equal(mac_.begin(), mac_.end(),
+                    reinterpret_cast<const std::uint8_t*>(frame.data()))) {
       ++foreign_;  // another station's (the port may see the segment's traffic)
       continue;
     }

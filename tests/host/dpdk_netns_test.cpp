@@ -196,10 +196,15 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
     std::vector<json> results;
     for (auto& w : workers) {
       finish(w, std::chrono::seconds(40));
-      // The JSON is the last line; EAL or PMD messages may come before it.
+      // The JSON is the last line that starts with '{': EAL, PMD and libxdp messages (on stderr,
+      // which this output shares) come before it and, as the port closes at exit, after it.
       const std::string& text = w.output();
-      const auto last = text.rfind('{');
-      json j = last == std::string::npos ? json() : json::parse(text.substr(last), nullptr, false);
+      json j;
+      for (std::size_t at = 0; at < text.size();) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        if (text[at] == '{') j = json::parse(text.substr(at, end - at), nullptr, false);
+        at = end + 1;
+      }
       EXPECT_TRUE(j.is_object()) << text;
       EXPECT_TRUE(w.succeeded()) << w.describe_exit() << "\n" << text;
       results.push_back(j.is_object() ? j : json::object());
