@@ -280,7 +280,10 @@ TEST_P(DpdkNetns, Int32AndFp32SurviveTenPercentLoss) {
 TEST_P(DpdkNetns, EveryMbufOfThePoolCarriesPackets) {
   constexpr int kMbufs = 4095, kCount = 256 * 200, kIterations = 45;  // 9 000 packets each way
   static_assert(kCount / kElementsPerPacket * kIterations > 2 * kMbufs);
-  const auto results = allreduce("int32", kCount, 9, {.iterations = kIterations, .mbufs = kMbufs});
+  RunShape run;
+  run.iterations = kIterations;
+  run.mbufs = kMbufs;
+  const auto results = allreduce("int32", kCount, 9, run);
   expect_all_verified(results, kCount);
   for (const auto& r : results)
     EXPECT_GE(r.value("packets_sent", 0ull),
@@ -291,7 +294,10 @@ TEST_P(DpdkNetns, EveryMbufOfThePoolCarriesPackets) {
 // MACs and aggregates; 1 % loss injected in the workers' transports both ways.
 TEST_P(DpdkNetns, TheSwitchOnAnXdpSocketAggregatesWithLoss) {
   if (std::string why; !af_xdp_available(why)) GTEST_SKIP() << "the switch's port: " << why;
-  const RunShape run{.iterations = 3, .switch_on_xdp = true, .worker_args = {"--loss", "0.01"}};
+  RunShape run;
+  run.iterations = 3;
+  run.switch_on_xdp = true;
+  run.worker_args = {"--loss", "0.01"};
   auto results = allreduce("int32", 50003, 11, run);
   expect_all_verified(results, 50003);
   std::uint64_t retransmissions = 0;
