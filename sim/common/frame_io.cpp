@@ -29,16 +29,29 @@ std::uint32_t load_be32(const std::byte* p) {
   return std::uint32_t(wire::load_be16(p)) << 16 | wire::load_be16(p + 2);
 }
 
-}  // namespace
-
-FrameIo::FrameIo(const DpdkConfig& cfg, const Endpoint& address)
-    : address_(address), frames_(kQueue * kFrameRoom) {
+// The listen address, checked before a port is opened for it.
+const Endpoint& served_address(const Endpoint& address) {
   if (address.ip == 0 || address.port == 0)
     throw Error(Errc::kConfig,
                 fmt::format("--listen: {} on a DPDK port must name the IPv4 address and the UDP "
                             "port to serve (no kernel picks them)",
                             address.to_string()));
-  port_ = dpdk::open_frame_port(cfg);
+  return address;
+}
+
+// The port for `address`, opened once the address is known to be servable.
+std::unique_ptr<dpdk::FramePort> open_port_for(const Endpoint& address, const DpdkConfig& cfg) {
+  served_address(address);
+  return dpdk::open_frame_port(cfg);
+}
+
+}  // namespace
+
+FrameIo::FrameIo(const DpdkConfig& cfg, const Endpoint& address)
+    : FrameIo(open_port_for(address, cfg), address) {}
+
+FrameIo::FrameIo(std::unique_ptr<dpdk::FramePort> port, const Endpoint& address)
+    : port_(std::move(port)), address_(served_address(address)), frames_(kQueue * kFrameRoom) {
   mac_ = port_->mac();
   const std::size_t datagram = wire::kIpv4HeaderSize + wire::kUdpHeaderSize + wire::kHeaderSize;
   if (port_->mtu() < datagram)

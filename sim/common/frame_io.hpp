@@ -30,6 +30,8 @@ class FrameIo {
   // Opens the port of cfg (Error(kConfig/kTransport/kUnsupported) as open_frame_port); `address`
   // is the server's IPv4 address and UDP port (both must be set: no kernel picks them).
   FrameIo(const DpdkConfig& cfg, const Endpoint& address);
+  // On a port opened elsewhere (tests give a port of their own).
+  FrameIo(std::unique_ptr<dpdk::FramePort> port, const Endpoint& address);
 
   // One receive burst: appends its netagg datagrams to `out` (their bytes valid until the next
   // call) and answers the ARP requests among its frames. Returns the number of frames taken.
