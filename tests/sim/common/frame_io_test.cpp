@@ -190,7 +190,7 @@ TEST_F(FrameIoTest, ADatagramComesOutWithItsSourceAndEcnAndTheReplyGoesToItsMac)
 TEST_F(FrameIoTest, FramesForOthersAreForeignAndBrokenOnesMalformed) {
   const Bytes p = packet();
   const wire::Mac other{0x02, 0, 0, 0, 0, 0x99};
-  wire.inbound.push_back(frame(p, other, kOurIp, kServed.port));      // another station's MAC
+  wire.inbound.push_back(frame(p, other, kOurIp, kServed.port));        // another station's MAC
   wire.inbound.push_back(frame(p, kOurMac, kOurIp + 1, kServed.port));  // another IP
   wire.inbound.push_back(frame(p, kOurMac, kOurIp, kServed.port + 1));  // another port
   Bytes short_frame(10);
