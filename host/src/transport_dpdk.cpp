@@ -41,6 +41,16 @@
 #include "netagg/dpdk.hpp"
 #include "netagg/error.hpp"
 
+#ifdef NETAGG_HAVE_LIBXDP
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <xdp/libxdp.h>
+
+#include "netagg_steer.h"
+#endif
+
 namespace netagg::dpdk {
 namespace {
 
@@ -316,6 +326,71 @@ rte_mempool* claim_port_locked(Registry& reg, const DpdkConfig& cfg) {
   return st.pool;
 }
 
+#ifdef NETAGG_HAVE_LIBXDP
+// The map called `name` of the BPF program `program_fd`, as a new descriptor, or -1.
+int map_of(int program_fd, const char* name) {
+  bpf_prog_info info{};
+  std::uint32_t length = sizeof info;
+  if (bpf_obj_get_info_by_fd(program_fd, &info, &length) != 0) return -1;
+  std::vector<std::uint32_t> ids(info.nr_map_ids);
+  info = bpf_prog_info{};
+  info.nr_map_ids = static_cast<std::uint32_t>(ids.size());
+  info.map_ids = reinterpret_cast<std::uintptr_t>(ids.data());
+  length = sizeof info;
+  if (bpf_obj_get_info_by_fd(program_fd, &info, &length) != 0) return -1;
+  for (const std::uint32_t id : ids) {
+    const int fd = bpf_map_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_map_info map{};
+    std::uint32_t map_length = sizeof map;
+    if (bpf_obj_get_info_by_fd(fd, &map, &map_length) == 0 && std::strcmp(map.name, name) == 0)
+      return fd;
+    ::close(fd);
+  }
+  return -1;
+}
+#endif
+
+// An AF_XDP port whose interface runs netagg's steering program (xdp/netagg_steer.bpf.c, loaded
+// by the driver for the vdev argument xdp_prog=...): points it at `ip`:`udp_port`, so that only
+// netagg's frames (and ARP for that address) come to the socket. False when the interface runs
+// another program (the driver's default takes every frame) or libnetagg was built without
+// libxdp; Error(kTransport) when the program is there but its map cannot be written.
+bool steer_to(std::uint16_t port, std::uint32_t ip, std::uint16_t udp_port) {
+#ifdef NETAGG_HAVE_LIBXDP
+  rte_eth_dev_info info{};
+  if (!is_af_xdp(port) || rte_eth_dev_info_get(port, &info) != 0 || info.if_index == 0)
+    return false;
+  xdp_multiprog* programs = xdp_multiprog__get_from_ifindex(static_cast<int>(info.if_index));
+  if (libxdp_get_error(programs) != 0 || programs == nullptr) return false;
+  int map = -1;
+  if (xdp_multiprog__is_legacy(programs)) {
+    if (xdp_program* p = xdp_multiprog__main_prog(programs))
+      map = map_of(xdp_program__fd(p), NETAGG_STEER_ADDRESS_MAP);
+  } else {  // behind libxdp's dispatcher (bpffs mounted)
+    for (xdp_program* p = xdp_multiprog__next_prog(nullptr, programs); p != nullptr && map < 0;
+         p = xdp_multiprog__next_prog(p, programs))
+      map = map_of(xdp_program__fd(p), NETAGG_STEER_ADDRESS_MAP);
+  }
+  xdp_multiprog__close(programs);
+  if (map < 0) return false;
+  const netagg_steer_address address{htonl(ip), htons(udp_port), 0};
+  const std::uint32_t key = 0;
+  const int rc = bpf_map_update_elem(map, &key, &address, BPF_ANY);
+  const int err = errno;
+  ::close(map);
+  if (rc != 0)
+    throw Error(Errc::kTransport,
+                fmt::format("dpdk: port {} ({}) runs netagg's XDP steering program, but its map {} "
+                            "cannot be written: {}",
+                            port, port_name(port), NETAGG_STEER_ADDRESS_MAP, std::strerror(err)));
+  return true;
+#else
+  (void)port, (void)ip, (void)udp_port;
+  return false;
+#endif
+}
+
 // Hands frames to the port until all are taken or the queue stays full for kSendStall; frees
 // what it could not send. Returns how many were sent.
 std::uint16_t transmit(std::uint16_t port, rte_mbuf** frames, std::uint16_t n) {
@@ -418,9 +493,9 @@ class DpdkTransport final : public Transport {
   }
 
   std::string name() const override {
-    return fmt::format("dpdk port {} ({}) {} {} -> {} {}", port_, port_name(port_),
-                       format_mac(mac_), local_.to_string(), format_mac(aggregator_mac_),
-                       aggregator_.to_string());
+    return fmt::format("dpdk port {} ({}{}) {} {} -> {} {}", port_, port_name(port_),
+                       steered_ ? ", XDP steering" : "", format_mac(mac_), local_.to_string(),
+                       format_mac(aggregator_mac_), aggregator_.to_string());
   }
 
   TransportCounters counters() const override { return counters_; }
@@ -461,6 +536,7 @@ class DpdkTransport final : public Transport {
                               "the interface's MTU",
                               datagram, port_, port_name(port_), mtu, fits));
     }
+    steered_ = steer_to(port_, local_.ip, local_.port);
     drain();  // whatever arrived while nobody held the port is stale
     if (cfg_.aggregator_mac) {
       aggregator_mac_ = *cfg_.aggregator_mac;
@@ -674,6 +750,7 @@ class DpdkTransport final : public Transport {
   std::size_t max_packet_;
   std::optional<std::uint32_t> resolving_;
   std::optional<wire::Mac> resolved_;
+  bool steered_ = false;  // the interface's XDP program sends only our frames to the socket
   std::vector<rte_mbuf*> tx_, rx_;
   std::vector<std::byte> scratch_;
   TransportCounters counters_;
@@ -744,6 +821,8 @@ class DpdkFramePort final : public FramePort {
     }
     return sent;
   }
+
+  bool steer(const Endpoint& address) override { return steer_to(port_, address.ip, address.port); }
 
   std::string name() const override {
     return fmt::format("dpdk port {} ({}) {}", port_, port_name(port_), format_mac(mac_));

@@ -53,6 +53,7 @@ FrameIo::FrameIo(const DpdkConfig& cfg, const Endpoint& address)
 FrameIo::FrameIo(std::unique_ptr<dpdk::FramePort> port, const Endpoint& address)
     : port_(std::move(port)), address_(served_address(address)), frames_(kQueue * kFrameRoom) {
   mac_ = port_->mac();
+  port_->steer(address_);
   const std::size_t datagram = wire::kIpv4HeaderSize + wire::kUdpHeaderSize + wire::kHeaderSize;
   if (port_->mtu() < datagram)
     throw Error(Errc::kConfig, fmt::format("{}: MTU {} is below a netagg header's datagram",

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -90,6 +91,7 @@ struct RunShape {
   int iterations = 1;
   int mbufs = 8191;
   bool switch_on_xdp = false;
+  bool steering = false;  // the XDP ports (workers', the switch's) load netagg's steering program
   std::vector<std::string> worker_args;
 };
 
@@ -145,8 +147,10 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
       // XDP socket takes every frame of eth0 anyway, the address goes for the run.
       sh(fmt::format("ip -n {}-agg addr flush dev eth0", name_));
       sw_argv.insert(sw_argv.end(),
-                     {"env", "NETAGG_DPDK_VDEVS=net_af_xdp0,iface=eth0", "NETAGG_DPDK_NO_HUGE=1",
-                      "NETAGG_DPDK_NO_PCI=1", kSwitchd, "--dpdk"});
+                     {"env",
+                      "NETAGG_DPDK_VDEVS=net_af_xdp0,iface=eth0" +
+                          (run.steering ? steering_argument() : std::string()),
+                      "NETAGG_DPDK_NO_HUGE=1", "NETAGG_DPDK_NO_PCI=1", kSwitchd, "--dpdk"});
     } else {
       sw_argv.push_back(kSwitchd);
     }
@@ -165,7 +169,8 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
           "exec",
           fmt::format("{}-w{}", name_, r),
           "env",
-          fmt::format("NETAGG_DPDK_VDEVS=net_{}0,iface=dp0", GetParam()),
+          fmt::format("NETAGG_DPDK_VDEVS=net_{}0,iface=dp0{}", GetParam(),
+                      run.steering ? steering_argument() : ""),
           "NETAGG_DPDK_NO_HUGE=1",
           "NETAGG_DPDK_NO_PCI=1",
           "NETAGG_DPDK_VERIFY_UDP_CHECKSUM=1",
@@ -216,6 +221,11 @@ class DpdkNetns : public ::testing::TestWithParam<std::string> {
     std::ifstream in(dir_ / "switch.json");
     switch_counters_ = json::parse(in, nullptr, false);
     return results;
+  }
+
+  // The vdev argument that loads netagg's XDP steering program.
+  static std::string steering_argument() {
+    return fmt::format(",xdp_prog={}", NETAGG_XDP_STEER_OBJECT);
   }
 
   // Packets the nftables rules dropped so far (both directions).
@@ -306,6 +316,62 @@ TEST_P(DpdkNetns, TheSwitchOnAnXdpSocketAggregatesWithLoss) {
   ASSERT_TRUE(switch_counters_.is_object());
   EXPECT_GE(switch_counters_.value("packets_in", 0ull), 3u * 3u * 196u) << switch_counters_.dump();
   expect_all_verified(allreduce("fp32", 40000, 12, run), 40000);
+}
+
+// With netagg's XDP steering program the XDP socket gets only netagg's frames and ARP for the
+// worker's address: the kernel keeps the rest of the interface, here an address of its own on
+// dp0 (10.77.0.100 + rank), which answers a TCP connection attempt while a worker holds the port.
+// (With the driver's default program every frame goes to the socket and the attempt times out.)
+TEST_P(DpdkNetns, WithTheSteeringProgramTheKernelKeepsTheRestOfTheInterface) {
+  if (GetParam() != "af_xdp") GTEST_SKIP() << "the steering program is an XDP socket's";
+  if (std::string(NETAGG_XDP_STEER_OBJECT).empty() || !fs::exists(NETAGG_XDP_STEER_OBJECT))
+    GTEST_SKIP() << "the XDP steering program is not built (needs clang, libxdp and libbpf)";
+  for (int r = 0; r < kWorkers; ++r)
+    sh(fmt::format("ip -n {}-w{} addr add 10.77.0.{}/24 dev dp0", name_, r, 100 + r));
+  RunShape run;
+  run.steering = true;
+  expect_all_verified(allreduce("int32", 50003, 13, run), 50003);
+  run.switch_on_xdp = true;  // the switch's port steered too
+  expect_all_verified(allreduce("int32", 50003, 14, run), 50003);
+
+  // One worker alone holds its port (it waits for the aggregator's ARP reply, none comes: no
+  // switch runs now) while the aggregator's namespace connects to the kernel's address.
+  ChildProcess worker = start({"ip",
+                               "netns",
+                               "exec",
+                               name_ + "-w0",
+                               "env",
+                               "NETAGG_DPDK_VDEVS=net_af_xdp0,iface=dp0" + steering_argument(),
+                               "NETAGG_DPDK_NO_HUGE=1",
+                               "NETAGG_DPDK_NO_PCI=1",
+                               "NETAGG_DPDK_ARP_TIMEOUT_MS=30000",
+                               kTool,
+                               "--rank",
+                               "0",
+                               "--job",
+                               job_,
+                               "--transport",
+                               "dpdk",
+                               "--epoch",
+                               "1",
+                               "--count",
+                               "1000",
+                               "--json"});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::string link;
+  while (link.find("netagg_steer") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    link = sh(fmt::format("ip -n {}-w0 link show dp0", name_));
+    if (link.find("netagg_steer") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_THAT(link, ::testing::HasSubstr("netagg_steer")) << worker.output();
+  ChildProcess connect = start({"ip", "netns", "exec", name_ + "-agg", "timeout", "10", "bash",
+                                "-c", "echo > /dev/tcp/10.77.0.100/9"});
+  finish(connect, std::chrono::seconds(20));
+  EXPECT_THAT(connect.output(), ::testing::HasSubstr("Connection refused"));
+  worker.signal(SIGKILL);
+  finish(worker, std::chrono::seconds(10));
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, DpdkNetns, ::testing::Values("af_packet", "af_xdp"),

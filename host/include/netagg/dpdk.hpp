@@ -55,6 +55,10 @@ class FramePort {
   // padded); returns how many the port took: the rest are dropped after the transmit queue stayed
   // full for 200 ms, or when the pool is empty.
   virtual std::size_t send(std::span<const std::span<const std::byte>> frames) = 0;
+  // On an AF_XDP port whose interface runs netagg's XDP steering program (docs/configuration.md,
+  // "AF_XDP"): points it at `address`, so that only its frames and ARP for it reach the port.
+  // False when there is no such program (every frame reaches the port).
+  virtual bool steer(const Endpoint& address) = 0;
   virtual std::string name() const = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "datagram_server.hpp"
@@ -52,7 +53,12 @@ class TestPort final : public dpdk::FramePort {
     for (const auto f : frames) wire_.sent.emplace_back(f.begin(), f.end());
     return frames.size();
   }
+  bool steer(const Endpoint& address) override {
+    steered_to = address;
+    return false;
+  }
   std::string name() const override { return "test port"; }
+  std::optional<Endpoint> steered_to;
 
  private:
   Wire& wire_;
