@@ -41,7 +41,31 @@ constexpr auto kFrameNap = std::chrono::microseconds(20);
 constexpr std::uint64_t kFramePollsPerLook = 256;
 constexpr std::size_t kControlSize =
     CMSG_SPACE(sizeof(in_pktinfo)) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(int));
-constexpr std::size_t kMaxSegments = 64;     // the kernel's UDP_MAX_SEGMENTS
+constexpr std::size_t kMaxSegments = 64;  // the kernel's UDP_MAX_SEGMENTS
+
+// Hooks::on_tick every Hooks::tick_seconds, when both are set.
+class Ticker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Ticker(const DatagramServer::Hooks& hooks)
+      : on_tick_(hooks.tick_seconds > 0 ? hooks.on_tick : nullptr),
+        interval_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(hooks.tick_seconds))),
+        next_(Clock::now() + interval_) {}
+  bool ticking() const { return static_cast<bool>(on_tick_); }
+  Clock::duration left() const { return next_ - Clock::now(); }  // until the next tick
+  void tick_if_due() {
+    if (!on_tick_ || Clock::now() < next_) return;
+    on_tick_();
+    next_ += interval_;
+    if (next_ < Clock::now()) next_ = Clock::now() + interval_;
+  }
+
+ private:
+  std::function<void()> on_tick_;
+  Clock::duration interval_;
+  Clock::time_point next_;
+};
 constexpr std::size_t kMaxGsoBytes = 65507;  // one IPv4 datagram's payload
 
 sockaddr_in to_sockaddr(const Endpoint& e) {
@@ -425,11 +449,8 @@ bool DatagramServer::take_stop_and_signals(const Hooks& hooks) {
 }
 
 void DatagramServer::serve_frames(const Hooks& hooks) {
-  using Clock = std::chrono::steady_clock;
-  const bool ticking = hooks.tick_seconds > 0 && hooks.on_tick;
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(hooks.tick_seconds));
-  auto next_tick = Clock::now() + interval;
+  using Clock = Ticker::Clock;
+  Ticker ticker(hooks);
   auto last_frame = Clock::now();
   for (std::uint64_t loop = 1;; ++loop) {
     const auto now = Clock::now();
@@ -440,7 +461,7 @@ void DatagramServer::serve_frames(const Hooks& hooks) {
     std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     for (const auto& w : hooks.watches) fds.push_back({w.fd, POLLIN, 0});
     auto nap = idle ? kFrameNap : Clock::duration::zero();
-    if (ticking) nap = std::clamp<Clock::duration>(next_tick - now, Clock::duration::zero(), nap);
+    if (ticker.ticking()) nap = std::clamp(ticker.left(), Clock::duration::zero(), nap);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(nap).count();
     const timespec timeout{0, static_cast<long>(ns)};
     if (ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR)
@@ -448,27 +469,17 @@ void DatagramServer::serve_frames(const Hooks& hooks) {
     if (take_stop_and_signals(hooks)) return;
     for (std::size_t i = 0; i < hooks.watches.size(); ++i)
       if (fds[2 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
-    if (ticking && Clock::now() >= next_tick) {
-      hooks.on_tick();
-      next_tick += interval;
-      if (next_tick < Clock::now()) next_tick = Clock::now() + interval;
-    }
+    ticker.tick_if_due();
   }
 }
 
 void DatagramServer::serve(const Hooks& hooks) {
   if (frames_) return serve_frames(hooks);
-  using Clock = std::chrono::steady_clock;
-  const bool ticking = hooks.tick_seconds > 0 && hooks.on_tick;
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(hooks.tick_seconds));
-  auto next_tick = Clock::now() + interval;
-
+  Ticker ticker(hooks);
   for (;;) {
     int timeout_ms = -1;
-    if (ticking) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - Clock::now());
+    if (ticker.ticking()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(ticker.left());
       timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
     }
     std::vector<pollfd> fds = {{fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
@@ -483,12 +494,7 @@ void DatagramServer::serve(const Hooks& hooks) {
 
     for (std::size_t i = 0; i < hooks.watches.size(); ++i)
       if (fds[3 + i].revents & (POLLIN | POLLERR)) hooks.watches[i].on_readable();
-
-    if (ticking && Clock::now() >= next_tick) {
-      hooks.on_tick();
-      next_tick += interval;
-      if (next_tick < Clock::now()) next_tick = Clock::now() + interval;
-    }
+    ticker.tick_if_due();
   }
 }
 

@@ -14,8 +14,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "datagram_server.hpp"
@@ -269,6 +271,33 @@ TEST(DatagramServer, ServeHandsOverSignalsAndDrainsTheQueueAtStop) {
     ASSERT_TRUE(r);
     EXPECT_EQ(*r, bytes_of({i}));
   }
+}
+
+// The tick hook runs again and again while nothing arrives; the third one stops the server. A
+// watchdog stops it after 60 s if the ticks never come (and the test fails).
+TEST(DatagramServer, TicksComeWhileNothingArrives) {
+  DatagramServer server(Endpoint{0x7F000001, 0});
+  int ticks = 0;
+  DatagramServer::Hooks hooks;
+  hooks.on_batch = [](std::span<const Datagram>) {};
+  hooks.tick_seconds = 0.01;
+  hooks.on_tick = [&] {
+    if (++ticks == 3) server.request_stop();
+  };
+  std::atomic<bool> served{false}, watchdog_stopped{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 600 && !served; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!served) {
+      watchdog_stopped = true;
+      server.request_stop();
+    }
+  });
+  server.serve(hooks);
+  served = true;
+  watchdog.join();
+  EXPECT_FALSE(watchdog_stopped);
+  EXPECT_EQ(ticks, 3);
 }
 
 TEST(DatagramServer, ConfigurationErrorsNameTheProblem) {
