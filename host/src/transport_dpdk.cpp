@@ -253,19 +253,21 @@ rte_mempool* packed_pool(const char* name, unsigned count, std::uint16_t data_ro
   return pool;
 }
 
-// At the process's exit: the ports it set up are stopped and closed, so that their drivers undo
-// what they did to the host (net_af_xdp detaches the XDP program it attached to the interface,
-// which would otherwise stay and take the interface's frames from the kernel). A process that is
-// killed leaves them (ip link set dev IFACE xdp off removes the program).
+// At the process's exit: the ports it set up and no transport holds any more are stopped and
+// closed, so that their drivers undo what they did to the host (net_af_xdp detaches the XDP
+// program it attached to the interface, which would otherwise stay and take the interface's
+// frames from the kernel). A port still held (a transport never destroyed, whose thread may still
+// poll it) is left as it is, as is every port of a process that is killed (ip link set dev IFACE
+// xdp off removes the program).
 void close_ports_at_exit() {
   Registry& reg = registry();
   std::lock_guard lock(reg.mutex);
   for (auto& [port, state] : reg.ports) {
-    if (state.pool == nullptr) continue;
+    if (state.pool == nullptr || state.claimed) continue;
     [[maybe_unused]] const int stopped = rte_eth_dev_stop(port);
     [[maybe_unused]] const int closed = rte_eth_dev_close(port);
+    state.pool = nullptr;  // (the pool goes with the process)
   }
-  reg.ports.clear();
 }
 
 // Configures and starts `port` the first time a transport asks for it; claims it.
