@@ -24,7 +24,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <rte_arp.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -599,7 +598,7 @@ class DpdkTransport final : public Transport {
       return 0;
     }
     const std::uint16_t ether_type = wire::load_be16(frame.data() + 12);
-    if (ether_type == RTE_ETHER_TYPE_ARP) {
+    if (ether_type == wire::kEtherTypeArp) {
       handle_arp(frame);
       return 0;
     }
@@ -662,49 +661,27 @@ class DpdkTransport final : public Transport {
 
   // Answers requests for our IP; takes the reply we wait for while resolving.
   void handle_arp(std::span<const std::byte> frame) {
-    if (frame.size() < sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr)) return;
-    rte_arp_hdr arp;
-    std::memcpy(&arp, frame.data() + sizeof(rte_ether_hdr), sizeof arp);
-    if (rte_be_to_cpu_16(arp.arp_hardware) != RTE_ARP_HRD_ETHER ||
-        rte_be_to_cpu_16(arp.arp_protocol) != RTE_ETHER_TYPE_IPV4 || arp.arp_hlen != 6 ||
-        arp.arp_plen != 4)
-      return;
-    const std::uint16_t op = rte_be_to_cpu_16(arp.arp_opcode);
-    const std::uint32_t sender_ip = rte_be_to_cpu_32(arp.arp_data.arp_sip);
-    const std::uint32_t target_ip = rte_be_to_cpu_32(arp.arp_data.arp_tip);
-    if (resolving_ && sender_ip == *resolving_ &&
-        (op == RTE_ARP_OP_REPLY || (op == RTE_ARP_OP_REQUEST && target_ip == local_.ip)))
-      resolved_ = to_mac(arp.arp_data.arp_sha);
-    if (op == RTE_ARP_OP_REQUEST && target_ip == local_.ip)
-      send_arp(RTE_ARP_OP_REPLY, to_mac(arp.arp_data.arp_sha), to_mac(arp.arp_data.arp_sha),
-               sender_ip);
+    const std::optional<wire::Arp> arp = wire::decode_arp_frame(frame);
+    if (!arp) return;
+    const bool for_us = arp->op == wire::ArpOp::kRequest && arp->target_ip == local_.ip;
+    if (resolving_ && arp->sender_ip == *resolving_ && (arp->op == wire::ArpOp::kReply || for_us))
+      resolved_ = arp->sender_mac;
+    if (for_us) send_arp(wire::ArpOp::kReply, arp->sender_mac, arp->sender_mac, arp->sender_ip);
   }
 
-  void send_arp(std::uint16_t op, const wire::Mac& eth_dst, const wire::Mac& target_mac,
+  void send_arp(wire::ArpOp op, const wire::Mac& eth_dst, const wire::Mac& target_mac,
                 std::uint32_t target_ip) {
     rte_mbuf* m = rte_pktmbuf_alloc(pool_);
     if (m == nullptr) return;  // the peer asks again
-    auto* data = rte_pktmbuf_mtod(m, std::uint8_t*);
-    constexpr std::size_t kLen = RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN;  // 60, padded
-    std::memset(data, 0, kLen);
-    rte_ether_hdr eth;
-    eth.dst_addr = to_ether(eth_dst);
-    eth.src_addr = to_ether(mac_);
-    eth.ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-    rte_arp_hdr arp;
-    arp.arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-    arp.arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-    arp.arp_hlen = 6;
-    arp.arp_plen = 4;
-    arp.arp_opcode = rte_cpu_to_be_16(op);
-    arp.arp_data.arp_sha = to_ether(mac_);
-    arp.arp_data.arp_sip = rte_cpu_to_be_32(local_.ip);
-    arp.arp_data.arp_tha = to_ether(target_mac);
-    arp.arp_data.arp_tip = rte_cpu_to_be_32(target_ip);
-    std::memcpy(data, &eth, sizeof eth);
-    std::memcpy(data + sizeof eth, &arp, sizeof arp);
-    m->data_len = kLen;
-    m->pkt_len = kLen;
+    wire::Arp arp;
+    arp.op = op;
+    arp.sender_mac = mac_;
+    arp.sender_ip = local_.ip;
+    arp.target_mac = target_mac;
+    arp.target_ip = target_ip;
+    const std::size_t len = wire::encode_arp_frame(
+        eth_dst, mac_, arp, {rte_pktmbuf_mtod(m, std::byte*), rte_pktmbuf_tailroom(m)});
+    pad_frame(m, len);  // to Ethernet's 60 bytes
     if (rte_eth_tx_burst(port_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
   }
 
@@ -732,7 +709,7 @@ class DpdkTransport final : public Transport {
                 via_router ? "" : " or dpdk.next_hop if a router stands in between"));
       }
       if (now >= next_request) {
-        send_arp(RTE_ARP_OP_REQUEST, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, wire::Mac{},
+        send_arp(wire::ArpOp::kRequest, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, wire::Mac{},
                  ip);
         next_request = now + kArpRetry;
       }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "netagg/wire.hpp"
 
+#include <cstring>
+
 namespace netagg::wire {
 
 bool encode_header(const Header& h, std::span<std::byte> out) {
@@ -142,6 +144,46 @@ DecodedFrame decode_frame(std::span<const std::byte> frame, std::uint16_t udp_po
   f.packet = decode(frame.subspan(kFrameOverhead, ip_len - kIpv4HeaderSize - kUdpHeaderSize));
   f.error = f.packet.error;
   return f;
+}
+
+std::size_t encode_arp_frame(const Mac& eth_dst, const Mac& eth_src, const Arp& arp,
+                             std::span<std::byte> out) {
+  if (out.size() < kArpFrameSize) return 0;
+  std::byte* f = out.data();
+  std::memcpy(f, eth_dst.data(), 6);
+  std::memcpy(f + 6, eth_src.data(), 6);
+  store_be16(f + 12, kEtherTypeArp);
+  std::byte* a = f + kEthHeaderSize;
+  store_be16(a, 1);           // hardware: Ethernet
+  store_be16(a + 2, 0x0800);  // protocol: IPv4
+  a[4] = std::byte{6};        // hardware address length
+  a[5] = std::byte{4};        // protocol address length
+  store_be16(a + 6, static_cast<std::uint16_t>(arp.op));
+  std::memcpy(a + 8, arp.sender_mac.data(), 6);
+  store_be32(a + 14, arp.sender_ip);
+  std::memcpy(a + 18, arp.target_mac.data(), 6);
+  store_be32(a + 24, arp.target_ip);
+  return kArpFrameSize;
+}
+
+std::optional<Arp> decode_arp_frame(std::span<const std::byte> frame) {
+  if (frame.size() < kArpFrameSize || load_be16(frame.data() + 12) != kEtherTypeArp)
+    return std::nullopt;
+  const std::byte* a = frame.data() + kEthHeaderSize;
+  if (load_be16(a) != 1 || load_be16(a + 2) != 0x0800 || a[4] != std::byte{6} ||
+      a[5] != std::byte{4})
+    return std::nullopt;
+  const std::uint16_t op = load_be16(a + 6);
+  if (op != static_cast<std::uint16_t>(ArpOp::kRequest) &&
+      op != static_cast<std::uint16_t>(ArpOp::kReply))
+    return std::nullopt;
+  Arp arp;
+  arp.op = static_cast<ArpOp>(op);
+  std::memcpy(arp.sender_mac.data(), a + 8, 6);
+  arp.sender_ip = load_be32(a + 14);
+  std::memcpy(arp.target_mac.data(), a + 18, 6);
+  arp.target_ip = load_be32(a + 24);
+  return arp;
 }
 
 }  // namespace netagg::wire

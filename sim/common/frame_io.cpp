@@ -13,22 +13,6 @@ namespace netagg::sim {
 namespace {
 
 constexpr std::size_t kFrameRoom = wire::kFrameOverhead + wire::kMaxPacketSize;
-constexpr std::uint16_t kEtherArp = 0x0806, kArpRequest = 1, kArpReply = 2;
-constexpr std::size_t kArpFrame = 42;  // Ethernet header + ARP for IPv4 over Ethernet
-
-void store_be16(std::byte* p, std::uint16_t v) {
-  p[0] = std::byte(v >> 8);
-  p[1] = std::byte(v & 0xFF);
-}
-
-void store_be32(std::byte* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = std::byte((v >> (24 - 8 * i)) & 0xFF);
-}
-
-std::uint32_t load_be32(const std::byte* p) {
-  return std::uint32_t(wire::load_be16(p)) << 16 | wire::load_be16(p + 2);
-}
-
 // The listen address, checked before a port is opened for it.
 const Endpoint& served_address(const Endpoint& address) {
   if (address.ip == 0 || address.port == 0)
@@ -68,7 +52,7 @@ std::size_t FrameIo::receive(std::vector<Datagram>& out) {
       ++malformed_;
       continue;
     }
-    if (wire::load_be16(frame.data() + 12) == kEtherArp) {
+    if (wire::load_be16(frame.data() + 12) == wire::kEtherTypeArp) {
       answer_arp(frame);
       continue;
     }
@@ -117,7 +101,7 @@ std::size_t FrameIo::receive(std::vector<Datagram>& out) {
 bool FrameIo::queue(const Endpoint& to, std::span<const std::byte> bytes, std::uint8_t ecn) {
   const auto peer = peers_.find(to.ip);
   if (peer == peers_.end()) {
-    queue_arp(kArpRequest, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, to.ip);
+    queue_arp(wire::ArpOp::kRequest, wire::Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, to.ip);
     return false;
   }
   if (queued_.size() == kQueue) flush();
@@ -144,45 +128,27 @@ std::size_t FrameIo::flush() {
 }
 
 void FrameIo::answer_arp(std::span<const std::byte> frame) {
-  if (frame.size() < kArpFrame) return;
-  const std::byte* arp = frame.data() + wire::kEthHeaderSize;
-  // Ethernet (1), IPv4 (0x0800), 6-byte and 4-byte addresses
-  if (wire::load_be16(arp) != 1 || wire::load_be16(arp + 2) != 0x0800 || arp[4] != std::byte(6) ||
-      arp[5] != std::byte(4))
-    return;
-  const std::uint16_t op = wire::load_be16(arp + 6);
-  wire::Mac sender_mac;
-  std::memcpy(sender_mac.data(), arp + 8, 6);
-  const std::uint32_t sender_ip = load_be32(arp + 14), target_ip = load_be32(arp + 24);
-  if (op == kArpReply || (op == kArpRequest && target_ip == address_.ip))
-    peers_[sender_ip] = sender_mac;
-  if (op == kArpRequest && target_ip == address_.ip) {
-    queue_arp(kArpReply, sender_mac, sender_ip);
+  const std::optional<wire::Arp> arp = wire::decode_arp_frame(frame);
+  if (!arp) return;
+  const bool for_us = arp->target_ip == address_.ip;
+  if (arp->op == wire::ArpOp::kReply || for_us) peers_[arp->sender_ip] = arp->sender_mac;
+  if (arp->op == wire::ArpOp::kRequest && for_us) {
+    queue_arp(wire::ArpOp::kReply, arp->sender_mac, arp->sender_ip);
     flush();
   }
 }
 
-// An ARP request (to broadcast) or reply (to_mac) about this server's address.
-void FrameIo::queue_arp(std::uint16_t op, const wire::Mac& to_mac, std::uint32_t to_ip) {
+// An ARP request (to broadcast) or reply (to `to_mac`) about this server's address.
+void FrameIo::queue_arp(wire::ArpOp op, const wire::Mac& to_mac, std::uint32_t to_ip) {
   if (queued_.size() == kQueue) flush();
+  wire::Arp arp;
+  arp.op = op;
+  arp.sender_mac = mac_;
+  arp.sender_ip = address_.ip;
+  if (op == wire::ArpOp::kReply) arp.target_mac = to_mac;
+  arp.target_ip = to_ip;
   std::byte* f = frames_.data() + queued_.size() * kFrameRoom;
-  std::memcpy(f, to_mac.data(), 6);
-  std::memcpy(f + 6, mac_.data(), 6);
-  store_be16(f + 12, kEtherArp);
-  std::byte* arp = f + wire::kEthHeaderSize;
-  store_be16(arp, 1);
-  store_be16(arp + 2, 0x0800);
-  arp[4] = std::byte(6);
-  arp[5] = std::byte(4);
-  store_be16(arp + 6, op);
-  std::memcpy(arp + 8, mac_.data(), 6);
-  store_be32(arp + 14, address_.ip);
-  if (op == kArpReply)
-    std::memcpy(arp + 18, to_mac.data(), 6);
-  else
-    std::memset(arp + 18, 0, 6);
-  store_be32(arp + 24, to_ip);
-  queued_.emplace_back(f, kArpFrame);
+  queued_.emplace_back(f, wire::encode_arp_frame(to_mac, mac_, arp, {f, kFrameRoom}));
 }
 
 }  // namespace netagg::sim

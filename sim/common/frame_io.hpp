@@ -50,7 +50,7 @@ class FrameIo {
 
  private:
   void answer_arp(std::span<const std::byte> frame);
-  void queue_arp(std::uint16_t op, const wire::Mac& to_mac, std::uint32_t to_ip);
+  void queue_arp(wire::ArpOp op, const wire::Mac& to_mac, std::uint32_t to_ip);
 
   std::unique_ptr<dpdk::FramePort> port_;
   Endpoint address_;

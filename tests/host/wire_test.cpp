@@ -277,6 +277,34 @@ TEST(Wire, EncodeRefusesWhatCannotBeDecoded) {
   EXPECT_EQ(encode_frame(FrameAddress{}, out, small), 0u);
 }
 
+TEST(Wire, ArpFramesRoundTripAndOthersAreNotArp) {
+  const Mac broadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ours{2, 0, 0, 0, 0, 1};
+  Arp request;
+  request.op = ArpOp::kRequest;
+  request.sender_mac = ours;
+  request.sender_ip = 0x0A000001;
+  request.target_ip = 0x0A000007;
+  std::vector<std::byte> f(kArpFrameSize);
+  ASSERT_EQ(encode_arp_frame(broadcast, ours, request, f), kArpFrameSize);
+  EXPECT_EQ(load_be16(f.data() + 12), kEtherTypeArp);
+  EXPECT_EQ(load_be16(f.data() + 20), 1);  // the operation's place in a request
+  EXPECT_EQ(load_be32(f.data() + 38), 0x0A000007u);
+  const auto back = decode_arp_frame(f);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->op, ArpOp::kRequest);
+  EXPECT_EQ(back->sender_mac, ours);
+  EXPECT_EQ(back->sender_ip, 0x0A000001u);
+  EXPECT_EQ(back->target_ip, 0x0A000007u);
+  EXPECT_EQ(encode_arp_frame(broadcast, ours, request, std::span(f).first(41)), 0u);
+  EXPECT_FALSE(decode_arp_frame(std::span(f).first(41)));  // cut short
+  auto other_op = f;
+  other_op[21] = std::byte{3};  // RARP request: not ours to read
+  EXPECT_FALSE(decode_arp_frame(other_op));
+  auto ipv4 = f;
+  ipv4[13] = std::byte{0x00};  // EtherType 0x0800
+  EXPECT_FALSE(decode_arp_frame(ipv4));
+}
+
 TEST(Wire, FramePayloadStartsOnA512BitBeat) {
   Header h;
   h.count = 1;

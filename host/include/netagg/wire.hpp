@@ -91,4 +91,24 @@ DecodedFrame decode_frame(std::span<const std::byte> frame, std::uint16_t udp_po
 
 std::uint16_t ipv4_checksum(std::span<const std::byte> header);
 
+// ---- ARP for IPv4 over Ethernet (a DPDK port resolves and answers for its address itself) ----
+inline constexpr std::uint16_t kEtherTypeArp = 0x0806;
+inline constexpr std::size_t kArpFrameSize = 42;  // Ethernet header + ARP, before padding
+enum class ArpOp : std::uint16_t { kRequest = 1, kReply = 2 };
+
+struct Arp {
+  ArpOp op = ArpOp::kRequest;
+  Mac sender_mac{}, target_mac{};              // target_mac: zero in a request
+  std::uint32_t sender_ip = 0, target_ip = 0;  // host order
+};
+
+// An ARP frame from `eth_src` to `eth_dst` (broadcast for a request). Returns kArpFrameSize, or
+// 0 if out is too small.
+std::size_t encode_arp_frame(const Mac& eth_dst, const Mac& eth_src, const Arp& arp,
+                             std::span<std::byte> out);
+
+// The ARP packet of an Ethernet frame of type ARP for IPv4 over Ethernet with a known
+// operation; nullopt for anything else.
+std::optional<Arp> decode_arp_frame(std::span<const std::byte> frame);
+
 }  // namespace netagg::wire
